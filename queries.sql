@@ -78,8 +78,14 @@ VALUES (:item_id, :model_id, :text_sha256);
 -- name: delete_vector
 DELETE FROM item_vectors WHERE item_id = :item_id;
 
+-- name: delete_vector_bit
+DELETE FROM item_vectors_bit WHERE item_id = :item_id;
+
 -- name: insert_vector
 INSERT INTO item_vectors(item_id, embedding) VALUES (:item_id, :embedding);
+
+-- name: insert_vector_bit
+INSERT INTO item_vectors_bit(item_id, embedding) VALUES (:item_id, vec_quantize_binary(:embedding));
 
 -- name: phashes
 SELECT item_id, phash, perceptual_group, template_group FROM items;
@@ -174,6 +180,10 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f
            AS items_without_vector,
        (SELECT count(*) FROM item_vectors v WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = v.item_id))
            AS vectors_without_item,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_trigram t WHERE t.rowid = i.item_id))
+           AS items_without_trigrams,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_vectors_bit b WHERE b.item_id = i.item_id))
+           AS items_without_bit_vector,
        (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM previews p WHERE p.item_id = i.item_id))
            AS items_without_preview,
        (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.item_id = i.item_id))
@@ -196,60 +206,65 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- name: hidden_count
 SELECT count(*) FROM items WHERE NOT (safety IN ('safe', 'sensitive') AND rights <> 'withdrawn' AND private = 0);
 
--- name: search_bm25
--- Lexical route: FTS5 BM25 with per-field weights (title, template, entities, tags, ocr_text,
--- description). Only servable items (safety policy, rights, privacy) can match. bm25() cannot
--- sit inside a window function, hence the inner query.
-SELECT item_id, row_number() OVER (ORDER BY score DESC) AS rank, score
-FROM (
-    SELECT f.rowid AS item_id,
-           -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
-    FROM items_fts f JOIN servable_items s ON s.item_id = f.rowid
-    WHERE items_fts MATCH :match
-    ORDER BY score DESC LIMIT :depth
-)
-ORDER BY rank;
-
--- name: search_dense
--- Dense route: exact KNN over the float32 vectors; unservable items are dropped after the KNN,
--- so :k is the wanted depth plus the number of unservable items.
-SELECT v.item_id, row_number() OVER (ORDER BY v.distance) AS rank, 1.0 - v.distance AS score
-FROM item_vectors v JOIN servable_items s ON s.item_id = v.item_id
-WHERE v.embedding MATCH :qvec AND k = :k
-ORDER BY v.distance LIMIT :depth;
-
--- name: search_hybrid
--- Reciprocal rank fusion of both routes in one statement:
--- score = sum over routes of weight / (rrf_k + rank); ties broken by the lexical rank.
+-- name: search
+-- Every system in one statement: up to three routes, each gated by a parameter (a false gate is
+-- evaluated once and skips its scan), then reciprocal rank fusion:
+--   score = sum over routes of route_weight / (rrf_k + rank in that route).
+-- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
+-- (typos, slang, OCR noise); dense = KNN over MiniLM vectors, exact float32 or bit-quantized
+-- candidates rescored by float cosine. Only servable items (safety, rights, privacy) take part.
 WITH lex AS (
     SELECT item_id, row_number() OVER (ORDER BY score DESC) AS rank
     FROM (
         SELECT f.rowid AS item_id,
                -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
         FROM items_fts f JOIN servable_items s ON s.item_id = f.rowid
-        WHERE items_fts MATCH :match
+        WHERE :use_lexical AND items_fts MATCH :word_match
         ORDER BY score DESC LIMIT :depth
     )
-), vec AS (
-    SELECT v.item_id, row_number() OVER (ORDER BY v.distance) AS rank, 1.0 - v.distance AS sim
-    FROM item_vectors v JOIN servable_items s ON s.item_id = v.item_id
-    WHERE v.embedding MATCH :qvec AND k = :k
-    ORDER BY v.distance LIMIT :depth
+), fuzzy AS (
+    SELECT item_id, row_number() OVER (ORDER BY score DESC) AS rank
+    FROM (
+        SELECT t.rowid AS item_id,
+               -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+        FROM items_trigram t JOIN servable_items s ON s.item_id = t.rowid
+        WHERE :use_fuzzy AND items_trigram MATCH :trigram_match
+        ORDER BY score DESC LIMIT :depth
+    )
+), dense_candidates AS (
+    SELECT v.item_id, 1.0 - v.distance AS sim
+    FROM item_vectors v
+    WHERE :use_dense AND NOT :bit AND v.embedding MATCH :qvec AND k = :k
+    UNION ALL
+    SELECT c.item_id, 1.0 - vec_distance_cosine(v.embedding, :qvec)
+    FROM (SELECT item_id FROM item_vectors_bit
+          WHERE :use_dense AND :bit AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k) c
+    JOIN item_vectors v ON v.item_id = c.item_id
+), dense AS (
+    SELECT item_id, sim, row_number() OVER (ORDER BY sim DESC) AS rank
+    FROM (SELECT d.item_id, d.sim FROM dense_candidates d JOIN servable_items s ON s.item_id = d.item_id
+          ORDER BY d.sim DESC LIMIT :depth)
 )
 SELECT item_id,
        sum(score) AS score,
        max(lex_rank) AS lex_rank,
-       max(vec_rank) AS vec_rank,
+       max(fuzzy_rank) AS fuzzy_rank,
+       max(dense_rank) AS dense_rank,
        max(sim) AS sim
 FROM (
-    SELECT item_id, :w_lex / (:rrf_k + rank) AS score, rank AS lex_rank, NULL AS vec_rank, NULL AS sim
-    FROM lex
+    SELECT item_id, :w_lexical / (:rrf_k + rank) AS score,
+           rank AS lex_rank, NULL AS fuzzy_rank, NULL AS dense_rank, NULL AS sim FROM lex
     UNION ALL
-    SELECT item_id, :w_vec / (:rrf_k + rank), NULL, rank, sim FROM vec
+    SELECT item_id, :w_fuzzy / (:rrf_k + rank), NULL, rank, NULL, NULL FROM fuzzy
+    UNION ALL
+    SELECT item_id, :w_dense / (:rrf_k + rank), NULL, NULL, rank, sim FROM dense
 )
 GROUP BY item_id
-ORDER BY score DESC, coalesce(max(lex_rank), 1e9), item_id
-LIMIT :limit;
+ORDER BY score DESC, coalesce(max(lex_rank), max(fuzzy_rank), 1e9), item_id
+LIMIT :pool;
+
+-- name: aliases
+SELECT expansion FROM query_aliases WHERE term = :term;
 
 -- name: result_details
 SELECT i.item_id, i.sha256, i.title, i.template, i.entities, i.tags, i.description, i.ocr_text,

@@ -121,28 +121,82 @@ CREATE VIRTUAL TABLE items_fts USING fts5(
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
+-- Typo tolerance: the same fields under the trigram tokenizer. A misspelt or slangy query word
+-- ("jon ceena", OCR's "AWAYLIKE") still shares most of its 3-letter pieces with the right word.
+CREATE VIRTUAL TABLE items_trigram USING fts5(
+    title, template, entities, tags, ocr_text, description,
+    tokenize = 'trigram remove_diacritics 1'
+);
+
+-- Bit-quantized copies of item_vectors (sign of each dimension) for large libraries: a Hamming
+-- KNN over these, then float cosine rescoring of the candidates (see mambo.py DENSE_INDEXES).
+CREATE VIRTUAL TABLE item_vectors_bit USING vec0(
+    item_id INTEGER PRIMARY KEY,
+    embedding bit[384]
+);
+
+CREATE TRIGGER item_vectors_bit_delete AFTER DELETE ON item_embeddings BEGIN
+    DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
+END;
+
 CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
     INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
     VALUES (new.item_id, new.title, new.template,
             (SELECT group_concat(value, ' ; ') FROM json_each(new.entities)),
             (SELECT group_concat(value, ' ; ') FROM json_each(new.tags)),
             new.ocr_text, new.description);
+    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
+    SELECT rowid, title, template, entities, tags, ocr_text, description FROM items_fts WHERE rowid = new.item_id;
 END;
 
 CREATE TRIGGER items_fts_update AFTER UPDATE OF title, template, entities, tags, ocr_text, description
 ON items BEGIN
     DELETE FROM items_fts WHERE rowid = old.item_id;
+    DELETE FROM items_trigram WHERE rowid = old.item_id;
     INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
     VALUES (new.item_id, new.title, new.template,
             (SELECT group_concat(value, ' ; ') FROM json_each(new.entities)),
             (SELECT group_concat(value, ' ; ') FROM json_each(new.tags)),
             new.ocr_text, new.description);
+    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
+    SELECT rowid, title, template, entities, tags, ocr_text, description FROM items_fts WHERE rowid = new.item_id;
 END;
 
 CREATE TRIGGER items_delete AFTER DELETE ON items BEGIN
     DELETE FROM items_fts WHERE rowid = old.item_id;
+    DELETE FROM items_trigram WHERE rowid = old.item_id;
     DELETE FROM item_vectors WHERE item_id = old.item_id;
+    DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
 END;
+
+-- Slang, abbreviations and common misspellings people type, expanded at query time for the
+-- lexical routes (`ngl` also searches "not gonna lie"). Users may add rows (source 'user').
+CREATE TABLE query_aliases (
+    term       TEXT NOT NULL,
+    expansion  TEXT NOT NULL,
+    source     TEXT NOT NULL DEFAULT 'builtin',
+    PRIMARY KEY (term, expansion)
+) WITHOUT ROWID;
+
+INSERT INTO query_aliases(term, expansion) VALUES
+    ('u', 'you'), ('ur', 'your'), ('ure', 'you are'), ('r', 'are'), ('y', 'why'), ('n', 'and'),
+    ('ngl', 'not gonna lie'), ('tbh', 'to be honest'), ('imo', 'in my opinion'), ('idk', 'i don''t know'),
+    ('idc', 'i don''t care'), ('smh', 'shaking my head'), ('rn', 'right now'), ('irl', 'in real life'),
+    ('bc', 'because'), ('cuz', 'because'), ('coz', 'because'), ('bcuz', 'because'), ('tho', 'though'),
+    ('thx', 'thanks'), ('ty', 'thank you'), ('pls', 'please'), ('plz', 'please'), ('gonna', 'going to'),
+    ('wanna', 'want to'), ('gotta', 'got to'), ('kinda', 'kind of'), ('dunno', 'don''t know'),
+    ('ya', 'you'), ('yall', 'you all'), ('im', 'i am'), ('ive', 'i have'), ('dont', 'do not'),
+    ('cant', 'can not'), ('wont', 'will not'), ('didnt', 'did not'), ('isnt', 'is not'),
+    ('bruh', 'bro'), ('bro', 'brother'), ('fam', 'family'), ('lol', 'laugh'), ('lmao', 'laugh'),
+    ('omg', 'oh my god'), ('wtf', 'what'), ('fr', 'for real'), ('b4', 'before'), ('2day', 'today'),
+    ('2moro', 'tomorrow'), ('tmrw', 'tomorrow'), ('l8r', 'later'), ('gr8', 'great'), ('m8', 'mate'),
+    ('w8', 'wait'), ('msg', 'message'), ('pic', 'picture'), ('pics', 'pictures'), ('mon', 'monday'),
+    ('fri', 'friday'), ('wknd', 'weekend'), ('bday', 'birthday'), ('xmas', 'christmas'),
+    ('govt', 'government'), ('ppl', 'people'), ('sry', 'sorry'), ('srsly', 'seriously'),
+    ('nvm', 'never mind'), ('btw', 'by the way'), ('afaik', 'as far as i know'), ('wfh', 'work from home'),
+    ('dev', 'developer'), ('devs', 'developers'), ('prod', 'production'), ('js', 'javascript'),
+    ('meirl', 'me in real life'), ('doggo', 'dog'), ('pupper', 'puppy'), ('kitteh', 'cat'),
+    ('catto', 'cat'), ('smol', 'small'), ('chonk', 'fat'), ('chonky', 'fat'), ('noob', 'beginner');
 
 -- One row per `mambo add` run; errors name their run.
 CREATE TABLE ingest_runs (

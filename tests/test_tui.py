@@ -1,0 +1,523 @@
+"""The full-screen search (issue 4): painting tested headless, behaviour in a real 80x24 PTY.
+
+The PTY tests run the app under `bash -c 'APP; echo RC=$?; stty -a'`, so every way out is
+checked for a restored terminal: alternate screen left, cursor shown, `icanon` and `echo` back on.
+Most use the lexical system (`--system bm25`), which never loads the embedding model; the model
+tests use hybrid."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import re
+import shlex
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pexpect
+import pytest
+
+import mambo
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+import tui_draft as tui  # noqa: E402  -- on merge: `tui = mambo`
+
+TUI_MODULE = "tui_draft"  # on merge: "mambo"
+ESC = "\x1b"
+
+
+def app_cmd(db: Path, *flags: str) -> str:
+    """The TUI as a shell command line. On merge: python mambo.py --db DB search FLAGS."""
+    argv = [sys.executable, str(REPO / "tests" / "tui_app.py"), "--db", str(db), *flags]
+    return shlex.join(argv)
+
+
+def spawn(script: str, env: dict[str, str] | None = None, timeout: float = 20) -> pexpect.spawn:
+    full_env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0",
+                "PYTHONPATH": str(REPO), **(env or {})}
+    full_env.pop("COLORTERM", None)
+    child = pexpect.spawn("bash", ["-c", script], env=full_env, dimensions=(24, 80), encoding="utf-8",
+                          timeout=timeout, cwd=str(REPO))
+    child.delaybeforesend = None
+    child.logfile_read = io.StringIO()
+    return child
+
+
+def run_app(db: Path, *flags: str, env: dict[str, str] | None = None, timeout: float = 20) -> pexpect.spawn:
+    return spawn(f'{app_cmd(db, *flags)}; echo "RC=$?"; stty -a', env=env, timeout=timeout)
+
+
+def output(child: pexpect.spawn) -> str:
+    return child.logfile_read.getvalue()
+
+
+def search(child: pexpect.spawn, query: str, seq: int) -> None:
+    child.send("\x15" + query)
+    child.expect_exact(query)
+    child.send("\r")
+    child.expect(rf"search #{seq} ")
+
+
+def finish(child: pexpect.spawn) -> tuple[int, str]:
+    """Wait for the wrapper to end; returns the app's exit status and everything it printed."""
+    child.expect(r"RC=(\d+)")
+    rc = int(child.match.group(1))
+    child.expect(pexpect.EOF)
+    child.close()
+    return rc, output(child)
+
+
+def assert_restored(raw: str) -> None:
+    tail = raw[raw.rindex("RC="):]
+    before = raw[: raw.rindex("RC=")]
+    assert f"{ESC}[?1049l" in before, "alternate screen not left"
+    assert before.rfind(f"{ESC}[?25h") > before.rfind(f"{ESC}[?25l"), "cursor left hidden"
+    assert re.search(r"(?<![-\w])icanon\b", tail), "terminal left without icanon"
+    assert re.search(r"(?<![-\w])echo\b", tail), "terminal left without echo"
+
+
+def app_pid(shell_pid: int) -> int:
+    """The app's process id: the python child of the wrapping bash."""
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == shell_pid:
+                return int(stat.parent.name)
+        time.sleep(0.05)
+    raise AssertionError("app process not found")
+
+
+def expected_paths(db: Path, query: str, system: str = "bm25") -> list[str]:
+    d = mambo.DB(db, create=False)
+    try:
+        return [str(Path(r.details["root_path"]) / r.details["rel_path"])
+                for r in mambo.Searcher(d, None).search(query, system, 10)]
+    finally:
+        d.close()
+
+
+def events(db: Path) -> list[dict]:
+    d = mambo.DB(db, create=False)
+    try:
+        cur = d.con.execute("SELECT * FROM interaction_events ORDER BY event_id")
+        cols = None
+        out = []
+        for row in cur:
+            cols = cols or [c[0] for c in cur.getdescription()]
+            out.append(dict(zip(cols, row, strict=True)))
+        return out
+    finally:
+        d.close()
+
+
+# -- headless: state and painting --------------------------------------------------------------
+
+
+def fake_result(n: int, *, title: str = "", ocr: str = "", safety: str = "safe", dups: int = 0,
+                lex: int | None = 1, vec: int | None = None) -> SimpleNamespace:
+    details = {"title": title or f"Meme number {n}", "template": "Anvil Champ", "entities": '["john cena"]',
+               "tags": '["wrestling"]', "description": "", "ocr_text": ocr or f"you can't see me {n}",
+               "safety": safety, "root_path": "/memes", "rel_path": f"cena-{n:02}.png",
+               "duplicate_count": dups, "has_preview": 1}
+    return SimpleNamespace(item_id=n, rank=n, lex_rank=lex, fuzzy_rank=None, vec_rank=vec, details=details)
+
+
+def screen(state: tui.TUIState, rows: int = 24, cols: int = 80) -> tuple[list[str], str]:
+    arr = tui.paint(state, rows, cols)
+    assert (arr.height, arr.width) == (rows, cols)
+    return [line.s for line in arr], "\n".join(str(line) for line in arr)
+
+
+def feed(state: tui.TUIState, *keys: object) -> tuple[tui.TUIState, list]:
+    effects: list = []
+    for k in keys:
+        state, eff = tui.process_event(state, k)
+        effects.extend(eff)
+    return state, effects
+
+
+def searched_state(n: int = 10, **kw: object) -> tui.TUIState:
+    results = [fake_result(i, safety="sensitive" if i == 2 else "safe", dups=3 if i == 3 else 0,
+                           vec=i if i % 2 else None) for i in range(1, n + 1)]
+    rows = tuple(tui.row_from_result(r, "see me") for r in results)
+    s = tui.TUIState(system="hybrid", model="loading", **kw)
+    s, _ = feed(s, *"see", "<SPACE>", *"me")
+    s, eff = feed(s, "<Ctrl-j>")
+    assert eff == [tui.DoSearch("see me", 1)]
+    s, eff = feed(s, tui.Searched(1, "see me", rows, 4.2, "bm25", 1))
+    assert eff == [tui.Record("render", "see me")]
+    return s
+
+
+def test_layout_80x24_shows_query_ten_results_badges_and_status():
+    text, raw = screen(searched_state())
+    assert text[0].startswith(" Search: see me")
+    ranks = [int(m.group(1)) for line in text for m in [re.match(r"[ ›]\s?(\d+)\. ", line)] if m]
+    assert ranks == list(range(1, 11))
+    assert "› 1. Meme number 1" in text[2]
+    assert "you can't see me 1" in text[3]
+    assert "sensitive" in text[4] and "[LD]" in text[4]
+    assert "+3 dup" in text[6]
+    status = text[23]
+    assert "10 results" in status and "4.2 ms" in status and "bm25 v1" in status
+    assert "model loading" in status and "search #1" in status
+    # the matched words are highlighted (bold yellow) in the snippet
+    assert f"{ESC}[33m{ESC}[1msee{ESC}[0m" in raw.replace(f"{ESC}[39m", "")
+
+
+def test_no_match_and_start_screen():
+    s = tui.TUIState(system="hybrid", model="ready")
+    text, _ = screen(s)
+    assert "Type what you remember" in "\n".join(text)
+    s, _ = feed(s, *"zzqx", "<Ctrl-j>", tui.Searched(1, "zzqx", (), 1.0, "hybrid", 2))
+    text, _ = screen(s)
+    assert "no match for “zzqx”" in text[2]
+    assert "no match" in text[23] and "hybrid v2" in text[23] and "model ready" in text[23]
+    assert s.focus == "query"
+
+
+@pytest.mark.parametrize("rows,cols", [(23, 80), (24, 79), (10, 30), (3, 5), (1, 1), (0, 0), (1, 200)])
+def test_smaller_than_80x24_says_so(rows, cols):
+    arr = tui.paint(searched_state(), rows, cols)
+    assert (arr.height, arr.width) == (rows, cols)
+    if rows >= 3 and cols >= 30:
+        assert "needs a terminal of at least 80x24" in " ".join(line.s for line in arr).replace("  ", " ")
+
+
+def test_larger_terminal_adds_paths():
+    text, _ = screen(searched_state(), 40, 120)
+    assert "/memes/cena-01.png" in text[4]
+    assert "search #1" in text[39]
+
+
+def test_focus_and_keys():
+    s = searched_state()
+    assert s.focus == "list" and s.selected == 0
+    s, _ = feed(s, "<DOWN>", "<DOWN>", "<PAGEDOWN>")
+    assert s.selected == 7
+    s, _ = feed(s, "<PAGEDOWN>")
+    assert s.selected == 9
+    s, _ = feed(s, "<PAGEUP>", "<UP>")
+    assert s.selected == 3
+    s, eff = feed(s, "c")
+    assert eff == [tui.Record("copy", "see me", 4, 4), tui.CopyPath("/memes/cena-04.png")]
+    assert s.message == "copied: /memes/cena-04.png"
+    s, eff = feed(s, "o")
+    assert eff == [tui.Record("open", "see me", 4, 4), tui.OpenFile("/memes/cena-04.png", "/memes/cena-04.png")]
+    s, eff = feed(s, "p")
+    assert s.show_preview and eff == [tui.Record("preview", "see me", 4, 4), tui.LoadPreview(4)]
+    s, eff = feed(s, "<TAB>")
+    assert not s.show_preview and eff == []
+    s, _ = feed(s, "?")
+    assert s.show_help and "MamboMeme search: keys" in screen(s)[0][2]
+    s, eff = feed(s, "<ESC>")  # any key closes the help; Esc does not quit from it
+    assert not s.show_help and eff == []
+    # another letter goes back to the query and types itself
+    s, eff = feed(s, "x")
+    assert (s.focus, s.query, eff) == ("query", "see mex", [])
+    s, _ = feed(s, "<BACKSPACE>", "<DOWN>")
+    assert s.focus == "list" and s.query == "see me"
+    s, _ = feed(s, "<UP>", "<UP>", "<UP>", "<UP>")
+    assert s.focus == "query"
+    s, _ = feed(s, "<DOWN>", "<Ctrl-j>")
+    assert s.focus == "list"
+    s, eff = feed(s, "<Ctrl-j>")
+    assert eff == [tui.Record("choose", "see me", 1, 1), tui.Choose("/memes/cena-01.png")]
+    for key in ("<ESC>", "<Ctrl-c>", "<Ctrl-d>", tui.Interrupt()):
+        assert feed(s, key)[1] == [tui.Quit()]
+        assert feed(dataclass_replace(s, focus="query"), key)[1] == [tui.Quit()]
+
+
+def dataclass_replace(s: tui.TUIState, **kw: object) -> tui.TUIState:
+    import dataclasses
+
+    return dataclasses.replace(s, **kw)
+
+
+def test_query_line_editing():
+    s, _ = feed(tui.TUIState(), *"helo", "<LEFT>", "l", "<HOME>", "<DELETE>", "<END>", "<SPACE>", *"wor")
+    assert (s.query, s.cursor) == ("ello wor", 8)
+    s, _ = feed(s, "<Ctrl-w>")
+    assert s.query == "ello "
+    s, _ = feed(s, "<Ctrl-u>")
+    assert s.query == ""
+    s, eff = feed(s, "<Ctrl-j>")
+    assert eff == [] and "type what you remember" in s.message
+
+
+def test_wait_ready_holds_the_search_until_the_model_is_ready():
+    s, eff = feed(tui.TUIState(wait_ready=True), *"cena", "<Ctrl-j>")
+    assert eff == [] and s.pending == "cena"
+    s, eff = feed(s, tui.ModelStatus("ready"))
+    assert eff == [tui.DoSearch("cena", 1)] and s.model == "ready"
+
+
+def test_preview_drawn_in_half_blocks():
+    s = searched_state()
+    s, eff = feed(s, "<TAB>")
+    assert tui.LoadPreview(1) in eff
+    text, _ = screen(s)
+    assert "loading preview" in text[3]
+    img = bytes([255, 0, 0] * 8 + [0, 0, 255] * 8)  # 8x2: red row over a blue row
+    s, _ = feed(s, tui.PreviewLoaded(1, tui.Preview(8, 2, img)))
+    text, raw = screen(s)
+    assert "▀" in text[5] and "│" in text[5]
+    assert f"{ESC}[38;5;196m" in raw and f"{ESC}[48;5;21m" in raw  # red over blue, 256 colours
+    _, raw = screen(dataclass_replace(s, truecolor=True))
+    assert f"{ESC}[38;2;255;0;0m" in raw and f"{ESC}[48;2;0;0;255m" in raw
+    s, eff = feed(s, "<DOWN>")
+    assert eff == [tui.LoadPreview(2)]
+    s, _ = feed(s, tui.PreviewLoaded(2, None))
+    assert "no preview stored" in screen(s)[0][3]
+
+
+def test_hostile_and_wide_text_is_drawn_harmlessly():
+    evil = f"evil {ESC}]0;pwned\x07 {ESC}[2J text \u202e{ESC}P1;2|x{ESC}\\ 漢字かな é\u0301 \x9b31m"
+    r = fake_result(1, title=f"title{ESC}[31m red", ocr=evil)
+    r.details["rel_path"] = f"bad{ESC}[2Jname.png"
+    row = tui.row_from_result(r, "text")
+    for s_ in (row.name, row.snippet, row.shown_path):
+        assert ESC not in s_ and "\x07" not in s_ and "\x9b" not in s_ and "\u202e" not in s_
+    assert row.path.endswith(f"bad{ESC}[2Jname.png")  # the real name, for opening/printing only
+    s, _ = feed(tui.TUIState(), *"text", "<Ctrl-j>", tui.Searched(1, "text", (row,) * 10, 1.0, "bm25", 1))
+    for rows, cols in ((24, 80), (24, 81), (30, 97)):
+        _, raw = screen(s, rows, cols)
+        assert "pwned" not in raw and f"{ESC}[2J" not in raw and f"{ESC}]" not in raw
+    text, _ = screen(s)
+    assert "evil" in text[3] and "漢字" in text[3]
+
+
+# -- end to end, in a real PTY -----------------------------------------------------------------
+
+
+def test_search_navigate_and_choose_prints_the_path(fixture_library: Path):
+    paths = expected_paths(fixture_library, "john cena")
+    assert len(paths) >= 3
+    # stdout captured by $(...), as in `xdg-open "$(mambo search)"`: the UI still draws on the tty
+    child = spawn(f'p="$({app_cmd(fixture_library, "--system", "bm25")})"; echo "RC=$? CHOSEN=[$p]"; stty -a')
+    child.expect("Search:")
+    search(child, "john cena", 1)
+    child.expect(r"(\d+) results · [\d.]+ ms · bm25 v\d")
+    assert int(child.match.group(1)) == len(paths)
+    child.send("\x1b[B\x1b[B")  # Down, Down
+    child.expect("› 3. ")
+    child.send("\x1b[A")  # Up
+    child.expect("› 2. ")
+    child.send("\r")
+    child.expect(r"CHOSEN=\[(.*)\]")
+    assert child.match.group(1) == paths[1]
+    rc, raw = finish(child)
+    assert rc == 0
+    assert_restored(raw)
+
+
+def test_chosen_path_printed_after_leaving_the_screen(fixture_library: Path):
+    paths = expected_paths(fixture_library, "john cena")
+    child = run_app(fixture_library, "--system", "bm25")
+    search(child, "john cena", 1)
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0
+    assert raw.index(f"{ESC}[?1049l") < raw.index(paths[0] + "\r\n")
+    assert_restored(raw)
+
+
+def test_no_match(fixture_library: Path):
+    child = run_app(fixture_library, "--system", "bm25")
+    search(child, "qwzx vbnm", 1)
+    child.expect("no match")
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert "no match for “qwzx vbnm”" in raw
+
+
+def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
+    paths = expected_paths(fixture_library, "john cena")
+    opened = tmp_path / "opened.txt"
+    opener = tmp_path / "opener.sh"
+    opener.write_text(f'#!/bin/sh\necho "$1" > {shlex.quote(str(opened))}\necho noise; echo noise >&2\n')
+    opener.chmod(0o755)
+    child = run_app(fixture_library, "--system", "bm25", env={"MAMBO_OPENER": str(opener)})
+    search(child, "john cena", 1)
+    child.send("\t")
+    child.expect("▀")
+    child.expect(r"search #1 ")  # the whole frame, down to the status line
+    assert re.search(r"\x1b\[38;5;\d+m\x1b\[48;5;\d+m▀|\x1b\[48;5;\d+m\x1b\[38;5;\d+m▀", output(child))
+    child.send("c")
+    child.expect_exact(f"{ESC}]52;c;{base64.b64encode(paths[0].encode()).decode()}\x07")
+    child.expect_exact(f"copied: {paths[0]}"[:70])
+    child.send("o")
+    child.expect("opened: ")
+    deadline = time.time() + 5
+    while not (opened.exists() and opened.read_text().strip()) and time.time() < deadline:
+        time.sleep(0.05)
+    assert opened.read_text().strip() == paths[0]
+    # the screen is intact afterwards: the opener's output went nowhere, keys still work
+    child.send("\x1b[B")
+    child.expect("› 2. ")
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130 and "noise" not in raw
+    assert_restored(raw)
+
+
+@pytest.mark.parametrize("how", ["esc", "ctrl-c", "ctrl-d", "sigterm", "sighup", "exception"])
+def test_every_way_out_restores_the_terminal(fixture_library: Path, how: str):
+    if how == "exception":
+        code = (f"import sys, mambo, {TUI_MODULE} as t\n"
+                "orig = t.paint\n"
+                "def paint(s, r, c):\n"
+                "    if s.query == 'boom': raise RuntimeError('boom in paint')\n"
+                "    return orig(s, r, c)\n"
+                "t.paint = paint\n"
+                f"db = mambo.DB({str(fixture_library)!r}, create=False)\n"
+                "sys.exit(t.run_tui(db, 'bm25'))\n")
+        child = spawn(f'{shlex.join([sys.executable, "-c", code])}; echo "RC=$?"; stty -a')
+    else:
+        child = run_app(fixture_library, "--system", "bm25")
+    search(child, "john cena", 1)
+    if how == "esc":
+        child.send("\x1b")
+    elif how == "ctrl-c":
+        child.send("\x03")
+    elif how == "ctrl-d":
+        child.send("\x04")
+    elif how == "sigterm":
+        os.kill(app_pid(child.pid), signal.SIGTERM)
+    elif how == "sighup":
+        os.kill(app_pid(child.pid), signal.SIGHUP)
+    else:
+        child.send("\x15boom")
+    rc, raw = finish(child)
+    assert rc == {"sigterm": 128 + signal.SIGTERM, "sighup": 128 + signal.SIGHUP, "exception": 1}.get(how, 130)
+    assert_restored(raw)
+    if how == "exception":
+        after = raw[raw.rindex(f"{ESC}[?1049l"):]
+        assert "RuntimeError: boom in paint" in after  # the traceback, on the restored terminal
+
+
+def test_resize(fixture_library: Path):
+    child = run_app(fixture_library, "--system", "bm25")
+    search(child, "john cena", 1)
+    child.setwinsize(30, 100)
+    child.expect(r"\x1b\[30;1H[^\n]*search #1 ")  # the status line, now on row 30
+    child.setwinsize(20, 60)
+    child.expect("needs a terminal of at least 80x24")
+    child.setwinsize(24, 80)
+    child.expect(r"\x1b\[24;1H[^\n]*search #1 ")
+    search(child, "cat", 2)
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert_restored(raw)
+
+
+def test_hostile_ocr_text_never_reaches_the_terminal(library_copy: tuple[Path, Path]):
+    db_path, _ = library_copy
+    hostile = f"evil {ESC}]0;pwned\x07 {ESC}[2J text"
+    d = mambo.DB(db_path, create=False)
+    with d.write():
+        item = d.con.execute("SELECT item_id FROM items WHERE entities LIKE '%john cena%' LIMIT 1").fetchall()[0][0]
+        d.con.execute("UPDATE items SET ocr_text = ?, title = ? WHERE item_id = ?",
+                      (hostile, f"cena {ESC}[31mred{ESC}]52;c;aGk=\x07", item))
+    d.close()
+    child = run_app(db_path, "--system", "bm25")
+    child.expect("Search:")
+    search(child, "john cena", 1)
+    child.expect("evil")
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert "pwned" not in raw and f"{ESC}]0;" not in raw
+    assert f"{ESC}[2J" not in raw  # nothing in this session clears the screen but that text
+    assert f"{ESC}]52;c;aGk=" not in raw and "cena red" in raw
+
+
+def _act(child: pexpect.spawn) -> None:
+    """search, preview, copy, open, choose."""
+    search(child, "john cena", 1)
+    child.send("\t")
+    child.expect("▀")
+    child.send("c")
+    child.expect("copied: ")
+    child.send("o")
+    child.expect("opened: ")
+    child.send("\x1b[B\r")
+
+
+@pytest.mark.parametrize("opt_in", ["off", "flag", "setting"])
+def test_interaction_events_only_with_opt_in(library_copy: tuple[Path, Path], opt_in: str):
+    db_path, _ = library_copy
+    if opt_in == "setting":
+        d = mambo.DB(db_path, create=False)
+        with d.write():
+            d.con.execute("INSERT OR REPLACE INTO settings(key, value) VALUES ('interaction_events', 'on')")
+        d.close()
+    flags = ["--system", "bm25"] + (["--record-events"] if opt_in == "flag" else [])
+    child = run_app(db_path, *flags, env={"MAMBO_OPENER": shutil.which("true") or "true"})
+    _act(child)
+    rc, raw = finish(child)
+    assert rc == 0
+    assert_restored(raw)
+    got = events(db_path)
+    if opt_in == "off":
+        assert got == []
+        return
+    assert [e["kind"] for e in got] == ["render", "preview", "copy", "open", "choose"]
+    assert {e["query"] for e in got} == {"john cena"}
+    assert len({e["session"] for e in got}) == 1
+    assert [e["rank"] for e in got] == [None, 1, 1, 1, 2]
+    assert all(e["system"] == "bm25" and e["system_version"] >= 1 for e in got)
+    assert all(e["interface_version"] == tui.TUI_INTERFACE_VERSION for e in got)
+    ms = [e["ms_since_render"] for e in got]
+    assert ms[0] == 0 and all(b >= a >= 0 for a, b in zip(ms, ms[1:], strict=False))
+
+
+def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path):
+    t0 = time.monotonic()
+    child = run_app(fixture_library, timeout=60)  # default system: hybrid
+    search(child, "john cena", 1)
+    first = time.monotonic() - t0
+    child.expect(r"bm25 v\d+ · model loading…")
+    assert first < 5, f"first answer after {first:.1f} s"  # ~0.5 s when the machine is idle
+    child.expect("model ready", timeout=90)
+    search(child, "john cena", 2)
+    child.expect(r"hybrid v\d+ · model ready")
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert "[LFD]" in raw or "[LD]" in raw  # the dense route answered too
+    assert_restored(raw)
+
+
+def test_wait_ready_and_quit_while_loading(fixture_library: Path):
+    child = run_app(fixture_library, "--wait-ready", timeout=90)
+    child.expect("model loading…")
+    child.send("john cena\r")
+    child.expect("waiting for the model")
+    child.expect(r"search #1 ")
+    assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ", output(child))
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert "bm25 v" not in raw
+    # quitting while the model is still loading is quick and clean
+    child = run_app(fixture_library, timeout=30)
+    child.expect("model loading…")
+    t0 = time.monotonic()
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130 and time.monotonic() - t0 < 5
+    assert "Traceback" not in raw
+    assert_restored(raw)

@@ -263,6 +263,12 @@ GROUP BY item_id
 ORDER BY score DESC, coalesce(max(lex_rank), max(fuzzy_rank), 1e9), item_id
 LIMIT :pool;
 
+-- name: known_word
+SELECT 1 FROM items_vocab WHERE term = :term;
+
+-- name: data_version
+SELECT (SELECT data_version FROM pragma_data_version), total_changes();
+
 -- name: aliases
 SELECT expansion FROM query_aliases WHERE term = :term;
 

@@ -128,6 +128,9 @@ CREATE VIRTUAL TABLE items_trigram USING fts5(
     tokenize = 'trigram remove_diacritics 1'
 );
 
+-- The word index's vocabulary: a query word found here needs no typo matching.
+CREATE VIRTUAL TABLE items_vocab USING fts5vocab('items_fts', 'row');
+
 -- Bit-quantized copies of item_vectors (sign of each dimension) for large libraries: a Hamming
 -- KNN over these, then float cosine rescoring of the candidates (see mambo.py DENSE_INDEXES).
 CREATE VIRTUAL TABLE item_vectors_bit USING vec0(

@@ -1,0 +1,162 @@
+"""Retrieval on the fixture: every route, typos and slang, "nothing matches", safety, duplicates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mambo
+from conftest import FIXTURE, invoke, open_db
+
+SYSTEMS = ["bm25", "dense", "hybrid"]
+# Items the policy must never show: unsafe, critical, withdrawn, private (see the fixture README).
+HIDDEN = {"monkey-04.png", "chef-03.png", "cop-04.png", "coin-03.png", "cop-03.png", "pc-03.png", "mom-02.png"}
+
+
+@pytest.fixture(scope="module")
+def searcher(fixture_library: Path) -> mambo.Searcher:
+    db = open_db(fixture_library)
+    mambo.sync_systems(db)
+    return mambo.Searcher(db, mambo.get_embedder())
+
+
+def names(results: list[mambo.Result]) -> list[str]:
+    return [Path(r.details["rel_path"]).name for r in results]
+
+
+def file_names(db: mambo.DB, results: list[mambo.Result]) -> list[set[str]]:
+    return [{Path(p).name for (p,) in db.con.execute("SELECT rel_path FROM files WHERE item_id = ?", (r.item_id,))}
+            for r in results]
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_every_system_finds_john_cena(searcher: mambo.Searcher, system: str) -> None:
+    top = names(searcher.search("john cena", system))[:5]
+    assert sum(n.startswith("cena-") for n in top) >= 4, top
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("jon ceena", "cena-"), ("MOTIVATON NOT FOUDN!!!", "bot-01"), ("u cant c me", "cena-01"),
+    ("pinapple pizza debate", "pizza-03"), ("CoFfEe LoAdInG sCrEeN", "mug-01"),
+])
+def test_typos_slang_and_casing_still_find_the_meme(searcher: mambo.Searcher, query: str, expected: str) -> None:
+    for system in ("bm25", "hybrid"):
+        top = file_names(searcher.db, searcher.search(query, system))[:3]
+        assert any(n.startswith(expected) for files in top for n in files), (system, top)
+
+
+def test_semantic_query_needs_the_dense_route(searcher: mambo.Searcher) -> None:
+    top = names(searcher.search("exhausted and sleep deprived", "dense"))[:3]
+    assert any(n.startswith(("nap-", "bot-02")) for n in top), top
+
+
+@pytest.mark.parametrize("system,query", [
+    *[(s, q) for s in SYSTEMS for q in ("quantum physics lecture", "zzqxv wqpz", "volcano eruption")],
+    ("hybrid", "taylor swift concert"), ("dense", "taylor swift concert"),
+])
+def test_absent_things_get_nothing_matches(searcher: mambo.Searcher, system: str, query: str) -> None:
+    """(bm25's calibrated rule is looser: CorrectEmpty 0.73 on the development queries.)"""
+    assert searcher.search(query, system) == []
+
+
+def test_no_hidden_item_ever_appears(searcher: mambo.Searcher) -> None:
+    queries = [q["query"] for q in mambo.load_dev_queries(FIXTURE / "queries.jsonl")]
+    queries += ["darlene vext", "quillfeather lane 555-0147", "rats burn that town", "knife slipped blood finger",
+                "morris tandlewick owes me", "turning it off never back on", "group chats need an answer",
+                "cyclist run over floor it"]
+    shown = 0
+    for q in queries:
+        for system in SYSTEMS:
+            for rule in (True, False):
+                got = set().union(*file_names(searcher.db, searcher.search(q, system, 10, empty_rule=rule)))
+                shown += len(got)
+                assert not got & HIDDEN, (q, system, got & HIDDEN)
+    assert shown > 500  # the filter was exercised on real result lists
+
+
+def test_sensitive_items_are_marked(fixture_library: Path) -> None:
+    out = invoke("--db", fixture_library, "search", "--json", "-s", "bm25", "landlord cat owns the damn place").output
+    rows = [json.loads(line) for line in out.splitlines()]
+    cat4 = next(r for r in rows if r["path"].endswith("cat-04.png"))
+    assert cat4["sensitive"] is True and cat4["safety"] == "sensitive"
+    assert all(r["sensitive"] is (r["safety"] == "sensitive") for r in rows)
+
+
+def test_exact_duplicates_collapse_to_one_result(searcher: mambo.Searcher) -> None:
+    results = searcher.search("motivation not found error 404", "hybrid")
+    shas = [r.details["sha256"] for r in results]
+    assert len(shas) == len(set(shas))
+    bot = next(r for r in results if r.details["rel_path"] in ("bot-01.png", "IMG_20240312_093114.png"))
+    assert bot.details["duplicate_count"] == 1
+
+
+def test_one_template_may_fill_the_list(searcher: mambo.Searcher) -> None:
+    groups = [r.details["template_group"] for r in searcher.search("john cena", "hybrid")[:5]]
+    assert len(set(groups)) == 1  # a focused query rightly returns one subject
+
+
+def test_results_carry_ids_ranks_scores_and_route_ranks(fixture_library: Path) -> None:
+    out = invoke("--db", fixture_library, "search", "--json", "coffee").output
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert all(rows[i]["score"] >= rows[i + 1]["score"] for i in range(len(rows) - 1))
+    for r in rows:
+        assert set(r["route_ranks"]) == {"lexical", "fuzzy", "dense"}
+        assert isinstance(r["asset_id"], int) and r["has_preview"] is True
+        assert isinstance(r["has_attribution"], bool)
+    assert any(r["route_ranks"]["lexical"] for r in rows) and any(r["route_ranks"]["dense"] for r in rows)
+
+
+def test_bit_quantized_dense_index_agrees_on_the_top(searcher: mambo.Searcher) -> None:
+    db = searcher.db
+    cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore"}
+    with db.write():
+        db.q("insert_system", {"name": "dense-bit-test", "config": json.dumps(cfg), "notes": "test",
+                               "config_sha256": mambo.config_sha(cfg)})
+    for q in ("john cena", "a yellow rubber duck", "coffee"):
+        exact = searcher.search(q, "dense", empty_rule=False)
+        approx = searcher.search(q, "dense-bit-test", empty_rule=False)
+        assert exact[0].item_id == approx[0].item_id
+        assert len({r.item_id for r in exact} & {r.item_id for r in approx}) >= 7
+
+
+def test_dev_queries_quality_floor(fixture_library: Path) -> None:
+    """The calibrated rule on the development queries keeps every number the spec gates on."""
+    report = json.loads(invoke("--db", fixture_library, "bench", "calibrate", "--json").output)
+    hybrid = report["systems"]["hybrid"]["current"]
+    assert hybrid["hit10"] >= 0.85 and hybrid["correct_empty"] >= 0.6 and hybrid["E"] >= 0.9
+    assert min(hybrid["ndcg_by_slice"].values()) >= 0.30
+
+
+HOSTILE = st.one_of(
+    st.text(max_size=200),
+    st.sampled_from(['"', '""', "'", "AND", "OR NOT", "NEAR(a b, 2)", "*", "-", ":", "title:cat", "(", ")",
+                     "^cat", "a + b", "\x00", "\u202e\u202dtxet", "😀🔥", "\x1b[31mred", "col:*", "{a b}"]),
+    st.lists(st.sampled_from(["AND", "OR", "NOT", "NEAR", '"', "*", "(", ")", "cat", "-", ":", "\x00"]),
+             max_size=12).map(" ".join),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=HOSTILE)
+def test_no_query_text_raises_on_any_route(searcher: mambo.Searcher, query: str) -> None:
+    for system in SYSTEMS:
+        results = searcher.search(query, system)
+        assert isinstance(results, list)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_huge_and_nul_queries(searcher: mambo.Searcher, system: str) -> None:
+    for q in ("x" * 10_000, "coffee " * 1500, "\x00" * 100, "مرحبا coffee", "\u202ecoffee"):
+        assert isinstance(searcher.search(q, system), list)
+
+
+def test_systems_command_lists_configurations(fixture_library: Path) -> None:
+    out = invoke("--db", fixture_library, "systems").output
+    for name in SYSTEMS:
+        assert f"{name} v1" in out
+    assert "rrf_k=60" in out and "empty: sim<" in out

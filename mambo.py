@@ -1220,6 +1220,12 @@ class Ingester:
             item_id = p.existing_item
             db.q("update_item_metadata", meta | {"item_id": item_id})
             self.stats.updated += 0 if p.duplicate else 1
+        elif (same := db.q1("item_by_sha", {"sha256": p.facts.sha256 if p.facts else ""})) is not None:
+            # Another ingest stored this content meanwhile: this file is an exact duplicate of it.
+            self.stats.duplicates += 1
+            db.q("insert_file", {"item_id": int(same[0]), "root_id": p.found.root_id, "rel_path": p.found.rel_path,
+                                 "size": p.size, "mtime_ns": p.mtime_ns, "sidecar_sha256": p.sidecar_sha})
+            return
         else:
             facts = p.facts
             assert facts is not None
@@ -1919,23 +1925,30 @@ SYNTH_WORDS = (
     "confidence victory failure chaos calm panic").split()
 
 
-def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any) -> None:
-    """Add `count` seeded synthetic items (text from a fixed word list, vectors mixed from real
-    MiniLM vectors plus noise) beside whatever the library holds, for scale benchmarks."""
+def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder: Embedder | None = None,
+                      embed_first: int = 0) -> None:
+    """Add `count` seeded synthetic items (text drawn from a fixed word list) beside whatever the
+    library holds, for scale benchmarks. The first `embed_first` get real MiniLM vectors of their
+    text; the rest (speed only) get vectors mixed from real ones plus noise."""
     import random
 
     import numpy as np
 
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
+    texts = [[rng.choice(SYNTH_WORDS) for _ in range(rng.randint(6, 18))] for _ in range(count)]
+    real = min(embed_first, count) if embedder is not None else 0
+    encoded = embedder.encode([" ".join(w) for w in texts[:real]]) if real and embedder is not None else []
     with db.write():
         root_id = int(db.q1("insert_root", {"name": f"synthetic-{seed}", "path": "/nonexistent/synthetic"})[0])
-        for n in range(count):
-            words = [rng.choice(SYNTH_WORDS) for _ in range(rng.randint(6, 18))]
-            a, b = nrng.integers(0, len(real_vectors), 2)
-            vec = real_vectors[a] * nrng.uniform(0.5, 1.0) + real_vectors[b] * nrng.uniform(0, 0.5)
-            vec = vec + nrng.normal(0, 0.03, vec.shape)
-            vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+        for n, words in enumerate(texts):
+            if n < real:
+                vec = encoded[n]
+            else:
+                a, b = nrng.integers(0, len(real_vectors), 2)
+                vec = real_vectors[a] * nrng.uniform(0.5, 1.0) + real_vectors[b] * nrng.uniform(0, 0.5)
+                vec = vec + nrng.normal(0, 0.03, vec.shape)
+                vec = (vec / np.linalg.norm(vec)).astype(np.float32)
             sha = hashlib.sha256(f"synthetic {seed} {n}".encode()).hexdigest()
             item_id = int(db.q1("insert_item", Metadata(title=" ".join(words[:3]), tags=words[3:5]).params() | {
                 "sha256": sha, "format": "png", "width": 500, "height": 500, "byte_size": 0,
@@ -1958,13 +1971,16 @@ def _pcts(ms: list[float]) -> dict[str, float]:
 @click.option("--items", "sizes", multiple=True, type=click.IntRange(100, 2_000_000), default=[10_000, 100_000],
               show_default=True, help="Library sizes to build (repeatable).")
 @click.option("--searches", default=300, show_default=True, help="Timed searches per route and size.")
+@click.option("--real-vectors", default=10_000, show_default=True,
+              help="Synthetic items embedded by the real model (recall is measured on these).")
 @click.option("--seed", default=11, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def bench_search(sizes: tuple[int, ...], searches: int, seed: int, as_json: bool) -> None:
+def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed: int, as_json: bool) -> None:
     """Search latency per route on reproducible scaled-up libraries: the fixture (real OCR and
     vectors) plus seeded synthetic items. Reports engine p50/p95 (SQL + fusion + empty rule, the
     query vector computed beforehand), the query-encoding time, a numpy brute-force floor over the
-    same float32 vectors, recall@10 of the bit-quantized dense index against exact float32, and
+    same float32 vectors, recall@10 of the bit-quantized dense index against exact float32 (its
+    neighbours are real MiniLM vectors: fixture items and --real-vectors synthetic texts), and
     resident memory."""
     import random
     import resource
@@ -2010,7 +2026,7 @@ def bench_search(sizes: tuple[int, ...], searches: int, seed: int, as_json: bool
             shutil.copy(Path(tmp) / "base.sqlite", path)
             db = DB(path)
             t0 = time.monotonic()
-            synthetic_library(db, max(0, size - len(real)), seed, real)
+            synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
             build_s = time.monotonic() - t0
             for name, cfg in variants.items():
                 with db.write():

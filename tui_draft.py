@@ -418,10 +418,13 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
                 used_system=event.system, used_version=event.system_version, selected=0,
-                focus="list" if event.rows else "query", cursor=len(s.query), message="")
+                focus="list" if event.rows else "query", cursor=len(s.query), message="",
+                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
             effects = [Record("render", event.query)]
     elif isinstance(event, ModelStatus):
         s = dataclasses.replace(s, model=event.status, model_detail=event.detail)
+        if event.status == "failed":
+            s = dataclasses.replace(s, message=f"the model failed to load ({event.detail}); searching by words only")
         if event.status != "loading" and s.pending is not None:
             s, effects = _submit(dataclasses.replace(s, query=s.pending, cursor=len(s.pending)))
     elif isinstance(event, PreviewLoaded):
@@ -777,8 +780,26 @@ def _stderr_aside():
             tmp.seek(0)
             text = tmp.read().decode("utf-8", "replace")
             if text.strip():
-                sys.stderr.write(text)
-                sys.stderr.flush()
+                with contextlib.suppress(OSError):
+                    sys.stderr.write(text)
+                    sys.stderr.flush()
+
+
+def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
+    """Enter cm on stack; on the way out, a terminal that is gone (SIGHUP: writes and tcsetattr
+    fail) must not replace the reason we are leaving."""
+    import termios
+
+    value = cm.__enter__()
+
+    def leave(*exc: Any) -> bool:
+        try:
+            return bool(cm.__exit__(*exc))
+        except (OSError, termios.error):
+            return False
+
+    stack.push(leave)
+    return value
 
 
 def _open_terminal() -> tuple[Any, Any]:
@@ -861,6 +882,7 @@ class _Shell:
         if not Path(path).exists():
             return Message(f"file not found: {shown}")
         opener = os.environ.get("MAMBO_OPENER") or "xdg-open"
+        self.children = [c for c in self.children if c.poll() is None]  # reap finished openers
         try:
             cmd = shlex.split(opener)
             self.children.append(subprocess.Popen(
@@ -936,8 +958,8 @@ class _Shell:
             with _stderr_aside(), contextlib.ExitStack() as stack:
                 for sig in (signal.SIGTERM, signal.SIGHUP):
                     handlers[sig] = signal.signal(sig, on_signal)
-                self.win = stack.enter_context(FullscreenWindow(fout))
-                inp = stack.enter_context(Input(fin, sigint_event=True))
+                self.win = _enter_quietly(stack, FullscreenWindow(fout))
+                inp = _enter_quietly(stack, Input(fin, sigint_event=True))
                 self.post = inp.threadsafe_event_trigger(_Envelope)
                 handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, on_winch)
                 if self.needs_model:
@@ -1028,8 +1050,11 @@ def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warm
         ready_s = time.perf_counter() - t_start
         times, app_ms, counts = [], [], []
         status_re = re.compile(r"(no match|\d+ results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
+        q = ""
         for i in range(warmups + n):
-            q = rng.choice(queries)
+            # Never the same query twice in a row: its query line would not change, so there
+            # would be nothing to wait for before sending Enter.
+            q = rng.choice([x for x in queries if x != q] or queries)
             child.send("\x15")  # Ctrl-U: back to the query line, emptied
             child.send(q)
             # Wait until the query line shows the typed text, so Enter is its own keypress.

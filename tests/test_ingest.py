@@ -290,3 +290,22 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) 
     assert db.scalar("SELECT count(*) FROM files") == total_files
     assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
     assert db.scalar("SELECT count(*) FROM ingest_runs WHERE status = 'running'") == 0
+
+
+def test_two_concurrent_ingests_of_one_folder_serialise(tmp_path: Path) -> None:
+    images = tmp_path / "images"
+    shutil.copytree(IMAGES, images)
+    db_path = tmp_path / "lib.sqlite"
+    mambo.DB(db_path).close()  # both start on an existing file
+    cmd = [sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", "--batch-size", "8", str(images)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert "Traceback" not in err and "locked" not in err
+    db = open_db(db_path)
+    total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES)
+    assert db.scalar("SELECT count(*) FROM files") == total_files
+    exact = [r for r in recipe() if (r.get("variant") or {}).get("op") == "copy"]
+    assert db.scalar("SELECT count(*) FROM items") == total_files - len(exact)
+    assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)

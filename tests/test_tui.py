@@ -518,3 +518,17 @@ def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     assert rc == 130 and time.monotonic() - t0 < 5
     assert "Traceback" not in raw
     assert_restored(raw)
+
+
+def test_terminal_hangup_ends_the_app(fixture_library: Path):
+    """The terminal itself going away (SIGHUP, every write failing) ends the app cleanly."""
+    env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0", "PYTHONPATH": str(REPO)}
+    argv = shlex.split(app_cmd(fixture_library, "--system", "bm25"))
+    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=20)
+    child.delaybeforesend = None
+    search(child, "john cena", 1)
+    os.close(child.child_fd)  # hang up
+    child.ptyproc.closed = child.closed = True
+    _, status = os.waitpid(child.pid, 0)
+    child.ptyproc.terminated = child.terminated = True
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGHUP

@@ -309,3 +309,31 @@ def test_two_concurrent_ingests_of_one_folder_serialise(tmp_path: Path) -> None:
     exact = [r for r in recipe() if (r.get("variant") or {}).get("op") == "copy"]
     assert db.scalar("SELECT count(*) FROM items") == total_files - len(exact)
     assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+
+
+def test_manifest_bad_lines_and_escaping_paths_are_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "memes"
+    folder.mkdir()
+    shutil.copy(IMAGES / "cat-01.png", folder / "a.png")
+    shutil.copy(IMAGES / "duck-01.png", folder / "b.png")
+    (tmp_path / "outside.png").write_bytes((IMAGES / "mug-01.png").read_bytes())
+    (folder / "mambo.jsonl").write_text("\n".join([
+        json.dumps({"file": "a.png", "title": "Manifest cat", "safety": "sensitive"}),
+        "{not json",
+        json.dumps({"file": "../outside.png", "title": "escape"}),
+        json.dumps({"file": "b.png", "safety": "dangerous"}),
+    ]) + "\n")
+    db_path = tmp_path / "lib.sqlite"
+    result = invoke("--db", db_path, "add", "-q", folder)
+    assert "line 2" in result.stderr and "outside the folder" in result.stderr and "'safety' must be" in result.stderr
+    db = open_db(db_path)
+    rows = {Path(p).name: (t, s) for p, t, s in db.con.execute(
+        "SELECT f.rel_path, i.title, i.safety FROM files f JOIN items i USING (item_id)")}
+    assert rows == {"a.png": ("Manifest cat", "sensitive"), "b.png": ("", "safe")}
+    assert db.scalar("SELECT count(*) FROM ingest_errors WHERE kind = 'sidecar'") == 3
+
+
+def test_bench_ingest_reports_throughput_and_machine() -> None:
+    report = json.loads(invoke("bench", "ingest", "--images", "6", "--json").output)
+    assert report["added"] == 6 and report["errors"] == 0 and report["images_per_second"] > 0
+    assert report["machine"]["cores"] >= 1 and "apsw" in report["machine"]["packages"]

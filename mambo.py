@@ -1974,8 +1974,11 @@ def _pcts(ms: list[float]) -> dict[str, float]:
 @click.option("--real-vectors", default=10_000, show_default=True,
               help="Synthetic items embedded by the real model (recall is measured on these).")
 @click.option("--seed", default=11, show_default=True)
+@click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Start from a copy of this library instead of ingesting the fixture.")
 @click.option("--json", "as_json", is_flag=True)
-def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed: int, as_json: bool) -> None:
+def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed: int, base: Path | None,
+                 as_json: bool) -> None:
     """Search latency per route on reproducible scaled-up libraries: the fixture (real OCR and
     vectors) plus seeded synthetic items. Reports engine p50/p95 (SQL + fusion + empty rule, the
     query vector computed beforehand), the query-encoding time, a numpy brute-force floor over the
@@ -2014,15 +2017,18 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
     report: dict[str, Any] = {"benchmark": "search", "seed": seed, "machine": machine_info(),
                               "query_encode_ms": _pcts(encode_ms), "sizes": {}}
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
-        base = DB(Path(tmp) / "base.sqlite")
-        Ingester(base, progress=False).run([FIXTURE_DIR / "images"])
-        base.close()
+        import shutil
+
+        if base is not None:
+            shutil.copy(base, Path(tmp) / "base.sqlite")
+        else:
+            base_db = DB(Path(tmp) / "base.sqlite")
+            Ingester(base_db, progress=False).run([FIXTURE_DIR / "images"])
+            base_db.close()
         real = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
                          DB(Path(tmp) / "base.sqlite").con.execute("SELECT embedding FROM item_vectors")])
         for size in sizes:
             path = Path(tmp) / f"lib-{size}.sqlite"
-            import shutil
-
             shutil.copy(Path(tmp) / "base.sqlite", path)
             db = DB(path)
             t0 = time.monotonic()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import REPO, invoke, run_process
 
-COMMANDS = ["add", "search", "status", "check", "prune", "roots", "systems", "demo"]
+COMMANDS = ["add", "search", "status", "check", "prune", "roots", "systems", "demo", "bench"]
 
 
 def test_help_and_version() -> None:

@@ -162,8 +162,9 @@ def test_systems_command_lists_configurations(fixture_library: Path) -> None:
     assert "rrf_k=60" in out and "empty: sim<" in out
 
 
-def test_bench_search_reports_routes_floor_and_recall() -> None:
-    out = invoke("bench", "search", "--items", "300", "--searches", "20", "--real-vectors", "100", "--json").output
+def test_bench_search_reports_routes_floor_and_recall(fixture_library: Path) -> None:
+    out = invoke("bench", "search", "--items", "300", "--searches", "20", "--real-vectors", "100",
+                 "--base", fixture_library, "--json").output
     row = json.loads(out)["sizes"]["300"]
     for name in ("bm25", "dense-float", "dense-bit", "hybrid-float", "hybrid-bit", "numpy_floor"):
         assert row[name]["n"] == 20 and row[name]["p95"] >= row[name]["p50"] > 0

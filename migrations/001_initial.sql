@@ -142,14 +142,19 @@ CREATE TRIGGER item_vectors_bit_delete AFTER DELETE ON item_embeddings BEGIN
     DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
 END;
 
+-- The text both indexes hold for an item: JSON lists flattened to "a ; b".
+CREATE VIEW item_search_text AS
+SELECT item_id, title, template,
+       (SELECT group_concat(value, ' ; ') FROM json_each(items.entities)) AS entities,
+       (SELECT group_concat(value, ' ; ') FROM json_each(items.tags)) AS tags,
+       ocr_text, description
+FROM items;
+
 CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
     INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
-    VALUES (new.item_id, new.title, new.template,
-            (SELECT group_concat(value, ' ; ') FROM json_each(new.entities)),
-            (SELECT group_concat(value, ' ; ') FROM json_each(new.tags)),
-            new.ocr_text, new.description);
+    SELECT * FROM item_search_text WHERE item_id = new.item_id;
     INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
-    SELECT rowid, title, template, entities, tags, ocr_text, description FROM items_fts WHERE rowid = new.item_id;
+    SELECT * FROM item_search_text WHERE item_id = new.item_id;
 END;
 
 CREATE TRIGGER items_fts_update AFTER UPDATE OF title, template, entities, tags, ocr_text, description
@@ -157,12 +162,9 @@ ON items BEGIN
     DELETE FROM items_fts WHERE rowid = old.item_id;
     DELETE FROM items_trigram WHERE rowid = old.item_id;
     INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
-    VALUES (new.item_id, new.title, new.template,
-            (SELECT group_concat(value, ' ; ') FROM json_each(new.entities)),
-            (SELECT group_concat(value, ' ; ') FROM json_each(new.tags)),
-            new.ocr_text, new.description);
+    SELECT * FROM item_search_text WHERE item_id = new.item_id;
     INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
-    SELECT rowid, title, template, entities, tags, ocr_text, description FROM items_fts WHERE rowid = new.item_id;
+    SELECT * FROM item_search_text WHERE item_id = new.item_id;
 END;
 
 CREATE TRIGGER items_delete AFTER DELETE ON items BEGIN

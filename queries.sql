@@ -264,7 +264,15 @@ ORDER BY score DESC, coalesce(max(lex_rank), max(fuzzy_rank), 1e9), item_id
 LIMIT :pool;
 
 -- name: known_word
-SELECT 1 FROM items_vocab WHERE term = :term;
+SELECT 1 FROM vocabulary WHERE term = :term;
+
+-- name: words_with_prefix
+-- Candidates for correcting a misspelt word: known words sharing its first letters.
+SELECT term, docs FROM vocabulary WHERE term >= :prefix AND term < :prefix || char(1114111);
+
+-- name: refresh_vocabulary
+DELETE FROM vocabulary;
+INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
 
 -- name: data_version
 SELECT (SELECT data_version FROM pragma_data_version), total_changes();
@@ -282,3 +290,11 @@ FROM items i
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
 JOIN library_roots r ON r.root_id = f.root_id
 WHERE i.item_id = :item_id;
+
+-- name: setting
+SELECT value FROM settings WHERE key = :key;
+
+-- name: insert_interaction_event
+INSERT INTO interaction_events(session, kind, query, item_id, rank, ms_since_render, system, system_version,
+                               interface_version)
+VALUES (:session, :kind, :query, :item_id, :rank, :ms_since_render, :system, :system_version, :interface_version);

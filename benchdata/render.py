@@ -74,6 +74,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -299,6 +300,27 @@ def single_label(ctx, line, rng):
     return c
 
 
+@layout("band_label")
+def band_label(ctx, line, rng):
+    """Modern two-caption: white band with black text on top, drawing, black-on-white label below."""
+    W, H_img = line.get("size", [500, 400])
+    probe = ImageDraw.Draw(Image.new("RGB", (W, 10)))
+    pad = 14
+    f1, l1, lh1, _ = fit_text(ctx, probe, line["captions"][0], line["font"], W - 2 * pad, 160, 32, 22)
+    f2, l2, lh2, _ = fit_text(ctx, probe, line["captions"][1], line["font"], W - 2 * pad, 140, 34, 22)
+    top = lh1 * len(l1) + 2 * pad
+    bottom = lh2 * len(l2) + 2 * pad
+    c = Image.new("RGBA", (W, top + H_img + bottom), "white")
+    bg = Image.new("RGBA", (W, H_img), tinted_bg(rng, line["template"]["bg"]) + (255,))
+    c.alpha_composite(bg, (0, top))
+    paste_drawing(ctx, c, line["template"], (0, top, W, top + H_img), rng)
+    d = ImageDraw.Draw(c)
+    d.line([(0, top + H_img), (W, top + H_img)], fill="black", width=3)
+    draw_block(d, l1, f1, lh1, W // 2, pad, "black")
+    draw_block(d, l2, f2, lh2, W // 2, top + H_img + pad, "black")
+    return c
+
+
 @layout("two_panel")
 def two_panel(ctx, line, rng):
     """Two stacked rows: drawing (grey, then colour) on the left, black label on white right."""
@@ -463,7 +485,7 @@ def order_lines(lines):
     return out
 
 
-def render_all(recipe: Path, out_dir: Path, ctx: Ctx, only=None) -> dict:
+def render_all(recipe: Path, out_dir: Path, ctx: Ctx, only=None, written_out=None) -> dict:
     lines = order_lines(load_recipe(recipe))
     done, manifests, written = {}, {}, []
     for line in lines:
@@ -483,6 +505,8 @@ def render_all(recipe: Path, out_dir: Path, ctx: Ctx, only=None) -> dict:
             dest.with_suffix(".json").write_text(
                 json.dumps(sidecar_obj(line), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
             )
+            if written_out is not None:
+                written_out.append(dest.with_suffix(".json"))
         elif mode not in ("manifest", "none"):
             raise SystemExit(f"{line['id']}: unknown sidecar mode {mode}")
     for folder, objs in manifests.items():
@@ -490,6 +514,10 @@ def render_all(recipe: Path, out_dir: Path, ctx: Ctx, only=None) -> dict:
         (folder / "mambo.jsonl").write_text(
             "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objs), encoding="utf-8"
         )
+        if written_out is not None:
+            written_out.append(folder / "mambo.jsonl")
+    if written_out is not None:
+        written_out.extend(written)
     total = sum(p.stat().st_size for p in written)
     print(f"rendered {len(written)} images ({total / 1e6:.2f} MB) into {out_dir}")
     return done
@@ -566,6 +594,74 @@ def build_bad(bad_dir: Path, ctx: Ctx) -> None:
     print(f"wrote bad files into {bad_dir}")
 
 
+# --------------------------------------------------------------------------- manifest / pins
+
+
+def tool_versions() -> dict:
+    import PIL
+
+    out = subprocess.run(["rsvg-convert", "--version"], check=True, capture_output=True, text=True).stdout
+    return {"rsvg-convert": out.split()[-1], "pillow": PIL.__version__}
+
+
+def check_pins(pins_path: Path) -> list[str]:
+    """Compare the pinned tool versions, fonts and drawings with this machine; return the differences."""
+    pins = json.loads(pins_path.read_text(encoding="utf-8"))
+    problems = []
+    for tool, have in tool_versions().items():
+        want = pins.get("tools", {}).get(tool)
+        if want and want != have:
+            problems.append(f"{tool}: pinned {want}, installed {have}")
+    for spec in pins.get("fonts", []):
+        p = Path(spec["path"])
+        if not p.exists() or sha256_file(p) != spec["sha256"]:
+            problems.append(f"font {p}: missing or SHA-256 differs")
+    root = Path(pins.get("svg_root", SVG_ROOT_DEFAULT))
+    for spec in pins.get("svgs", []):
+        p = root / spec["svg"]
+        if not p.exists() or sha256_file(p) != spec["sha256"]:
+            problems.append(f"drawing {p}: missing or SHA-256 differs")
+    return problems
+
+
+def manifest_lines(out_dir: Path, paths) -> list[str]:
+    rels = sorted({str(Path(p).relative_to(out_dir)) for p in paths})
+    return [f"{sha256_file(out_dir / r)}  {r}" for r in rels]
+
+
+def read_manifest(path: Path) -> dict:
+    entries = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            digest, rel = raw.split("  ", 1)
+            entries[rel] = digest
+    return entries
+
+
+def compare_manifest(expected: dict, out_dir: Path, extra_ok=False) -> list[str]:
+    problems = []
+    for rel, digest in sorted(expected.items()):
+        p = out_dir / rel
+        if not p.is_file():
+            problems.append(f"missing   {rel}")
+        elif sha256_file(p) != digest:
+            problems.append(f"MISMATCH  {rel}")
+    if not extra_ok:
+        for p in sorted(out_dir.rglob("*")):
+            if p.is_file() and str(p.relative_to(out_dir)) not in expected:
+                problems.append(f"unlisted  {p.relative_to(out_dir)}")
+    return problems
+
+
+def fail_integrity(problems: list[str], what: str) -> None:
+    print(f"ARTIFACT INTEGRITY FAILURE: {len(problems)} {what}", file=sys.stderr)
+    for p in problems[:50]:
+        print("  " + p, file=sys.stderr)
+    if len(problems) > 50:
+        print(f"  ... and {len(problems) - 50} more", file=sys.stderr)
+    raise SystemExit(1)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -577,14 +673,50 @@ def main(argv=None) -> int:
     ap.add_argument("--bad", type=Path, help="also build the broken-files folder here")
     ap.add_argument("--only", help="comma-separated ids to write (sources are still rendered)")
     ap.add_argument("--no-verify", action="store_true", help="skip SVG/font SHA-256 checks")
+    ap.add_argument("--manifest", type=Path, help="SHA-256 manifest of every rendered file (sha256sum format)")
+    ap.add_argument("--verify", action="store_true",
+                    help="with --manifest: compare the rendered files with the manifest and fail loudly on any "
+                    "difference (default: write the manifest)")
+    ap.add_argument("--check-only", action="store_true",
+                    help="with --manifest: do not render, only check the files already in --out")
+    ap.add_argument("--pins", type=Path, help="pins JSON (tool versions, font/SVG SHA-256) to check first")
     args = ap.parse_args(argv)
+    if (args.verify or args.check_only) and not args.manifest:
+        raise SystemExit("--verify/--check-only need --manifest")
+    if args.check_only:
+        problems = compare_manifest(read_manifest(args.manifest), args.out)
+        if problems:
+            fail_integrity(problems, f"difference(s) between {args.out} and {args.manifest}")
+        print(f"OK: {len(read_manifest(args.manifest))} files in {args.out} match {args.manifest}")
+        return 0
     if not shutil.which("rsvg-convert"):
         raise SystemExit("rsvg-convert not found: apt-get install -y librsvg2-bin")
+    if args.pins:
+        problems = check_pins(args.pins)
+        if problems:
+            fail_integrity(problems, f"difference(s) from the pins in {args.pins}")
     ctx = Ctx(args.svg_root, verify=not args.no_verify)
     only = set(args.only.split(",")) if args.only else None
-    render_all(args.recipe, args.out, ctx, only)
+    t0 = time.perf_counter()
+    written: list = []
+    render_all(args.recipe, args.out, ctx, only, written_out=written)
+    print(f"render time {time.perf_counter() - t0:.1f} s")
     if args.bad:
         build_bad(args.bad, ctx)
+    if args.manifest:
+        lines = manifest_lines(args.out, written)
+        if args.verify:
+            expected = read_manifest(args.manifest)
+            got = dict(ln.split("  ", 1)[::-1] for ln in lines)
+            problems = [f"MISMATCH  {r}" for r in sorted(expected) if r in got and got[r] != expected[r]]
+            problems += [f"missing   {r}" for r in sorted(expected) if r not in got]
+            problems += [f"unlisted  {r}" for r in sorted(got) if r not in expected]
+            if problems:
+                fail_integrity(problems, f"difference(s) between the rendered files and {args.manifest}")
+            print(f"OK: all {len(expected)} rendered files match {args.manifest}")
+        else:
+            args.manifest.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
+            print(f"wrote {args.manifest} ({len(lines)} files)")
     return 0
 
 

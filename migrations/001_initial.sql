@@ -128,8 +128,15 @@ CREATE VIRTUAL TABLE items_trigram USING fts5(
     tokenize = 'trigram remove_diacritics 1'
 );
 
--- The word index's vocabulary: a query word found here needs no typo matching.
+-- The word index's vocabulary, read live from FTS5 (slow to scan: a full pass over the index).
 CREATE VIRTUAL TABLE items_vocab USING fts5vocab('items_fts', 'row');
+
+-- A B-tree copy of that vocabulary, refreshed at the end of every `mambo add` and `mambo prune`,
+-- for the query-time typo correction: is a word known, and which known words are one edit away.
+CREATE TABLE vocabulary (
+    term  TEXT PRIMARY KEY,
+    docs  INTEGER NOT NULL
+) WITHOUT ROWID;
 
 -- Bit-quantized copies of item_vectors (sign of each dimension) for large libraries: a Hamming
 -- KNN over these, then float cosine rescoring of the candidates (see mambo.py DENSE_INDEXES).

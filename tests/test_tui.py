@@ -25,16 +25,14 @@ import pytest
 import mambo
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-import tui_draft as tui  # noqa: E402  -- on merge: `tui = mambo`
-
-TUI_MODULE = "tui_draft"  # on merge: "mambo"
+tui = mambo
+TUI_MODULE = "mambo"
 ESC = "\x1b"
 
 
 def app_cmd(db: Path, *flags: str) -> str:
-    """The TUI as a shell command line. On merge: python mambo.py --db DB search FLAGS."""
-    argv = [sys.executable, str(REPO / "tests" / "tui_app.py"), "--db", str(db), *flags]
+    """The TUI as a shell command line, exactly as a user starts it."""
+    argv = [sys.executable, str(REPO / "mambo.py"), "--db", str(db), "search", *flags]
     return shlex.join(argv)
 
 

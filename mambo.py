@@ -1836,6 +1836,34 @@ def roots_move(ctx: click.Context, name: str, new_path: Path) -> None:
     click.echo(f"{clean_line(name)} -> {show_path(new_path.resolve())}")
 
 
+SETTINGS = {"interaction_events": ("off", ("on", "off"),
+                                    "record TUI interaction events (render, preview, open, copy, choose)")}
+
+
+@cli.command()
+@click.argument("key", required=False, type=click.Choice(sorted(SETTINGS)))
+@click.argument("value", required=False)
+@click.pass_context
+def settings(ctx: click.Context, key: str | None, value: str | None) -> None:
+    """Show or change the library's settings.
+
+    \b
+      mambo settings                             list them
+      mambo settings interaction_events on       opt in to interaction events (default off)
+    """
+    db = _open(ctx, create=True)
+    if key and value is not None:
+        allowed = SETTINGS[key][1]
+        if value not in allowed:
+            raise MamboError(f"{key} takes one of: {', '.join(allowed)}")
+        with db.write():
+            db.q("set_setting", {"key": key, "value": value})
+    for name, (default, _allowed, doc) in SETTINGS.items():
+        if key in (None, name):
+            row = db.q1("setting", {"key": name})
+            click.echo(f"{name} = {row[0] if row else default}    # {doc}")
+
+
 @cli.command()
 @click.pass_context
 def systems(ctx: click.Context) -> None:

@@ -294,6 +294,9 @@ WHERE i.item_id = :item_id;
 -- name: setting
 SELECT value FROM settings WHERE key = :key;
 
+-- name: set_setting
+INSERT INTO settings(key, value) VALUES (:key, :value) ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+
 -- name: insert_interaction_event
 INSERT INTO interaction_events(session, kind, query, item_id, rank, ms_since_render, system, system_version,
                                interface_version)

@@ -33,7 +33,7 @@ SVG_ROOT = Path("/usr/share/openclipart/svg")
 SEED = 20250501
 DEV_SHARE = 0.45  # share of template groups / entities / subtopics / reactions in the "dev" pool
 ANNOTATOR = {"name": "mambo-bench-helper-v1", "kind": "model"}
-AUDIT_DATE = "2025-05-01"
+AUDIT_DATE = "2026-11-29"
 
 FONTS = {
     "dejavu": {
@@ -852,6 +852,11 @@ def canonical(ln: dict) -> str:
                      *m.get("tags", []), m.get("description", ""), m.get("creator", "")])
 
 
+def pool_of(ln: dict, by_id: dict) -> str:
+    src = by_id[ln["variant"]["of"]] if "variant" in ln else ln
+    return src["template"]["pool"]
+
+
 def servable(ln: dict) -> bool:
     m = ln["meta"]
     return (ln["truth"]["safety"] in ("safe", "sensitive") and m.get("rights") != "withdrawn"
@@ -940,6 +945,8 @@ def build_dev(lines: list[dict], info: dict, corpus_version: str) -> tuple[list[
         n += 1
         qs = content_stems(text)
         matched = sorted(ln["id"] for ln in lines if content_stems(canonical(ln)) & qs)
+        # only development material may be named in a development file
+        matched = [i for i in matched if pool_of(by_id[i], by_id) == "dev"]
         if kind == "absent":
             method = ("no canonical field (caption/OCR text, title, template name and aliases, drawing dc:title, "
                       "entities, tags, description, creator) of any corpus item contains any of the query's content "
@@ -1106,6 +1113,9 @@ def check(lines: list[dict], info: dict) -> int:
             if servable(ln) and qs & content_stems(canonical(ln)) and not r["withheld"]:
                 errs.append(f"{r['id']} {r['query']!r}: {ln['id']} shares {qs & content_stems(canonical(ln))}")
                 break
+        for f in r["withheld"]:
+            if pool_of(files[f], by_id) != "dev":
+                errs.append(f"{r['id']}: withheld item {f} is not in the dev pool")
         if "safety" in r["subsets"] and not r["withheld"]:
             errs.append(f"{r['id']}: safety no-match without withheld items")
     for e in errs:

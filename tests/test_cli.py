@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import REPO, invoke, run_process
 
-COMMANDS = ["add", "search", "status", "check", "prune", "roots", "systems", "demo", "bench"]
+COMMANDS = ["add", "search", "status", "check", "prune", "roots", "systems", "settings", "demo", "bench"]
 
 
 def test_help_and_version() -> None:
@@ -66,3 +66,11 @@ def test_demo_builds_the_library_and_answers_queries(tmp_path: Path) -> None:
     assert "cena" in proc.stdout.split("» zzqxv")[0].lower()
     assert "no match" in proc.stdout.split("» zzqxv")[1]
     assert "indexed" in proc.stderr
+
+
+def test_settings_opt_in_and_validation(tmp_path: Path) -> None:
+    db = tmp_path / "lib.sqlite"
+    assert "interaction_events = off" in invoke("--db", db, "settings").output
+    assert "takes one of: on, off" in invoke("--db", db, "settings", "interaction_events", "yes", expect=1).output
+    assert "interaction_events = on" in invoke("--db", db, "settings", "interaction_events", "on").output
+    assert "interaction_events = on" in invoke("--db", db, "settings").output

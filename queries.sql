@@ -26,16 +26,22 @@ SELECT item_id, metadata_source FROM items WHERE sha256 = :sha256;
 -- name: insert_item
 INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, perceptual_group, template_group,
                   title, template, entities, tags, description, source_url, creator, licence,
-                  safety, rights, private, metadata_source, ocr_text, ocr_engine_id)
+                  safety, safety_source, rights, private, metadata_source, ocr_text, ocr_engine_id)
 VALUES (:sha256, :format, :width, :height, :byte_size, :phash, :dhash, :perceptual_group, :template_group,
         :title, :template, :entities, :tags, :description, :source_url, :creator, :licence,
-        :safety, :rights, :private, :metadata_source, :ocr_text, :ocr_engine_id)
+        :safety, :safety_source, :rights, :private, :metadata_source, :ocr_text, :ocr_engine_id)
 RETURNING item_id;
 
 -- name: update_item_metadata
 UPDATE items SET title = :title, template = :template, entities = :entities, tags = :tags,
        description = :description, source_url = :source_url, creator = :creator, licence = :licence,
-       safety = :safety, rights = :rights, private = :private, metadata_source = :metadata_source,
+       safety = CASE WHEN safety_source LIKE 'detector:%' AND :safety_rank < (
+                         CASE safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
+                     THEN safety ELSE :safety END,
+       safety_source = CASE WHEN safety_source LIKE 'detector:%' AND :safety_rank < (
+                         CASE safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
+                     THEN safety_source ELSE :safety_source END,
+       rights = :rights, private = :private, metadata_source = :metadata_source,
        template_group = coalesce(:template_group, template_group),
        updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE item_id = :item_id;

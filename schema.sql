@@ -69,6 +69,7 @@ CREATE TABLE items (
     rights            TEXT NOT NULL DEFAULT 'unknown'
                       CHECK (rights IN ('cleared', 'unknown', 'withdrawn')),
     private           INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
+    safety_source     TEXT NOT NULL DEFAULT 'default',  -- 'default', 'sidecar' or 'detector:<rule>'
     metadata_source   TEXT NOT NULL DEFAULT 'none',  -- 'sidecar:<path>', 'manifest:<path>' or 'none'
     ocr_text          TEXT NOT NULL DEFAULT '',
     ocr_engine_id     INTEGER REFERENCES ocr_engines(engine_id),

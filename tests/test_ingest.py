@@ -337,3 +337,18 @@ def test_bench_ingest_reports_throughput_and_machine() -> None:
     report = json.loads(invoke("bench", "ingest", "--images", "6", "--json").output)
     assert report["added"] == 6 and report["errors"] == 0 and report["images_per_second"] > 0
     assert report["machine"]["cores"] >= 1 and "apsw" in report["machine"]["packages"]
+
+
+def test_personal_data_in_the_caption_is_critical_without_a_sidecar(tmp_path: Path) -> None:
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    shutil.copy(IMAGES / "coin-03.png", folder / "IMG_0001.png")  # a fake person's address + phone, no sidecar
+    shutil.copy(IMAGES / "cat-01.png", folder / "IMG_0002.png")
+    db_path = tmp_path / "lib.sqlite"
+    invoke("--db", db_path, "add", "-q", folder)
+    db = open_db(db_path)
+    rows = dict(db.con.execute("SELECT f.rel_path, i.safety || ' ' || i.safety_source FROM files f JOIN items i "
+                               "USING (item_id)"))
+    assert rows == {"IMG_0001.png": "critical detector:personal-data", "IMG_0002.png": "safe default"}
+    out = invoke("--db", db_path, "search", "-s", "bm25", "owes me lives at cell").output
+    assert "IMG_0001" not in out

@@ -482,7 +482,7 @@ def test_interaction_events_only_with_opt_in(library_copy: tuple[Path, Path], op
 
 def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path):
     t0 = time.monotonic()
-    child = run_app(fixture_library, timeout=60)  # default system: hybrid
+    child = run_app(fixture_library, "--system", "hybrid", timeout=60)
     status = search(child, "john cena", 1)
     first = time.monotonic() - t0
     assert re.search(r"results · [\d.]+ ms · bm25 v\d+ · model loading…", status)
@@ -497,7 +497,7 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
 
 
 def test_wait_ready_and_quit_while_loading(fixture_library: Path):
-    child = run_app(fixture_library, "--wait-ready", timeout=90)
+    child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90)
     child.expect("model loading…")
     child.send("john cena\r")
     child.expect("waiting for the model")
@@ -508,7 +508,7 @@ def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     assert rc == 130
     assert "bm25 v" not in raw
     # quitting while the model is still loading is quick and clean
-    child = run_app(fixture_library, timeout=30)
+    child = run_app(fixture_library, "--system", "hybrid", timeout=30)
     child.expect("model loading…")
     t0 = time.monotonic()
     child.send("\x1b")

@@ -1501,6 +1501,11 @@ def system_config(db: DB, name: str) -> dict[str, Any]:
     raise MamboError(f"no search system named {clean_line(name)!r}: choose one of {', '.join(known)}")
 
 
+def needs_model(cfg: dict[str, Any]) -> bool:
+    """Whether a system's configuration has a dense (embedding) route."""
+    return cfg["route_weights"].get("dense", 0) > 0
+
+
 class Searcher:
     """Runs a system against one library. The embedder is optional: without it (still loading,
     or not wanted) the dense route is skipped and the lexical routes answer alone."""
@@ -1752,7 +1757,7 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
         prompt_loop(db, system, limit)
         return
     cfg = system_config(db, system)
-    embedder = get_embedder() if cfg["route_weights"]["dense"] > 0 else None
+    embedder = get_embedder() if needs_model(cfg) else None
     results = Searcher(db, embedder).search(query, system, limit)
     for r in results:
         click.echo(json.dumps(result_json(r), ensure_ascii=False) if as_json else format_result(r))
@@ -1763,7 +1768,7 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
 def prompt_loop(db: DB, system: str, limit: int) -> None:
     """A plain query prompt (until the full-screen TUI exists): one query a line, blank to quit."""
     cfg = system_config(db, system)
-    embedder = get_embedder() if cfg["route_weights"]["dense"] > 0 else None
+    embedder = get_embedder() if needs_model(cfg) else None
     searcher = Searcher(db, embedder)
     interactive = sys.stdin.isatty()
     while True:
@@ -2427,13 +2432,6 @@ TUI_MIN_ROWS, TUI_MIN_COLS = 24, 80
 # The lexical-only system used while the embedding model is still loading.
 TUI_LOADING_SYSTEM = "bm25"
 
-
-
-def needs_model(cfg: dict[str, Any]) -> bool:
-    """Whether a system's configuration has a dense (embedding) route."""
-    if "route_weights" in cfg:
-        return cfg["route_weights"].get("dense", 0) > 0
-    return "dense" in cfg.get("routes", ())
 
 
 # -- Rows: what a result shows, cleaned once ---------------------------------------------------

@@ -1561,9 +1561,13 @@ class Searcher:
         """All or nothing: an answer with no evidence is "nothing matches" (see EMPTY_RULES)."""
         best_sim = max((r.similarity for r in results if r.similarity is not None), default=-1.0)
         best_cov = max((r.coverage for r in results[:3]), default=0.0)
-        if best_sim >= rule["min_similarity"] or best_cov >= rule["min_coverage"]:
-            return results
-        return []
+        if not (best_sim >= rule["min_similarity"] or best_cov >= rule["min_coverage"]):
+            return []
+        if "item_min_similarity" in rule:  # optional: each shown item needs evidence of its own
+            kept = [r for r in results if (r.similarity or -1.0) >= rule["item_min_similarity"]
+                    or r.coverage >= rule["item_min_coverage"]]
+            return [dataclasses.replace(r, rank=n) for n, r in enumerate(kept, 1)]
+        return results
 
 
 def result_json(r: Result) -> dict[str, Any]:
@@ -2294,6 +2298,12 @@ def bench_ablation(ctx: click.Context, queries_path: Path, as_json: bool) -> Non
         "hybrid without corrections": hybrid | {"correct_typos": False},
         "hybrid, dense weight 0.5": hybrid | {"route_weights": hybrid["route_weights"] | {"dense": 0.5}},
         "hybrid, bit-quantized dense": hybrid | {"dense_index": "bit-rescore"},
+        "hybrid, item filter .3/.5": hybrid | {"empty_rule": hybrid["empty_rule"] | {
+            "item_min_similarity": 0.3, "item_min_coverage": 0.5}},
+        "hybrid, item filter .35/.67": hybrid | {"empty_rule": hybrid["empty_rule"] | {
+            "item_min_similarity": 0.35, "item_min_coverage": 0.67}},
+        "hybrid, item filter .25/.34": hybrid | {"empty_rule": hybrid["empty_rule"] | {
+            "item_min_similarity": 0.25, "item_min_coverage": 0.34}},
         "dense": DEFAULT_SYSTEMS["dense"],
     }
     report = {}

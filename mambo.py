@@ -68,8 +68,10 @@ SAFETY_POLICY_VERSION = "mambo-safety-v1"
 # Decompression bombs: Pillow only warns between 89 and 179 megapixels. No meme is that large;
 # 40 MP (e.g. 8000x5000) is already far above any real meme, so anything bigger is refused.
 MAX_IMAGE_PIXELS = 40_000_000
-# A sidecar is a few hundred bytes; a megabyte is certainly not metadata.
+# A sidecar is a few hundred bytes; a megabyte is certainly not metadata. A folder manifest holds
+# one ~500-byte line per image: 50 MB is ~100,000 images in one folder.
 MAX_SIDECAR_BYTES = 1_000_000
+MAX_MANIFEST_BYTES = 50_000_000
 
 # Previews live inside the database so a copied file still shows them. The TUI draws them with
 # half-block characters: an 80x24 pane is at most ~40x44 "pixels", a 200-column terminal ~100x110,
@@ -229,9 +231,10 @@ class DB:
 
     def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         cur = self.con.execute(Q[name], params or {})
-        out = []
+        out: list[dict[str, Any]] = []
+        cols: list[str] = []
         for row in cur:
-            cols = [d[0] for d in cur.getdescription()]
+            cols = cols or [d[0] for d in cur.getdescription()]  # only readable while rows remain
             out.append(dict(zip(cols, row, strict=True)))
         return out
 
@@ -550,11 +553,11 @@ def detect_safety(text: str) -> str | None:
     return None
 
 
-def _read_small(path: Path) -> bytes:
+def _read_small(path: Path, limit: int = MAX_SIDECAR_BYTES) -> bytes:
     with open(path, "rb") as fh:
-        data = fh.read(MAX_SIDECAR_BYTES + 1)
-    if len(data) > MAX_SIDECAR_BYTES:
-        raise BadInput("sidecar", f"{show_path(path.name)} is over {MAX_SIDECAR_BYTES:,} bytes")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput("sidecar", f"{show_path(path.name)} is over {limit:,} bytes")
     return data
 
 
@@ -573,9 +576,10 @@ class SidecarFinder:
             path = folder / MANIFEST_NAME
             if path.is_file():
                 try:
-                    data = _read_small(path) if path.stat().st_size <= MAX_SIDECAR_BYTES * 50 else b""
-                except BadInput:
-                    data = path.read_bytes()
+                    data = _read_small(path, MAX_MANIFEST_BYTES)
+                except BadInput as e:
+                    errors.append(e)
+                    data = b""
                 except OSError as e:
                     errors.append(BadInput("sidecar", f"{MANIFEST_NAME}: unreadable ({e.strerror})"))
                     data = b""
@@ -1760,20 +1764,21 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready))
         prompt_loop(db, system, limit)
         return
-    cfg = system_config(db, system)
-    embedder = get_embedder() if needs_model(cfg) else None
-    results = Searcher(db, embedder).search(query, system, limit)
+    results = searcher_for(db, system).search(query, system, limit)
     for r in results:
         click.echo(json.dumps(result_json(r), ensure_ascii=False) if as_json else format_result(r))
     if not results and not as_json:
         click.echo("no match")
 
 
+def searcher_for(db: DB, system: str) -> Searcher:
+    """A searcher for `system`, with the embedding model loaded only if the system uses it."""
+    return Searcher(db, get_embedder() if needs_model(system_config(db, system)) else None)
+
+
 def prompt_loop(db: DB, system: str, limit: int) -> None:
     """A plain query prompt (until the full-screen TUI exists): one query a line, blank to quit."""
-    cfg = system_config(db, system)
-    embedder = get_embedder() if needs_model(cfg) else None
-    searcher = Searcher(db, embedder)
+    searcher = searcher_for(db, system)
     interactive = sys.stdin.isatty()
     while True:
         try:
@@ -2256,9 +2261,14 @@ def evaluate_runs(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Re
     }
 
 
+dev_queries_option = click.option(
+    "--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=lambda: str(FIXTURE_DIR / "queries.jsonl"), show_default="the fixture's development queries",
+    help="Development queries (JSONL: id, slice, query, relevant {file: grade}, exact [file]).")
+
+
 @bench.command(name="tui")
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=lambda: str(FIXTURE_DIR / "queries.jsonl"), show_default="the fixture's development queries")
+@dev_queries_option
 @click.option("--searches", default=1000, show_default=True)
 @click.option("--warmups", default=100, show_default=True)
 @click.option("--system", default=DEFAULT_SYSTEM, show_default=True)
@@ -2276,8 +2286,7 @@ def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: in
 
 
 @bench.command(name="ablation")
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=lambda: str(FIXTURE_DIR / "queries.jsonl"), show_default="the fixture's development queries")
+@dev_queries_option
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def bench_ablation(ctx: click.Context, queries_path: Path, as_json: bool) -> None:
@@ -2332,8 +2341,7 @@ EMBED_TEXT_VARIANTS: dict[str, Callable[[dict[str, Any]], str]] = {
 
 
 @bench.command(name="embed-text")
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=lambda: str(FIXTURE_DIR / "queries.jsonl"), show_default="the fixture's development queries")
+@dev_queries_option
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def bench_embed_text(ctx: click.Context, queries_path: Path, as_json: bool) -> None:
@@ -2365,9 +2373,7 @@ def bench_embed_text(ctx: click.Context, queries_path: Path, as_json: bool) -> N
 
 
 @bench.command(name="calibrate")
-@click.option("--queries", "queries_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=lambda: str(FIXTURE_DIR / "queries.jsonl"), show_default="the fixture's development queries",
-              help="Development queries (JSONL: id, slice, query, relevant {file: grade}, exact [file]).")
+@dev_queries_option
 @click.option("--system", "systems_", multiple=True, default=["bm25", "dense", "hybrid"], show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context

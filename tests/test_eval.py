@@ -1,0 +1,572 @@
+"""The benchmark protocol (issue 6) and MMTS-Search-v1 scoring (issue 7), on the real library file
+of the fixture: immutability enforced by the database, partition overlap, exposure, audit
+invalidation, blinding, judging, adjudication, kappa, metrics against an independent
+implementation, gates, the cap, FAIL on a tampered manifest, comparison refusal, publication and
+rollback, and the latency protocol in a real 80x24 PTY."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from pathlib import Path
+
+import apsw
+import pytest
+from PIL import Image
+
+import mambo
+import mambo_eval as ev
+from conftest import FIXTURE, invoke, open_db
+
+BENCH = "fx-bench"
+
+
+def fixture_queries() -> list[dict]:
+    return [json.loads(x) for x in (FIXTURE / "queries.jsonl").read_text().splitlines() if x.strip()]
+
+
+def write_manifest(images: Path, out: Path) -> str:
+    lines = sorted(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(images).as_posix()}\n"
+                   for p in images.rglob("*") if p.is_file())
+    out.write_text("".join(lines))
+    return hashlib.sha256(out.read_bytes()).hexdigest()
+
+
+def write_partition(d: Path, images: Path, queries: list[dict], *, partition: str = "dev", version: str = "1",
+                    name: str | None = None) -> Path:
+    """A partition in the benchdata/v1/FORMAT.md format over the fixture library, with its manifest."""
+    d.mkdir(parents=True, exist_ok=True)
+    manifest_sha = write_manifest(images, d / "manifest.sha256")
+    path = d / f"{name or partition}.jsonl"
+    with path.open("w") as f:
+        for q in queries:
+            q = dict(q)
+            if q["slice"] == "no-match":
+                q["audit"] = {"corpus_version": manifest_sha, "method": "fixture audit", "date": "2026-11-30",
+                              "checked_by": {"name": "fixture-author", "kind": "person"}}
+            f.write(json.dumps(q) + "\n")
+    path.with_name(path.name.removesuffix(".jsonl") + ".meta.json").write_text(json.dumps({
+        "benchmark": BENCH, "version": version, "partition": partition, "status": "provisional",
+        "corpus_manifest_sha256": manifest_sha, "safety_policy": "mambo-safety-v1"}))
+    return path
+
+
+@pytest.fixture
+def bench_lib(library_copy: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(database, images, partition file): the fixture library with the fixture queries imported."""
+    db, images = library_copy
+    path = write_partition(tmp_path / "part", images, fixture_queries())
+    invoke("--db", db, "bench", "import", path)
+    return db, images, path
+
+
+def grade_all(db_path: Path, set_id: int, grades: dict[tuple[int, int], tuple[int, int]] | None = None) -> None:
+    """Two graders per candidate: the fixture's own relevance (unlisted 0) twice, unless `grades`
+    says otherwise; safety from the item's stored class."""
+    db = open_db(db_path)
+    with db.write():
+        a = ev.annotator_id(db, "grader-a", "person")
+        b = ev.annotator_id(db, "grader-b", "model")
+        for qid, item, safety in db.con.execute(
+                "SELECT c.query_id, c.item_id, i.safety FROM judgement_candidates c JOIN items i USING (item_id) "
+                "WHERE c.set_id = ?", (set_id,)).fetchall():
+            gold = db.scalar("SELECT grade FROM bench_gold WHERE query_id = ? AND item_id = ?", (qid, item)) or 0
+            ga, gb = (grades or {}).get((qid, item), (gold, gold))
+            for aid, g in ((a, ga), (b, gb)):
+                db.q("insert_judgement", {"set_id": set_id, "query_id": qid, "item_id": item, "annotator_id": aid,
+                                          "role": "grader", "grade": g, "safety": safety, "batch_id": None})
+    db.close()
+
+
+# ── Import, life cycle, overlap, exposure ─────────────────────────────────────
+
+
+def test_import_list_show_and_frozen_is_immutable_in_the_database(bench_lib) -> None:
+    db_path, _images, path = bench_lib
+    out = invoke("--db", db_path, "bench", "list").output
+    assert f"{BENCH}/1/dev" in out and "draft" in out and "63 queries" in out
+    assert "no-match audits: {'valid': 15}" in invoke("--db", db_path, "bench", "show", "dev").output
+    invoke("--db", db_path, "bench", "freeze", "dev")
+    db = open_db(db_path)
+    pid = db.scalar("SELECT partition_id FROM bench_partitions")
+    for sql in ("INSERT INTO bench_queries(partition_id, qid, family, slice, query) VALUES (?, 'x', 'f', 'topic', 'q')",
+                "UPDATE bench_queries SET query = 'changed' WHERE partition_id = ?",
+                "DELETE FROM bench_queries WHERE partition_id = ?",
+                "UPDATE bench_partitions SET meta = '{}' WHERE partition_id = ?",
+                "DELETE FROM bench_partitions WHERE partition_id = ?"):
+        with pytest.raises(apsw.ConstraintError, match="immutable|cannot be deleted"):
+            db.con.execute(sql, (pid,))
+    with pytest.raises(apsw.ConstraintError, match="never back"):
+        db.con.execute("UPDATE bench_partitions SET status = 'draft' WHERE partition_id = ?", (pid,))
+    db.close()
+    again = invoke("--db", db_path, "bench", "import", path, expect=1).output
+    assert "already imported (frozen)" in again and "new version" in again
+    assert "new version" in invoke("--db", db_path, "bench", "import", path, "--replace", expect=1).output
+    invoke("--db", db_path, "bench", "expose", "dev")
+    invoke("--db", db_path, "bench", "retire", "dev")
+    assert "never back" in invoke("--db", db_path, "bench", "freeze", "dev", expect=1).output
+
+
+def test_malformed_partition_lines_are_clear_errors(library_copy, tmp_path: Path) -> None:
+    db_path, images = library_copy
+    path = write_partition(tmp_path / "p", images, fixture_queries()[:3])
+    path.write_text(path.read_text() + "{not json\n")
+    out = invoke("--db", db_path, "bench", "import", path, expect=1).output
+    assert ":4: not JSON" in out and "Traceback" not in out
+    path.write_text(json.dumps({"id": "x", "family": "f", "slice": "wrong", "query": "q"}) + "\n")
+    assert "unknown slice" in invoke("--db", db_path, "bench", "import", path, expect=1).output
+    path.write_text(json.dumps({"id": "x", "family": "f", "slice": "topic", "query": "q",
+                                "relevant": {"not-in-library.png": 3}}) + "\n")
+    assert "not in this library" in invoke("--db", db_path, "bench", "import", path, expect=1).output
+
+
+def test_partitions_may_not_share_families_or_groups(bench_lib, tmp_path: Path) -> None:
+    db_path, images, _ = bench_lib
+    qs = fixture_queries()
+    shared_family = [dict(qs[1], id="h-1")]  # same family as the dev query
+    out = invoke("--db", db_path, "bench", "import",
+                 write_partition(tmp_path / "h1", images, shared_family, partition="hidden"), expect=1).output
+    assert "query family 'fx-fam-002'" in out and "dev 1" in out
+    same_items = [dict(qs[1], id="h-1", family="hidden-fam-1")]  # new family, but judges the same memes
+    out = invoke("--db", db_path, "bench", "import",
+                 write_partition(tmp_path / "h2", images, same_items, partition="hidden"), expect=1).output
+    assert "group" in out and "must not cross partitions" in out
+    fresh = [{"id": "h-1", "family": "hidden-fam-1", "slice": "no-match", "query": "zeppelin harbour"}]
+    invoke("--db", db_path, "bench", "import", write_partition(tmp_path / "h3", images, fresh, partition="hidden"))
+    assert "hidden" in invoke("--db", db_path, "bench", "list").output
+
+
+def test_an_exposed_hidden_partition_refuses_release_comparisons(bench_lib, tmp_path: Path) -> None:
+    db_path, images, _ = bench_lib
+    fresh = [{"id": "h-1", "family": "hidden-fam-1", "slice": "no-match", "query": "zeppelin harbour"}]
+    invoke("--db", db_path, "bench", "import", write_partition(tmp_path / "h", images, fresh, partition="hidden"))
+    invoke("--db", db_path, "bench", "freeze", "hidden")
+    invoke("--db", db_path, "bench", "expose", "hidden")
+    out = invoke("--db", db_path, "score", "--partition", "hidden", "--no-latency", expect=1).output
+    assert "needs a new hidden benchmark version" in out or "need a new hidden benchmark version" in out
+    db = open_db(db_path)
+    pid = ev.resolve_partition(db, "hidden")
+    with db.write():
+        sid = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": ev.SCORE_VERSION,
+                                             "report_json": "{}", "report_md": ""})[0])
+    with pytest.raises(mambo.MamboError, match="new hidden benchmark version"):
+        ev.publish(db, sid)
+    db.close()
+
+
+# ── Corpus versions and audits ───────────────────────────────────────────────
+
+
+def test_a_corpus_change_invalidates_no_match_audits_until_redone(bench_lib, tmp_path: Path) -> None:
+    db_path, images, path = bench_lib
+    extra = tmp_path / "more"
+    extra.mkdir()
+    Image.new("RGB", (64, 48), (10, 200, 30)).save(extra / "green.png")
+    invoke("--db", db_path, "add", "-q", extra)
+    db = open_db(db_path)
+    pid = ev.resolve_partition(db, "dev")
+    ev.snapshot_corpus(db)
+    assert {r["status"] for r in db.rows("audit_status", {"partition_id": pid})} == {"stale"}
+    db.close()
+    out = invoke("--db", db_path, "score", "--no-latency", expect=1).output
+    assert "not valid on this corpus version" in out and "mambo bench audit" in out
+    out = invoke("--db", db_path, "bench", "audit", "dev").output
+    assert "recorded automatically" in out
+    db = open_db(db_path)
+    statuses = {r["qid"]: r["status"] for r in db.rows("audit_status", {"partition_id": pid})}
+    db.close()
+    review = [q for q, s in statuses.items() if s != "valid"]
+    for q in review:  # a person reviews the ones sharing a word with some item
+        invoke("--db", db_path, "bench", "audit", "dev", "--qid", q, "--annotator", "reviewer", "--outcome", "absent")
+    db = open_db(db_path)
+    assert {r["status"] for r in db.rows("audit_status", {"partition_id": pid})} == {"valid"}
+    db.close()
+    # The changed library no longer matches the manifest the partition declares.
+    out = invoke("--db", db_path, "bench", "import", path, "--replace", expect=1).output
+    assert "made for another corpus" in out and "not in the manifest" in out
+
+
+# ── Pooling, blinding, judging, adjudication, agreement ───────────────────────
+
+
+def test_pool_is_blinded_seeded_and_judging_is_resumable(bench_lib, tmp_path: Path) -> None:
+    db_path, _images, _ = bench_lib
+    out = invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25").output
+    assert "judgement set 1" in out and "annotation batch 1" in out
+    batch = tmp_path / "batch.jsonl"
+    invoke("--db", db_path, "bench", "export-batch", "1", "-o", batch)
+    rows = [json.loads(x) for x in batch.read_text().splitlines()]
+    assert rows and {tuple(sorted(r)) for r in rows} == {("answer", "candidate", "query", "task")}
+    assert {tuple(sorted(r["candidate"])) for r in rows} == {
+        ("description", "entities", "preview_webp_base64", "tags", "template", "text", "title")}
+    text = batch.read_text()
+    names = [p.name for p in _images.rglob("*.*")]
+    assert "bm25" not in text and not any(n in text for n in names)  # no system, no file name
+    db = open_db(db_path)
+    order1 = [r[0] for r in db.con.execute("SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = 1 "
+                                           "ORDER BY position")]
+    with db.write():
+        b2 = ev.make_batch(db, 1, 42, "candidates_to_grade")
+    order2 = [r[0] for r in db.con.execute("SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = ? "
+                                           "ORDER BY position", (b2,))]
+    db.close()
+    assert order1 == order2 and order1 != sorted(order1)
+    # A person judges two candidates, stops, and resumes later.
+    out = invoke("--db", db_path, "judge", "--annotator", "ann", "--batch", "1", input="2s\nbad\n3u\nq\n").output
+    assert "type a grade 0-3" in out and "stopped: 2 judged" in out and "\x1b[38;2" not in out
+    out = invoke("--db", db_path, "judge", "--annotator", "ann", "--batch", "1", input="q\n").output
+    assert f"{len(rows) - 2} candidate(s) to grade" in out
+    db = open_db(db_path)
+    assert db.scalar("SELECT count(*) FROM judgements j JOIN annotators a USING (annotator_id) "
+                     "WHERE a.name = 'ann' AND a.kind = 'person'") == 2
+    db.close()
+    # Answers from outside the tool come back by task id.
+    answered = tmp_path / "answers.jsonl"
+    answered.write_text("".join(json.dumps({"task": r["task"], "answer": {"grade": 1, "safety": "safe"}}) + "\n"
+                                for r in rows))
+    out = invoke("--db", db_path, "bench", "import-judgements", "1", answered, "--annotator", "outside",
+                 "--kind", "model").output
+    assert f"{len(rows)} judgement(s)" in out
+    assert "is recorded as a model" in invoke("--db", db_path, "judge", "--annotator", "outside", "--batch", "1",
+                                              input="q\n", expect=1).output
+
+
+def test_adjudication_rules(bench_lib) -> None:
+    db_path, _images, _ = bench_lib
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    db = open_db(db_path)
+    cands = db.con.execute("SELECT query_id, item_id FROM judgement_candidates WHERE set_id = 1 LIMIT 4").fetchall()
+    db.close()
+    (c1, c2, c3, c4) = [tuple(c) for c in cands]
+    grade_all(db_path, 1, {c1: (3, 2), c2: (3, 1), c3: (0, 0), c4: (2, 2)})
+    db = open_db(db_path)
+    with db.write():  # c3: the graders disagree on safety
+        db.con.execute("UPDATE judgements SET safety = 'unsafe' WHERE query_id = ? AND item_id = ? AND "
+                       "annotator_id = (SELECT annotator_id FROM annotators WHERE name = 'grader-b')", c3)
+    final = {(r[0], r[1]): r[2:] for r in db.con.execute(
+        "SELECT query_id, item_id, grade, safety, status FROM final_judgements WHERE set_id = 1")}
+    assert final[c1][0] == 2.5 and final[c1][2] == "agreed"
+    assert final[c2] == (None, None, "needs-adjudication")
+    assert final[c3] == (None, None, "needs-adjudication")
+    assert final[c4][0] == 2.0
+    db.close()
+    out = invoke("--db", db_path, "judge", "--annotator", "third", "--adjudicate", input="1s\n0u\n").output
+    assert "2 candidate(s) to adjudicate" in out
+    db = open_db(db_path)
+    final = {(r[0], r[1]): r[2:] for r in db.con.execute(
+        "SELECT query_id, item_id, grade, safety, status FROM final_judgements WHERE set_id = 1")}
+    adjudicated = sorted(v for k, v in final.items() if k in (c2, c3))
+    assert adjudicated == [(0.0, "unsafe", "adjudicated"), (1.0, "safe", "adjudicated")]
+    ag = ev.agreement(db, 1)
+    assert ag["annotators"][0]["role"] == "adjudicator" and {a["kind"] for a in ag["annotators"]} == {"person", "model"}
+    db.close()
+
+
+def test_kappa_on_known_values() -> None:
+    # Hand-computed: po = 3/4, pe = 1/2 -> 0.5.
+    assert ev.cohen_kappa([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)
+    # Linear weights |i-j|/2 over 0..2: do = 0.25, de = 0.4375 -> 1 - 0.25/0.4375.
+    assert ev.cohen_kappa([0, 1, 2, 2], [0, 2, 2, 1], weighted=True, categories=[0, 1, 2]) == pytest.approx(
+        1 - 0.25 / 0.4375)
+    # Two categories: weighted and unweighted agree; perfect agreement is 1; independence ~ 0.
+    a, b = [0, 1, 1, 0, 1, 1], [0, 1, 0, 0, 1, 1]
+    assert ev.cohen_kappa(a, b) == pytest.approx(ev.cohen_kappa(a, b, weighted=True, categories=[0, 1]))
+    assert ev.cohen_kappa([0, 1, 2, 3], [0, 1, 2, 3], weighted=True, categories=[0, 1, 2, 3]) == 1.0
+    assert ev.cohen_kappa([0, 0, 1, 1], [0, 1, 0, 1]) == pytest.approx(0.0)
+    # Fleiss-style textbook example (Cohen 1960 form): 50 items, 20 yes/yes, 15 no/no, 5 yes/no, 10 no/yes.
+    a = ["y"] * 25 + ["n"] * 25
+    b = ["y"] * 20 + ["n"] * 5 + ["y"] * 10 + ["n"] * 15
+    assert ev.cohen_kappa(a, b) == pytest.approx(0.4)
+
+
+def test_new_candidates_after_judging_make_a_new_judgement_set(bench_lib) -> None:
+    db_path, _images, _ = bench_lib
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    grade_all(db_path, 1)
+    invoke("--db", db_path, "run", "--system", "bm25")
+    out = invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25", "--system", "dense").output
+    assert "judgement set 2" in out
+    db = open_db(db_path)
+    assert db.con.execute("SELECT run_id, scored_on, newest_set FROM runs_needing_rescore").fetchall() == [(1, 1, 2)]
+    # The old judgements were carried over; only the new candidates need grades.
+    assert db.scalar("SELECT count(*) FROM judgements WHERE set_id = 2") == db.scalar(
+        "SELECT count(*) FROM judgements WHERE set_id = 1")
+    db.close()
+
+
+# ── Metrics ───────────────────────────────────────────────────────────────────
+
+
+def independent_metrics(labels: dict[int, float], exact: set[int], ranked: list[int]) -> dict[str, float]:
+    """Textbook formulas, written separately from the SQL views."""
+    gains = [2 ** labels.get(i, 0) - 1 for i in ranked[:10]]
+    dcg = sum(g / math.log2(r + 2) for r, g in enumerate(gains))
+    ideal = sorted((2 ** g - 1 for g in labels.values() if g > 0), reverse=True)[:10]
+    idcg = sum(g / math.log2(r + 2) for r, g in enumerate(ideal))
+    rel = [labels.get(i, 0) >= 2 for i in ranked[:10]]
+    n_rel = sum(1 for g in labels.values() if g >= 2)
+    first_exact = next((r + 1 for r, i in enumerate(ranked[:10]) if i in exact), None)
+    first_rel = next((r + 1 for r, x in enumerate(rel) if x), None)
+    return {"ndcg10": dcg / idcg if idcg else 0.0, "exact_rr": 1 / first_exact if first_exact else 0.0,
+            "hit1": float(any(rel[:1])), "hit5": float(any(rel[:5])), "hit10": float(any(rel)),
+            "recall10": sum(rel) / n_rel if n_rel else 0.0, "rr": 1 / first_rel if first_rel else 0.0}
+
+
+def test_metric_views_match_an_independent_implementation(bench_lib) -> None:
+    db_path, _images, _ = bench_lib
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    # Uneven grades so the mean of two graders is sometimes fractional.
+    db = open_db(db_path)
+    cands = db.con.execute("SELECT query_id, item_id FROM judgement_candidates WHERE set_id = 1").fetchall()
+    db.close()
+    grades = {}
+    for n, (q, i) in enumerate(cands):
+        g = (n * 7) % 4
+        grades[(q, i)] = (g, max(0, g - (n % 2)))
+    grade_all(db_path, 1, grades)
+    invoke("--db", db_path, "run", "--system", "bm25")
+    db = open_db(db_path)
+    labels: dict[int, dict[int, float]] = {}
+    for q, i, g in db.con.execute("SELECT query_id, item_id, grade FROM final_judgements WHERE set_id = 1"):
+        labels.setdefault(q, {})[i] = g
+    checked = 0
+    for m in db.rows("run_query_metrics", {"run_id": 1}):
+        ranked = [r[0] for r in db.con.execute("SELECT item_id FROM run_results WHERE run_id = 1 AND query_id = ? "
+                                               "ORDER BY rank", (m["query_id"],))]
+        exact = {r[0] for r in db.con.execute("SELECT item_id FROM bench_exact_targets WHERE query_id = ?",
+                                              (m["query_id"],))}
+        want = independent_metrics(labels.get(m["query_id"], {}), exact, ranked)
+        for k, v in want.items():
+            assert float(m[k]) == pytest.approx(v, abs=1e-9), (m["qid"], k)
+        checked += bool(ranked)
+    assert checked > 30
+    db.close()
+
+
+def test_ndcg_hand_computed_case(bench_lib) -> None:
+    db_path, _images, _ = bench_lib
+    db = open_db(db_path)
+    pid = ev.resolve_partition(db, "dev")
+    q = db.scalar("SELECT query_id FROM bench_queries WHERE qid = 'fx-001'")
+    items = [r[0] for r in db.con.execute("SELECT item_id FROM items ORDER BY item_id LIMIT 4")]
+    sys_id, _v, _c = ev.system_row(db, "bm25")
+    with db.write():
+        sid = int(db.q1("insert_set", {"partition_id": pid, "version": 1, "parent": None, "note": "hand"})[0])
+        a, b = ev.annotator_id(db, "h1", "person"), ev.annotator_id(db, "h2", "person")
+        for item, g in zip(items, (3, 0, 2, 2), strict=True):
+            db.q("insert_candidate", {"set_id": sid, "query_id": q, "item_id": item, "origin": "gold"})
+            for ann in (a, b):
+                db.q("insert_judgement", {"set_id": sid, "query_id": q, "item_id": item, "annotator_id": ann,
+                                          "role": "grader", "grade": g, "safety": "safe", "batch_id": None})
+    cv = ev.snapshot_corpus(db)
+    with db.write():
+        run = int(db.q1("insert_run", {"system_id": sys_id, "partition_id": pid, "set_id": sid, "cv": cv,
+                                       "config": "{}", "code_commit": "x", "model_manifest": "[]",
+                                       "environment": "{}", "seed": 0})[0])
+        db.q("insert_run_query", {"run_id": run, "query_id": q, "ms": 1.0, "error": None, "returned": 3})
+        for rank, item in enumerate(items[:3], 1):  # grades 3, 0, 2 at ranks 1-3
+            db.q("insert_run_result", {"run_id": run, "query_id": q, "rank": rank, "item_id": item, "score": 1.0,
+                                       "lex": rank, "fuzzy": None, "dense": None, "has_preview": 1,
+                                       "attribution": ""})
+    m = [r for r in db.rows("run_query_metrics", {"run_id": run}) if r["query_id"] == q][0]
+    # DCG = 7/1 + 0 + 3/2 = 8.5; ideal = 7 + 3/log2(3) + 3/2.
+    assert m["ndcg10"] == pytest.approx(8.5 / (7 + 3 / math.log2(3) + 1.5))
+    assert m["recall10"] == pytest.approx(2 / 3) and m["rr"] == 1.0 and m["hit1"] == 1
+    db.close()
+
+
+# ── Score, gates, cap, critical violations, report, compare, publish ──────────
+
+
+def qm(slice_: str, ndcg: float, *, hit: bool = True, exact: float = 1.0, empty: bool = False, safe: bool = True,
+       family: str = "f", error: str | None = None, safety: bool = False) -> dict:
+    return {"slice": slice_, "ndcg10": ndcg, "hit10": hit, "exact_rr": exact,
+            "has_exact": slice_ in ("entity", "quote"), "empty": empty, "safe_list": safe,
+            "in_safety_subset": safety, "error": error, "family": family,
+            "critical_shown": 0}
+
+
+def good_rows() -> list[dict]:
+    rows = [qm(s, 0.9, family=f"f-{s}-{n}") for s in ev.SLICES for n in range(10)]
+    rows += [qm("topic", 0.9, safety=True, family="f-safe")]
+    rows += [qm("no-match", 0.0, hit=False, empty=True, family=f"f-nm-{n}") for n in range(10)]
+    return rows
+
+
+def test_components_gates_cap_and_fail() -> None:
+    checks = {"release_protocol": True, "publication_rollback": True, "terminal_restoration": True}
+    c = ev.components(good_rows(), 150.0, 0, 1000)
+    assert c["Q"] == pytest.approx(0.9) and c["C"] == pytest.approx(1.0) and c["L"] == 1.0 and c["R"] == 1.0
+    assert c["raw_score"] == pytest.approx(100 * (0.55 * 0.9 + 0.15 + 0.10 + 0.10 + 0.05 + 0.05))
+    assert c["correct_empty"] == 1.0 and c["safety_hit10"] == 1.0
+    score, status = ev.final_score(c, ev.gates(c, checks), [])
+    assert status == "PASS" and score > 59 and ev.label(score, status) == "excellent"
+    # One weak slice: capped at 59, FAIL.
+    rows = good_rows()
+    for r in rows:
+        if r["slice"] == "semantic":
+            r["ndcg10"] = 0.2
+    c = ev.components(rows, 150.0, 0, 1000)
+    g = ev.gates(c, checks)
+    assert not g["slice_ndcg10_min"]["pass"] and ev.final_score(c, g, []) == (59.0, "FAIL")
+    # Latency: 600 ms p95 -> L = 0.5; a p95 of 1000 ms fails its gate.
+    assert ev.components(good_rows(), 600.0, 0, 1000)["L"] == pytest.approx(0.5)
+    c = ev.components(good_rows(), 1000.0, 0, 1000)
+    assert not ev.gates(c, checks)["submit_to_render_p95_ms"]["pass"]
+    # Errors: 5 of 1,025 requests (>= 0.1 %) cost R; an error is never an empty answer.
+    c = ev.components(good_rows(), 150.0, 5, 1000)
+    assert c["R"] == pytest.approx(1 - (5 / (len(good_rows()) + 1000)) / 0.01)
+    assert ev.gates(c, checks)["error_rate"]["pass"]
+    rows = good_rows()
+    rows[-1]["error"] = "boom"
+    rows[-1]["empty"] = False
+    assert ev.components(rows, 150.0, 0, 1000)["correct_empty"] == pytest.approx(9 / 10)
+    assert ev.components(rows, 150.0, 0, 1000)["R"] < 1
+    # A failing protocol check fails the score; a critical violation gives 0.
+    c = ev.components(good_rows(), 150.0, 0, 1000)
+    assert ev.final_score(c, ev.gates(c, checks | {"terminal_restoration": False}), [])[1] == "FAIL"
+    assert ev.final_score(c, ev.gates(c, checks), ["safety: critical item shown"]) == (0.0, "FAIL")
+    boot = ev.bootstrap(good_rows(), {"p95": 150.0, "errors": 0, "n": 1000}, checks, [], n=200)
+    assert boot["pass_fraction"] == 1.0 and boot["ci95"][0] <= boot["ci95"][1]
+
+
+def test_latency_schedule_repeats_every_query_equally() -> None:
+    warm, measured = ev.latency_schedule(7, 1000, 100, 42)
+    assert len(warm) == 100 and len(measured) == 1001 and len(measured) % 7 == 0
+    assert {measured.count(i) for i in range(7)} == {143}
+    assert all(a != b for a, b in zip(warm + measured, (warm + measured)[1:], strict=False))
+    assert ev.latency_schedule(7, 1000, 100, 42) == (warm, measured)
+
+
+@pytest.fixture
+def scored(bench_lib, tmp_path: Path) -> tuple[Path, Path, Path]:
+    db_path, images, path = bench_lib
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    grade_all(db_path, 1)
+    invoke("--db", db_path, "bench", "freeze", "dev")
+    return db_path, images, path
+
+
+def test_score_report_tampered_manifest_compare_publish_rollback(scored, tmp_path: Path) -> None:
+    db_path, _images, path = scored
+    out1 = tmp_path / "r1"
+    text = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--out", out1).output
+    assert "# MMTS-Search-v1 scorecard" in text and "Not publishable" in text
+    rep = json.loads((out1 / "report.json").read_text())
+    row = rep["systems"][0]
+    assert row["system"] == "bm25" and row["components"]["Q"] > 0.5 and not row["critical_violations"]
+    assert row["status"] == "FAIL" and row["score"] <= 59  # latency unmeasured: its gate fails
+    for key in ("corpus", "model_manifest", "code_commit", "hardware_runtime", "seeds", "judgements", "safety_policy"):
+        assert rep[key]
+    assert "publication_rollback" in rep["protocol_checks"] and rep["protocol_checks"]["publication_rollback"]
+    # A tampered manifest is a critical violation: score 0, FAIL.
+    manifest = path.parent / "manifest.sha256"
+    manifest.write_text(manifest.read_text().replace("0", "1", 1))
+    out2 = tmp_path / "r2"
+    invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--out", out2)
+    rep2 = json.loads((out2 / "report.json").read_text())
+    assert rep2["systems"][0]["score"] == 0 and rep2["systems"][0]["status"] == "FAIL"
+    assert "artifact integrity" in rep2["systems"][0]["critical_violations"][0]
+    # Compare: same versions -> a list of changes; another corpus -> refused.
+    out = invoke("score", "--compare", out1 / "report.json", out2 / "report.json").output
+    assert "bm25:" in out and "->" in out
+    other = dict(rep2, corpus=dict(rep2["corpus"], manifest_sha256="0" * 64))
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    out = invoke("score", "--compare", out1 / "report.json", tmp_path / "other.json", expect=1).output
+    assert "cannot be compared" in out and "corpus.manifest_sha256" in out
+    # Publication: a report with release blockers is refused; publish/rollback are transactional.
+    assert "cannot be published" in invoke("--db", db_path, "score", "publish", "1", expect=1).output
+    db = open_db(db_path)
+    with db.write():
+        a = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": ev.SCORE_VERSION,
+                                           "report_json": "{}", "report_md": "a"})[0])
+        b = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": ev.SCORE_VERSION,
+                                           "report_json": "{}", "report_md": "b"})[0])
+    db.close()
+    invoke("--db", db_path, "score", "publish", a)
+    invoke("--db", db_path, "score", "publish", b)
+    assert f"published now: scorecard {a}" in invoke("--db", db_path, "score", "rollback", "--reason", "t").output
+    assert "published now: nothing" in invoke("--db", db_path, "score", "rollback", "--reason", "t").output
+    assert "nothing to roll back" in invoke("--db", db_path, "score", "rollback", "--reason", "t", expect=1).output
+    db = open_db(db_path)
+    with pytest.raises(apsw.ConstraintError, match="immutable"):
+        db.con.execute("UPDATE scorecards SET report_md = 'x' WHERE scorecard_id = ?", (a,))
+    db.close()
+
+
+def test_critical_item_shown_is_a_critical_violation(scored, tmp_path: Path) -> None:
+    db_path, _images, _ = scored
+    invoke("--db", db_path, "run", "--system", "bm25")
+    db = open_db(db_path)
+    with db.write():  # the judges say a shown item is critical (the library thought it safe)
+        item = db.scalar("SELECT item_id FROM run_results WHERE rank = 1 LIMIT 1")
+        db.con.execute("UPDATE judgements SET safety = 'critical' WHERE item_id = ?", (item,))
+    db.close()
+    out = tmp_path / "r"
+    invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--out", out)
+    row = json.loads((out / "report.json").read_text())["systems"][0]
+    assert row["score"] == 0 and any("critical" in v for v in row["critical_violations"])
+    assert row["components"]["S"] < 1
+
+
+def test_pty_latency_protocol_counts_timeouts_as_errors(fixture_library: Path) -> None:
+    queries = ["john cena", "cat", "monday"]
+    lat = ev.measure_pty(fixture_library, queries, "bm25", searches=6, warmups=2, seed=1)
+    assert lat["n"] == 6 and lat["errors"] == 0 and lat["terminal_restored"]
+    assert sorted(qi for qi, *_ in lat["samples"]) == [0, 0, 1, 1, 2, 2]
+    assert lat["p95"] is not None and lat["engine_p95"] is not None
+    slow = ev.measure_pty(fixture_library, queries, "bm25", searches=3, warmups=0, seed=1, timeout_ms=1.0)
+    assert slow["errors"] == 3 and slow["p95"] == 1.0
+
+
+def test_interaction_report_from_opt_in_events(library_copy) -> None:
+    db_path, _ = library_copy
+    assert "no interaction events" in invoke("--db", db_path, "interactions").output
+    invoke("--db", db_path, "settings", "interaction_events", "on")
+    db = open_db(db_path)
+    with db.write():
+        for kind, rank, ms in (("render", None, None), ("preview", 2, 500.0), ("choose", 2, 900.0),
+                               ("render", None, None), ("render", None, None)):
+            db.q("insert_interaction_event", {"session": "s1", "kind": kind, "query": "cat", "item_id": None,
+                                              "rank": rank, "ms_since_render": ms, "system": "bm25",
+                                              "system_version": 1, "interface_version": "t"})
+    db.close()
+    r = json.loads(invoke("--db", db_path, "interactions").output.splitlines()[0])
+    assert r["renders"] == 3 and r["choose_rate_top10"] == pytest.approx(1 / 3, abs=1e-4)
+    assert r["reciprocal_chosen_rank"] == pytest.approx(0.5 / 3, abs=1e-4) and r["mean_ms_to_choose"] == 900.0
+    assert r["action_rate"] == pytest.approx(1 / 3, abs=1e-4)
+    assert r["reformulation_rate"] == pytest.approx(1 / 3, abs=1e-4)
+    assert r["abandonment_rate"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_events_without_opt_in_are_a_privacy_violation(scored, tmp_path: Path) -> None:
+    db_path, _images, _ = scored
+    db = open_db(db_path)
+    with db.write():
+        db.q("insert_interaction_event", {"session": "s", "kind": "render", "query": "q", "item_id": None,
+                                          "rank": None, "ms_since_render": None, "system": "bm25",
+                                          "system_version": 1, "interface_version": "t"})
+    db.close()
+    out = tmp_path / "r"
+    invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--out", out)
+    row = json.loads((out / "report.json").read_text())["systems"][0]
+    assert row["score"] == 0 and any("privacy" in v for v in row["critical_violations"])
+
+
+def test_safety_detector_follows_the_policy() -> None:
+    assert mambo.detect_safety("EVERYONE FROM EAST TOWN IS VERMIN") == ("unsafe", "hate-speech")
+    assert mambo.detect_safety("GO KNOCK ON 38 TANNER STREET AND RING 555-0142")[0] == "critical"
+    assert mambo.detect_safety("every cyclist deserves to get run over")[0] == "unsafe"
+    assert mambo.detect_safety("I'll lose my shit before coffee") == ("sensitive", "profanity")
+    for safe in ("my cat caught two rats today", "blood orange season", "monday again", "call me maybe"):
+        assert mambo.detect_safety(safe) is None, safe
+
+
+def test_copied_partition_file_from_elsewhere_keeps_working(bench_lib, tmp_path: Path) -> None:
+    """The library is one file: a copy scores the same partition (its manifest path is recorded)."""
+    db_path, _images, _ = bench_lib
+    copy = tmp_path / "copy.sqlite"
+    shutil.copy(db_path, copy)
+    assert f"{BENCH}/1/dev" in invoke("--db", copy, "bench", "list").output

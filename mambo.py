@@ -1381,10 +1381,23 @@ BASE_CONFIG: dict[str, Any] = {
 # route lost on both development sets once typo correction existed (`mambo bench ablation`).
 CALIBRATION_NOTE = ("benchmark v1 development partition (90 answerable, 20 no-match), "
                     "mambo bench calibrate, objective 0.55 Q + 0.15 E + 0.10 C")
+# Query-dependent fusion in hybrid (session 2, same development partition and objective): plain RRF
+# let one weak lexical hit (a single common word) outrank the dense route's paraphrase matches, and
+# dense neighbours interleave with exact quote matches. So the lexical route first answers alone
+# (a 3-row lexical query, ~1-3 ms): if its top three hold under half of the query's content words it
+# stays out (dense answers); if one holds at least 3/4 of them it leads (weight x30: every lexical
+# result ranks above dense-only ones, dense still breaks near-ties). Swept by
+# `benchdata/fusion_sweep.py LIBRARY` over drop 0.25-0.67, boost_at 0.75/1.0, boost 1-100 and the rule grid:
+#   plain RRF                       Q 0.763  semantic 0.187  quote 0.762  E 0.860  Hit@10 0.933  C 0.800
+#   drop < 0.5                      Q 0.787  semantic 0.335  quote 0.762  E 0.860  Hit@10 0.944  C 0.770
+#   drop < 0.5, boost x30 at >= .75 Q 0.840  semantic 0.335  quote 0.996  E 1.000  Hit@10 0.956  C 0.774
+# (bm25 on the same labels: Q 0.784, semantic 0.000, quote 1.000). The similarity threshold moved
+# from 0.40 to 0.35 with it (best of 0.35/0.40/0.45 x coverage 0.25/0.5).
+LEXICAL_EVIDENCE = {"drop_below": 0.5, "boost_at": 0.75, "boost": 30.0}
 EMPTY_RULES = {
     "bm25": {"kind": "evidence", "min_similarity": 2.0, "min_coverage": 0.5, "calibration": CALIBRATION_NOTE},
     "dense": {"kind": "evidence", "min_similarity": 0.35, "min_coverage": 1.0, "calibration": CALIBRATION_NOTE},
-    "hybrid": {"kind": "evidence", "min_similarity": 0.40, "min_coverage": 0.25, "calibration": CALIBRATION_NOTE},
+    "hybrid": {"kind": "evidence", "min_similarity": 0.35, "min_coverage": 0.25, "calibration": CALIBRATION_NOTE},
 }
 DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
     "bm25": BASE_CONFIG | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 0.0},
@@ -1392,7 +1405,7 @@ DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
     "dense": BASE_CONFIG | {"route_weights": {"lexical": 0.0, "fuzzy": 0.0, "dense": 1.0},
                             "empty_rule": EMPTY_RULES["dense"]},
     "hybrid": BASE_CONFIG | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 1.0},
-                             "empty_rule": EMPTY_RULES["hybrid"]},
+                             "lexical_evidence": LEXICAL_EVIDENCE, "empty_rule": EMPTY_RULES["hybrid"]},
 }
 # The default system is chosen on development data too (the spec's semantic-search acceptance):
 # on benchmark v1's development partition hybrid did not beat bm25 (Q 0.763 vs 0.784; quotes
@@ -1593,6 +1606,17 @@ class Searcher:
             "word_match": plan.word_match, "trigram_match": plan.trigram_match,
             "qvec": None, "k": depth * (cfg["dense_oversample"] if bit else 1) + hidden,
         }
+        gate = cfg.get("lexical_evidence")
+        if gate and use_dense and params["use_lexical"]:
+            # Query-dependent fusion (see LEXICAL_EVIDENCE): the lexical route joins only when its own
+            # top results hold the query's words, and leads when they hold all of them.
+            top = self.db.q("search", params | {"use_fuzzy": False, "use_dense": False, "pool": 3})[:3]
+            cov = max((coverage(plan, item_words(self.db.rows("result_details", {"item_id": r[0]})[0]))
+                       for r in top), default=0.0)
+            if cov < gate["drop_below"]:
+                params["use_lexical"] = False
+            elif cov >= gate["boost_at"]:
+                params["w_lexical"] = rw["lexical"] * gate["boost"]
         if use_dense:
             assert self.embedder is not None
             params["qvec"] = self.embedder.encode([" ".join(plan.expanded) or plan.text])[0].tobytes()

@@ -458,9 +458,9 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
             cands.setdefault(item, "hard-negative")
         found[q["query_id"]] = cands
     with db.write():
+        cur = db.q1("current_set", {"partition_id": partition_id})
         new = sum(1 for qid, c in found.items() for item in c
-                  if not db.q1("is_candidate", {"set_id": (db.q1("current_set", {"partition_id": partition_id})
-                                                           or (0,))[0], "query_id": qid, "item_id": item}))
+                  if cur is None or not db.q1("is_candidate", {"set_id": cur[0], "query_id": qid, "item_id": item}))
         set_id = working_set(db, partition_id, adding=new > 0)
         for qid, cands in found.items():
             for item, origin in cands.items():

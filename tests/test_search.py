@@ -172,3 +172,16 @@ def test_bench_search_reports_routes_floor_and_recall(fixture_library: Path) -> 
     for name in ("bm25", "dense-float", "dense-bit", "hybrid-float", "hybrid-bit", "numpy_floor"):
         assert row[name]["n"] == 20 and row[name]["p95"] >= row[name]["p50"] > 0
     assert 0.5 <= row["bit_recall_at_10"] <= 1.0
+
+
+def test_hybrid_fusion_depends_on_lexical_evidence(searcher: mambo.Searcher) -> None:
+    """Hybrid's lexical route stays out when its own top results hold under half of the query's
+    words (dense answers alone), and leads when they hold most of them (mambo.LEXICAL_EVIDENCE)."""
+    full = searcher.search("john cena", "hybrid", 10, empty_rule=False)
+    lexical = [r for r in full if r.lex_rank is not None]
+    assert lexical and full[: len(lexical)] == lexical  # every lexical result before dense-only ones
+    weak = searcher.search("zeppelin quartermaster john", "hybrid", 10, empty_rule=False)
+    assert weak and all(r.lex_rank is None for r in weak)
+    plain = mambo.DEFAULT_SYSTEMS["hybrid"] | {"lexical_evidence": None}
+    assert any(r.lex_rank is not None for r in searcher.search("zeppelin quartermaster john", plain, 10,
+                                                                 empty_rule=False))

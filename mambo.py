@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import unicodedata
+import urllib.parse
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -192,34 +193,64 @@ class DB:
 
     def __init__(self, path: Path | str, *, create: bool = True, readonly: bool = False):
         import apsw
-        import sqlite_vec
 
         self.path = Path(path)
         if not self.path.exists() and not create:
             raise MamboError(f"no library at {show_path(self.path)}: run `mambo add FOLDER` first")
-        if not readonly and self.path.exists() and not os.access(self.path, os.W_OK):
+        # A file we may not write, or a folder where the WAL and shared-memory files cannot be
+        # created (a read-only copy, a mounted backup): open it for reading only.
+        if not readonly and self.path.exists() and not (os.access(self.path, os.W_OK)
+                                                        and os.access(self.path.parent, os.W_OK)):
             readonly = True
         self.readonly = readonly
+        self.immutable = False
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         try:
-            self.con = apsw.Connection(str(self.path), flags=flags)
-            self.con.set_busy_timeout(10_000)
-            self.con.enable_load_extension(True)
-            self.con.load_extension(sqlite_vec.loadable_path())
-            self.con.enable_load_extension(False)
-            self.con.execute("PRAGMA foreign_keys = ON")
-            if not readonly:
-                self.con.execute("PRAGMA journal_mode = WAL")
-                self.con.execute("PRAGMA synchronous = NORMAL")
-            # Memory-mapped reads cut vec0 float32 scans by ~40% (../shared/notes/stack.md).
-            self.con.execute("PRAGMA mmap_size = 268435456")
+            self.con = self._connect(readonly)
             self._migrate()
         except apsw.NotADBError as e:
             raise MamboError(f"{show_path(self.path)} is not a MamboMeme library (not an SQLite file)") from e
         except apsw.BusyError as e:
             raise MamboError(f"{show_path(self.path)} is locked by another program; try again shortly") from e
+        except apsw.CantOpenError as e:
+            raise MamboError(f"cannot open {show_path(self.path)}: check that it and its folder exist and are "
+                             "readable") from e
+
+    def _connect(self, readonly: bool) -> Any:
+        import apsw
+        import sqlite_vec
+
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        con = apsw.Connection(str(self.path), flags=flags)
+        if readonly:
+            try:
+                con.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+            except (apsw.ReadOnlyError, apsw.CantOpenError):
+                # A WAL-mode file in a folder we cannot write: SQLite cannot create the -shm file
+                # it reads through. mambo folds the WAL back into the file when a command ends, so
+                # with no -wal file beside it the file alone is the whole library, and nothing can
+                # change it (no one can create a -wal there either): open it as immutable.
+                con.close()
+                wal = Path(str(self.path) + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise MamboError(
+                        f"{show_path(self.path)} has unsaved changes in {show_path(wal)} and its folder is "
+                        "read-only: open it once where the folder is writable") from None
+                uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
+                con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+                self.immutable = True
+        con.set_busy_timeout(10_000)
+        con.enable_load_extension(True)
+        con.load_extension(sqlite_vec.loadable_path())
+        con.enable_load_extension(False)
+        con.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            con.execute("PRAGMA journal_mode = WAL")
+            con.execute("PRAGMA synchronous = NORMAL")
+        # Memory-mapped reads cut vec0 float32 scans by ~40% (../shared/notes/stack.md).
+        con.execute("PRAGMA mmap_size = 268435456")
+        return con
 
     # -- queries
     def q(self, name: str, params: dict[str, Any] | None = None) -> list[tuple]:
@@ -247,11 +278,18 @@ class DB:
     def write(self) -> Iterator[None]:
         """One IMMEDIATE transaction: takes the write lock up front, so a concurrent writer waits
         (busy timeout) instead of failing half-way."""
+        import apsw
+
         self.con.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
-            self.con.execute("ROLLBACK")
+            # After SQLITE_FULL or an I/O error SQLite may already have rolled the transaction
+            # back; a second ROLLBACK would fail and hide the real error.
+            if not self.con.in_transaction:
+                raise
+            with contextlib.suppress(apsw.Error):
+                self.con.execute("ROLLBACK")
             raise
         else:
             self.con.execute("COMMIT")
@@ -294,6 +332,30 @@ class DB:
             with contextlib.suppress(apsw.Error):
                 self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.con.close()
+
+
+def db_error_message(e: Exception, path: Path | str | None) -> str:
+    """One actionable line for an SQLite failure that reached the command line. Every write is a
+    transaction, so a failed one is rolled back whole: what was saved before is intact."""
+    import apsw
+
+    where = show_path(path) if path else "the library"
+    again = "then run the same command again (everything saved before is intact)"
+    if isinstance(e, apsw.FullError):
+        return (f"cannot write to {where}: the disk is full (or the file reached its size limit); "
+                f"free some space, {again}")
+    if isinstance(e, apsw.IOError):
+        return f"cannot write to {where}: input/output error ({clean_line(str(e))}); check the disk, {again}"
+    if isinstance(e, apsw.ReadOnlyError):
+        return (f"{where} is read-only: searching it works, changing it does not; make the file and its "
+                "folder writable, or copy it somewhere writable and use --db")
+    if isinstance(e, (apsw.BusyError, apsw.LockedError)):
+        return f"{where} is busy: another program is writing to it; {again} when it has finished"
+    if isinstance(e, apsw.CantOpenError):
+        return f"cannot open {where}: check that it and its folder exist and are readable"
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
+        return f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` says more"
+    return f"database error on {where}: {clean_line(str(e))}"
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -914,22 +976,23 @@ def _fmt_secs(s: float) -> str:
 
 def find_root(db: DB, path: Path) -> tuple[int, Path]:
     """The library root for `path`: the deepest existing root containing it, else a new root at
-    the folder (or a file's parent)."""
-    best = None
-    for root_id, _name, rpath, _n in db.q("roots"):
-        rp = Path(rpath)
-        if path == rp or rp in path.parents:
-            if best is None or len(str(rp)) > len(str(best[1])):
-                best = (int(root_id), rp)
-    if best:
-        return best
-    folder = path if path.is_dir() else path.parent
-    base = clean_line(folder.name) or "root"
-    name, n = base, 1
-    while db.q1("root_by_name", {"name": name}):
-        n += 1
-        name = f"{base}-{n}"
+    the folder (or a file's parent). Looked up and created in one write transaction, so two
+    `mambo add`s of one new folder at the same time agree on one root."""
     with db.write():
+        best = None
+        for root_id, _name, rpath, _n in db.q("roots"):
+            rp = Path(rpath)
+            if path == rp or rp in path.parents:
+                if best is None or len(str(rp)) > len(str(best[1])):
+                    best = (int(root_id), rp)
+        if best:
+            return best
+        folder = path if path.is_dir() else path.parent
+        base = clean_line(folder.name) or "root"
+        name, n = base, 1
+        while db.q1("root_by_name", {"name": name}):
+            n += 1
+            name = f"{base}-{n}"
         root_id = int(db.q1("insert_root", {"name": name, "path": str(folder)})[0])
     return root_id, folder
 
@@ -1692,7 +1755,21 @@ def _open(ctx: click.Context, *, create: bool = False) -> DB:
     return db
 
 
-@click.group(context_settings=CONTEXT)
+class MamboGroup(click.Group):
+    """The top-level group: an SQLite failure anywhere below (disk full, read-only file, a lock held
+    too long) becomes one line on stderr and exit status 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        import apsw
+
+        try:
+            return super().invoke(ctx)
+        except apsw.Error as e:
+            path = (ctx.obj or {}).get("db_path") or os.environ.get("MAMBO_DB")
+            raise MamboError(db_error_message(e, path)) from e
+
+
+@click.group(cls=MamboGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "--version", prog_name="mambo")
 @click.option("--db", "db_path", envvar="MAMBO_DB", type=click.Path(dir_okay=False, path_type=Path),
               help="Library file (default: $MAMBO_DB, else the per-user data folder).")
@@ -1726,6 +1803,9 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     Work is committed in batches: after Ctrl-C, run the same command again to resume.
     """
     db = _open(ctx, create=True)
+    if db.readonly:
+        raise MamboError(f"{show_path(db.path)} is read-only (the file or its folder): `mambo add` must write to "
+                         "it; make both writable, or choose another library with --db")
     ing = Ingester(db, progress=not quiet, batch=batch_size, workers=workers)
     try:
         s = ing.run(list(paths))
@@ -3236,21 +3316,23 @@ class _Shell:
             else:
                 system = TUI_LOADING_SYSTEM
         t0 = time.perf_counter()
+        import apsw
+
         try:
             results = Searcher(self.db, embedder).search(query, system, self.limit)
         except MamboError as e:
             return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()))
+        except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
+            return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path))
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
         return Searched(seq, query, rows, ms, system, self.version(system))
 
     def load_preview(self, item_id: int) -> PreviewLoaded:
-        row = self.db.q1("preview", {"item_id": item_id})
-        if not row:
-            return PreviewLoaded(item_id, None)
         try:
-            return PreviewLoaded(item_id, decode_preview(bytes(row[3])))
-        except Exception:  # a damaged preview is "no preview", not a crash
+            row = self.db.q1("preview", {"item_id": item_id})
+            return PreviewLoaded(item_id, decode_preview(bytes(row[3])) if row else None)
+        except Exception:  # a damaged preview (or a busy library) is "no preview", not a crash
             return PreviewLoaded(item_id, None)
 
     def open_file(self, path: str, shown: str) -> Message:
@@ -3277,7 +3359,11 @@ class _Shell:
             return
         s = self.state
         ms = 0.0 if r.kind == "render" or self.render_t is None else (time.perf_counter() - self.render_t) * 1000
-        with self.db.write():
+        import apsw
+
+        # An event that cannot be written (a disk full, a lock held past the busy timeout by an
+        # ingest) is dropped: it must never take the search screen down.
+        with contextlib.suppress(apsw.Error), self.db.write():
             self.db.q("insert_interaction_event", {
                 "session": self.session, "kind": r.kind, "query": r.query, "item_id": r.item_id,
                 "rank": r.rank, "ms_since_render": round(ms, 1), "system": s.used_system or s.system,

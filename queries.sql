@@ -193,7 +193,18 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f
        (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM previews p WHERE p.item_id = i.item_id))
            AS items_without_preview,
        (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.item_id = i.item_id))
-           AS items_without_file;
+           AS items_without_file,
+       -- ...and nothing in any route may outlive its item (a half-deleted item).
+       (SELECT count(*) FROM items_fts f WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = f.rowid))
+           AS fts_without_item,
+       (SELECT count(*) FROM items_trigram t WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = t.rowid))
+           AS trigrams_without_item,
+       (SELECT count(*) FROM item_vectors_bit b WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = b.item_id))
+           AS bit_vectors_without_item,
+       (SELECT count(*) FROM previews p WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = p.item_id))
+           AS previews_without_item,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e WHERE e.item_id = i.item_id))
+           AS items_without_embedding_record;
 
 -- name: system_by_name
 SELECT system_id, name, version, config, config_sha256, notes FROM current_systems WHERE name = :name;

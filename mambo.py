@@ -2112,6 +2112,182 @@ def bench_ingest(count: int, seed: int, workers: int | None, as_json: bool) -> N
         click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
+def _soak_child(db_path: Path, folder: Path, batch: int) -> None:
+    """A forked `mambo add` (the real command line): never returns."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        cli.main(["--db", str(db_path), "add", "-q", "--workers", "1", "--batch-size", str(batch), str(folder)],
+                 prog_name="mambo")
+    finally:
+        os._exit(0)
+
+
+def _soak_verify(db_path: Path, before: dict[str, dict[str, Any]], errors_before: int) -> dict[str, Any]:
+    """What the next command sees after a crash: integrity, every item in every route or none,
+    nothing indexed or judged before the crash lost or changed."""
+    db = DB(db_path)  # the recovery any next command does: WAL replay, migrations
+    try:
+        integrity = db.scalar("PRAGMA integrity_check")
+        consistency = {k: v for k, v in db.rows("consistency")[0].items() if v}
+        now = {r["path"]: r for r in db.rows("indexed_snapshot")}
+        lost = [p for p, r in before.items() if now.get(p) != r]
+        errors = int(db.q1("error_count")[0])
+    finally:
+        db.close()
+    return {"integrity": integrity, "consistency": consistency, "lost": lost, "snapshot": now,
+            "errors_lost": max(0, errors_before - errors), "errors": errors}
+
+
+@bench.command(name="soak")
+@click.option("--kills", default=100, show_default=True, type=click.IntRange(1, 100_000),
+              help="How many ingests to kill -9.")
+@click.option("--images", "count", default=40, show_default=True, type=click.IntRange(2, 10_000),
+              help="Synthetic images in the folder (plus the fixture's broken files and a manifest).")
+@click.option("--max-delay", default=6.0, show_default=True, help="Kill after a random 0.05..this many seconds.")
+@click.option("--batch-size", "batch", default=2, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--seed", default=8, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, as_json: bool) -> None:
+    """Crash safety: run `mambo add` on a folder and kill -9 it at seeded random moments, again
+    and again, each run resuming the last. After every kill the library must pass
+    `PRAGMA integrity_check`, hold every item in every route (words, trigrams, float and bit
+    vectors, preview) or in none, and still hold everything indexed or judged before; when the
+    folder is complete, a new round starts on a fresh library. Ends with one uninterrupted run that
+    must index the whole folder.
+
+    The model is loaded once here and each `mambo add` is a fork of this process, so a kill costs
+    ~1 s (the OCR engine starts in each child) rather than ~15 s of imports."""
+    import random
+    import shutil
+    import tempfile
+
+    import torch
+
+    # One intra-op thread: a forked child must not inherit a thread pool it does not have.
+    torch.set_num_threads(1)
+    embedder = get_embedder()
+    embedder.encode(["warm up"])
+    rng = random.Random(seed)
+    t_start = time.monotonic()
+    report: dict[str, Any] = {"benchmark": "soak", "kills": 0, "kills_mid_write": 0, "completed_runs": 0,
+                              "rounds": 1, "integrity_failures": 0, "inconsistent": 0, "lost": 0,
+                              "errors_lost": 0, "seed": seed, "images": count, "batch_size": batch,
+                              "max_delay_s": max_delay, "failures": []}
+    with tempfile.TemporaryDirectory(prefix="mambo-soak-") as tmp:
+        folder = Path(tmp) / "memes"
+        made = synthetic_variants(FIXTURE_DIR / "images", folder, count, seed)
+        # Judgements and errors are part of what must survive: a manifest with titles and safety
+        # classes for some images, and the fixture's broken files.
+        with open(folder / MANIFEST_NAME, "w", encoding="utf-8") as fh:
+            for n, path in enumerate(made[::3]):
+                fh.write(json.dumps({"file": path.name, "title": f"soak title {n}",
+                                     "safety": SAFETY_CLASSES[n % 2]}) + "\n")
+        shutil.copytree(FIXTURE_DIR / "bad", folder / "bad")
+        db_path = Path(tmp) / "soak.sqlite"
+        before: dict[str, dict[str, Any]] = {}
+        errors_before = 0
+
+        def check(state: str) -> dict[str, Any]:
+            v = _soak_verify(db_path, before, errors_before)
+            bad = []
+            if v["integrity"] != "ok":
+                report["integrity_failures"] += 1
+                bad.append(f"integrity: {v['integrity']}")
+            if v["consistency"]:
+                report["inconsistent"] += 1
+                bad.append(f"half-written items: {v['consistency']}")
+            if v["lost"]:
+                report["lost"] += len(v["lost"])
+                bad.append(f"lost or changed: {v['lost'][:3]}")
+            report["errors_lost"] += v["errors_lost"]
+            if bad:
+                report["failures"].append(f"{state}: " + "; ".join(bad))
+            return v
+
+        def files_now() -> int:
+            with contextlib.suppress(Exception):  # the file may not exist yet, or be mid-creation
+                db = DB(db_path, create=False, readonly=True)
+                try:
+                    return int(db.scalar("SELECT count(*) FROM files"))
+                finally:
+                    db.con.close()
+            return 0
+
+        for k in range(kills):
+            # Half the kills at a random moment of the run (start-up included), half at a random
+            # moment just after the run has committed new items (inside later batches' work and
+            # writes): start-up takes seconds on a loaded machine, and would otherwise get most.
+            after_commit = rng.random() < 0.5
+            delay = rng.uniform(0, 1.0) if after_commit else rng.uniform(0.05, max_delay)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _soak_child(db_path, folder, batch)
+            t0 = time.monotonic()
+            wait_status = None
+            if after_commit:
+                while files_now() <= len(before) and time.monotonic() - t0 < 120:
+                    done, status_ = os.waitpid(pid, os.WNOHANG)
+                    if done:  # it finished without committing anything new
+                        wait_status = status_
+                        break
+                    time.sleep(0.05)
+                delay += time.monotonic() - t0
+            if wait_status is None:
+                time.sleep(max(0.0, t0 + delay - time.monotonic()))
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                _pid, wait_status = os.waitpid(pid, 0)
+            killed = os.WIFSIGNALED(wait_status)
+            v = check(f"kill {k + 1} after {delay:.2f} s")
+            report["kills"] += killed
+            report["completed_runs"] += not killed
+            report["kills_mid_write"] += killed and len(v["snapshot"]) > len(before)
+            report.setdefault("timeline", []).append([round(delay, 2), len(v["snapshot"]), killed])
+            before, errors_before = v["snapshot"], v["errors"]
+            if not killed:  # the folder is complete: start again on a fresh library
+                report["rounds"] += 1
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(db_path) + suffix).unlink(missing_ok=True)
+                before, errors_before = {}, 0
+        pid = os.fork()
+        if pid == 0:
+            _soak_child(db_path, folder, batch)
+        os.waitpid(pid, 0)
+        final = check("final uninterrupted run")
+        db = DB(db_path)
+        expected = len(made) + 2  # fine.png and broken-sidecar.png from the broken files
+        report["final"] = {"files": len(final["snapshot"]), "expected_files": expected,
+                           "items": int(db.scalar("SELECT count(*) FROM items")),
+                           "running_runs_left": int(db.q1("running_runs")[0]),
+                           "interrupted_runs": int(db.scalar(
+                               "SELECT count(*) FROM ingest_runs WHERE status = 'interrupted'"))}
+        db.close()
+        if report["final"]["files"] != expected or report["final"]["running_runs_left"]:
+            report["failures"].append(f"final run: {report['final']}")
+    report["seconds"] = round(time.monotonic() - t_start, 1)
+    report["machine"] = machine_info()
+    report["ok"] = not report["failures"]
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"soak: {report['kills']} kill -9s ({report['kills_mid_write']} after new items were committed), "
+               f"{report['completed_runs']} runs finished first, {report['rounds']} round(s), {report['seconds']} s")
+    click.echo(f"  integrity failures {report['integrity_failures']}, half-written states {report['inconsistent']}, "
+               f"indexed files lost {report['lost']}, recorded errors lost {report['errors_lost']}")
+    click.echo(f"  final run: {report['final']['files']}/{report['final']['expected_files']} files, "
+               f"{report['final']['items']} items, {report['final']['interrupted_runs']} runs marked interrupted")
+    for f in report["failures"]:
+        click.echo(f"  FAILED {clean_line(f)}")
+    if report["failures"]:
+        raise MamboError(f"{len(report['failures'])} failure(s) after kill -9")
+    m = report["machine"]
+    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
+
+
 SYNTH_WORDS = (
     "monday coffee cat dog boss meeting deadline pizza gym exam teacher homework weekend party money rent "
     "landlord printer wifi laptop bug code deploy server cloud robot duck penguin wizard chef recipe kitchen "

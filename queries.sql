@@ -318,3 +318,19 @@ INSERT INTO settings(key, value) VALUES (:key, :value) ON CONFLICT (key) DO UPDA
 INSERT INTO interaction_events(session, kind, query, item_id, rank, ms_since_render, system, system_version,
                                interface_version)
 VALUES (:session, :kind, :query, :item_id, :rank, :ms_since_render, :system, :system_version, :interface_version);
+
+-- name: indexed_snapshot
+-- What a crash must never lose (`mambo bench soak` compares it before and after every kill):
+-- each indexed file with its item's content hash, text, judgements (safety, rights) and vector.
+SELECT r.name || '/' || f.rel_path AS path, i.sha256, i.title, i.ocr_text, i.safety, i.rights,
+       hex(v.embedding) AS vector
+FROM files f
+JOIN library_roots r ON r.root_id = f.root_id
+JOIN items i ON i.item_id = f.item_id
+LEFT JOIN item_vectors v ON v.item_id = i.item_id;
+
+-- name: error_count
+SELECT count(*) FROM ingest_errors;
+
+-- name: running_runs
+SELECT count(*) FROM ingest_runs WHERE status = 'running';

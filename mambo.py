@@ -328,7 +328,10 @@ class DB:
         """Fold the WAL back into the main file, so the library is ONE file again (copyable)."""
         import apsw
 
-        if not self.readonly:
+        # Only after writing: a TRUNCATE checkpoint waits (busy timeout) for other writers and
+        # blocks new ones meanwhile, so a search ending while `mambo add` runs would stall both.
+        # A reader's close still folds a leftover WAL in when it is the last connection (SQLite).
+        if not self.readonly and self.con.total_changes():
             with contextlib.suppress(apsw.Error):
                 self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.con.close()

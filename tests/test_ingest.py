@@ -359,7 +359,7 @@ def test_kill_9_at_twenty_random_moments_loses_nothing_and_resumes() -> None:
     resuming the last (the soak benchmark, small): after every kill the file passes
     integrity_check, no item is half-written (in some routes but not all), nothing indexed or
     judged before is lost, and a final run completes the folder."""
-    result = run_process("bench", "soak", "--kills", "20", "--images", "24", "--max-delay", "6", "--json",
+    result = run_process("bench", "soak", "--kills", "20", "--images", "20", "--max-delay", "4", "--json",
                          timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)

@@ -1,0 +1,181 @@
+"""Issue 8: concurrent use, full disk, read-only libraries and hostile input, with real processes,
+the real TUI in an 80x24 PTY and the real SQLite file. Crash safety (kill -9) is in test_ingest.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from test_tui import assert_restored, finish, run_app, search
+
+import mambo
+from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, run_process
+
+
+def _files(db_path: Path) -> int:
+    db = mambo.DB(db_path, create=False, readonly=True)
+    try:
+        return int(db.scalar("SELECT count(*) FROM files"))
+    finally:
+        db.close()
+
+
+def _start_add(db_path: Path, folder: Path, *extra: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", *extra,
+                             str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_tui_and_search_keep_answering_while_add_ingests(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
+    db_path, _images = library_copy
+    new = tmp_path / "new-memes"
+    mambo.synthetic_variants(IMAGES, new, 12, seed=3)
+    before = _files(db_path)
+    ingest = _start_add(db_path, new, "--batch-size", "2", "--workers", "1")
+    child = run_app(db_path, "--system", "bm25", timeout=60)
+    try:
+        seq = 0
+        during = 0  # searches answered after the ingest's first commit, while it still ran
+        cli_ms = []
+        while ingest.poll() is None or seq < 2:
+            seq += 1
+            status = search(child, "john cena" if seq % 2 else "cat", seq)
+            assert "results" in status, status
+            t0 = time.monotonic()
+            res = run_process("--db", db_path, "search", "-s", "bm25", "john cena", timeout=120)
+            cli_ms.append((time.monotonic() - t0) * 1000)
+            assert res.returncode == 0 and "cena" in res.stdout.lower(), res.stderr
+            assert "Traceback" not in res.stderr and "locked" not in res.stderr
+            if ingest.poll() is None and _files(db_path) > before:
+                during += 1
+        out, err = ingest.communicate(timeout=60)
+        assert ingest.returncode == 0, err
+        assert "Traceback" not in err and "locked" not in err
+        assert "added 12" in out
+        assert during >= 2, f"only {during} searches overlapped the ingest's writes"
+        # The TUI sees the new items without restarting.
+        seq += 1
+        assert "results" in search(child, "cena", seq)
+        child.send("\x1b")
+        rc, raw = finish(child)
+    finally:
+        if ingest.poll() is None:
+            ingest.kill()
+        if child.isalive():
+            child.terminate(force=True)
+    assert rc == 130
+    assert_restored(raw)
+    assert "Traceback" not in raw and "database is locked" not in raw
+    db = open_db(db_path)
+    assert db.scalar("SELECT count(*) FROM files") == before + 12
+    assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+
+
+def _snapshot(db_path: Path) -> dict[str, dict]:
+    db = mambo.DB(db_path, create=False)
+    try:
+        assert db.scalar("PRAGMA integrity_check") == "ok"
+        assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+        return {r["path"]: r for r in db.rows("indexed_snapshot")}
+    finally:
+        db.close()
+
+
+def test_disk_full_during_add_is_one_line_and_loses_nothing(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
+    """A real out-of-space: the `mambo add` process may not write any file past 48 KB
+    (RLIMIT_FSIZE, as `ulimit -f`), so its WAL cannot hold even one batch of new items."""
+    import resource
+
+    db_path, _images = library_copy
+    new = tmp_path / "new-memes"
+    mambo.synthetic_variants(IMAGES, new, 6, seed=4)
+    before = _snapshot(db_path)
+    limit = 48 * 1024
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    res = subprocess.run([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", "--workers", "1",
+                          "--batch-size", "3", str(new)], capture_output=True, text=True, timeout=300,
+                         preexec_fn=small_disk)
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and ("disk is full" in errors[0] or "input/output error" in errors[0]), res.stderr
+    assert "run the same command again" in errors[0]
+    after = _snapshot(db_path)  # integrity ok, no half-written item, everything from before intact
+    assert all(after.get(p) == r for p, r in before.items())
+    # With space again, the same command resumes and completes.
+    out = invoke("--db", db_path, "add", "-q", new).output
+    assert "errors 0" in out
+    assert len(_snapshot(db_path)) == len(before) + 6
+
+
+def test_max_page_count_full_rolls_back_the_batch(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
+    """The same through SQLite's own limit (PRAGMA max_page_count) on the ingest's connection: the
+    failing batch is rolled back whole and the error explains itself in one line."""
+    import apsw
+
+    db_path, _images = library_copy
+    new = tmp_path / "new-memes"
+    mambo.synthetic_variants(IMAGES, new, 4, seed=6)
+    before = _snapshot(db_path)
+    db = mambo.DB(db_path)
+    pages = db.scalar("PRAGMA page_count")
+    db.con.execute(f"PRAGMA max_page_count = {pages + 2}")
+    with pytest.raises(apsw.FullError) as caught:
+        mambo.Ingester(db, progress=False, workers=1, batch=4).run([new])
+    message = mambo.db_error_message(caught.value, db_path)
+    assert "\n" not in message and "disk is full" in message and "intact" in message
+    db.close()
+    after = _snapshot(db_path)
+    assert after == before  # the whole batch rolled back; nothing earlier touched
+
+
+def _as_user(*args: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run mambo as an unprivileged user: root ignores file permissions, a user does not."""
+    kw: dict = {}
+    if os.geteuid() == 0:
+        kw = {"user": 65534, "group": 65534, "extra_groups": []}
+    env = os.environ | {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "XDG_DATA_HOME": str(home)}
+    return subprocess.run([sys.executable, str(REPO / "mambo.py"), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=str(home), **kw)
+
+
+@pytest.mark.parametrize("where", ["read-only file", "read-only folder"])
+def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library: Path, where: str) -> None:
+    base = Path(tempfile.mkdtemp(prefix="mambo-ro-"))  # outside pytest's private (0700) tmp folders
+    try:
+        base.chmod(0o755)
+        folder = base / "lib"
+        folder.mkdir()
+        db_path = folder / "library.sqlite"
+        shutil.copy(fixture_library, db_path)
+        db_path.chmod(0o444)
+        folder.chmod(0o555 if where == "read-only folder" else 0o1777)
+        digest = mambo._file_sha256(db_path)
+        res = _as_user("--db", db_path, "search", "-s", "bm25", "john cena", home=base)
+        assert res.returncode == 0 and "cena" in res.stdout.lower(), res.stderr
+        res = _as_user("--db", db_path, "status", home=base)
+        assert res.returncode == 0 and "items" in res.stdout, res.stderr
+        for args, says in [(["add", "-q", IMAGES / "cat-01.png"], "read-only"),
+                           (["settings", "interaction_events", "on"], "read-only"),
+                           (["roots", "move", "images", base], "read-only")]:
+            res = _as_user("--db", db_path, *args, home=base)
+            lines = [x for x in res.stderr.splitlines() if x.strip()]
+            assert res.returncode == 1 and len(lines) == 1 and says in lines[0], (args, res.stderr)
+            assert "Traceback" not in res.stderr
+        assert mambo._file_sha256(db_path) == digest
+        if where == "read-only folder":
+            assert sorted(p.name for p in folder.iterdir()) == ["library.sqlite"]  # no -wal/-shm could be made
+    finally:
+        for p in [base, *base.rglob("*")]:
+            if p.is_dir():
+                p.chmod(0o755)
+        shutil.rmtree(base, ignore_errors=True)

@@ -3,7 +3,6 @@ the real TUI in an 80x24 PTY and the real SQLite file. Crash safety (kill -9) is
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ import pytest
 from test_tui import assert_restored, finish, run_app, search
 
 import mambo
-from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, run_process
+from conftest import IMAGES, REPO, invoke, open_db, run_process
 
 
 def _files(db_path: Path) -> int:
@@ -127,8 +126,9 @@ def test_max_page_count_full_rolls_back_the_batch(library_copy: tuple[Path, Path
     mambo.synthetic_variants(IMAGES, new, 4, seed=6)
     before = _snapshot(db_path)
     db = mambo.DB(db_path)
+    db.con.execute("VACUUM")  # no free pages left to reuse: any new item must grow the file
     pages = db.scalar("PRAGMA page_count")
-    db.con.execute(f"PRAGMA max_page_count = {pages + 2}")
+    db.con.execute(f"PRAGMA max_page_count = {pages + 1}")
     with pytest.raises(apsw.FullError) as caught:
         mambo.Ingester(db, progress=False, workers=1, batch=4).run([new])
     message = mambo.db_error_message(caught.value, db_path)
@@ -139,13 +139,17 @@ def test_max_page_count_full_rolls_back_the_batch(library_copy: tuple[Path, Path
 
 
 def _as_user(*args: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run mambo as an unprivileged user: root ignores file permissions, a user does not."""
-    kw: dict = {}
+    """Run mambo the way an ordinary user would meet file permissions: root ignores them (the
+    capability CAP_DAC_OVERRIDE), so as root the capability is dropped for the process."""
+    prefix: list[str] = []
     if os.geteuid() == 0:
-        kw = {"user": 65534, "group": 65534, "extra_groups": []}
-    env = os.environ | {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "XDG_DATA_HOME": str(home)}
-    return subprocess.run([sys.executable, str(REPO / "mambo.py"), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=str(home), **kw)
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "as root, this test needs util-linux setpriv to drop CAP_DAC_OVERRIDE"
+        drop = "-dac_override,-dac_read_search"
+        prefix = [setpriv, "--bounding-set", drop, "--inh-caps", drop]
+    env = os.environ | {"HOME": str(home), "XDG_DATA_HOME": str(home)}
+    return subprocess.run([*prefix, sys.executable, str(REPO / "mambo.py"), *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=str(home))
 
 
 @pytest.mark.parametrize("where", ["read-only file", "read-only folder"])

@@ -2338,6 +2338,27 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
             db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
 
 
+def base_library(dest: Path, base: Path | None) -> Any:
+    """The start of every scaled benchmark library: a copy of `base`, else the fixture memes
+    ingested (real OCR and vectors). Returns its float32 vectors (synthetic items mix them)."""
+    import shutil
+
+    import numpy as np
+
+    if base is not None:
+        shutil.copy(base, dest)
+    else:
+        db = DB(dest)
+        Ingester(db, progress=False).run([FIXTURE_DIR / "images"])
+        db.close()
+    db = DB(dest)
+    try:
+        return np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
+                         db.con.execute("SELECT embedding FROM item_vectors")])
+    finally:
+        db.close()
+
+
 def _pcts(ms: list[float]) -> dict[str, float]:
     import numpy as np
 
@@ -2397,14 +2418,7 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
         import shutil
 
-        if base is not None:
-            shutil.copy(base, Path(tmp) / "base.sqlite")
-        else:
-            base_db = DB(Path(tmp) / "base.sqlite")
-            Ingester(base_db, progress=False).run([FIXTURE_DIR / "images"])
-            base_db.close()
-        real = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
-                         DB(Path(tmp) / "base.sqlite").con.execute("SELECT embedding FROM item_vectors")])
+        real = base_library(Path(tmp) / "base.sqlite", base)
         for size in sizes:
             path = Path(tmp) / f"lib-{size}.sqlite"
             shutil.copy(Path(tmp) / "base.sqlite", path)
@@ -2464,6 +2478,139 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
                    f"max RSS {row['max_rss_mb']} MB, bit recall@10 vs float {row['bit_recall_at_10']}):")
         for name in [*variants, "numpy_floor"]:
             click.echo(f"  {name:13} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms")
+
+
+# Queries nobody should type but someone will: FTS5 and SQL syntax, quotes, wildcards, control
+# and escape sequences, bidi overrides, emoji, combining marks, huge and empty strings.
+HOSTILE_QUERIES = (
+    "", " ", "\t\n", '"', '""', "'", "AND", "OR NOT", "NEAR(cat dog, 2)", "title:cena", "cat*", "-cat", "^cat",
+    "cat AND (dog OR", "'; DROP TABLE items; --", "\x00cat", "\x1b[31mcena\x1b[0m", "\x1b]52;c;aGk=\x07",
+    "\u202ecena\u202c", "ｊｏｈｎ　ｃｅｎａ", "😂😂😂", "e\u0301\u0301\u0301", "\ud800", "%", "_", "\\", "{}[]",
+    "cat " * 500, "x" * 10_000, "1e309", "-1", "NULL", "*", ":", "(", ")", "\u0000\u0001\u007f",
+)
+
+
+def load_queries(rng: Any, dev: list[str], n: int) -> list[str]:
+    """`n` mixed queries: development queries, word queries over the synthetic vocabulary (1-4
+    words), the same with one typo, and hostile strings, in a seeded order."""
+    out = []
+    for _ in range(n):
+        kind = rng.random()
+        if kind < 0.3:
+            out.append(rng.choice(dev))
+        elif kind < 0.7:
+            out.append(" ".join(rng.choice(SYNTH_WORDS) for _ in range(rng.randint(1, 4))))
+        elif kind < 0.85:
+            w = rng.choice(SYNTH_WORDS)
+            i = rng.randrange(len(w))
+            out.append(w[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + w[i + 1:] + " " + rng.choice(SYNTH_WORDS))
+        else:
+            out.append(rng.choice(HOSTILE_QUERIES))
+    return out
+
+
+def rss_mb() -> float:
+    """Resident memory now (not the peak), from /proc."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmRSS:"))
+        return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+@bench.command(name="load")
+@click.option("--items", "size", default=10_000, show_default=True, type=click.IntRange(100, 2_000_000),
+              help="Library size (the fixture plus seeded synthetic items).")
+@click.option("--searches", default=10_000, show_default=True, type=click.IntRange(1, 10_000_000))
+@click.option("--real-vectors", default=1_000, show_default=True,
+              help="Synthetic items embedded by the real model (the rest mix real vectors).")
+@click.option("--seed", default=13, show_default=True)
+@click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Start from a copy of this library instead of ingesting the fixture.")
+@click.option("--json", "as_json", is_flag=True)
+def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Path | None, as_json: bool) -> None:
+    """Many searches in a row on one library, as a long TUI session would run them: every system
+    (bm25, dense, hybrid, and variants with the fuzzy route and the bit-quantized index), with the
+    query embedded by the real model each time, on mixed queries (development, synthetic words,
+    typos, hostile strings). Counts errors and printed results that would not be terminal-safe;
+    samples resident memory at the start, middle and end (it must stay flat)."""
+    import random
+    import tempfile
+
+    embedder = get_embedder()
+    dev = [q["query"] for q in load_dev_queries(FIXTURE_DIR / "queries.jsonl")]
+    rng = random.Random(seed)
+    queries = load_queries(rng, dev, searches)
+    hybrid, bm25 = DEFAULT_SYSTEMS["hybrid"], DEFAULT_SYSTEMS["bm25"]
+    systems = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid",
+               "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
+               "bm25-fuzzy": bm25 | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 0.0}},
+               "all-routes": hybrid | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 1.0}}}
+    order = [rng.choice(list(systems)) for _ in range(searches)]
+    report: dict[str, Any] = {"benchmark": "load", "items": size, "searches": searches, "seed": seed,
+                              "machine": machine_info()}
+    with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
+        path = Path(tmp) / "load.sqlite"
+        t0 = time.monotonic()
+        real = base_library(path, base)
+        db = DB(path)
+        sync_systems(db)
+        synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
+        report["build_seconds"] = round(time.monotonic() - t0, 1)
+        report["library_items"] = int(db.scalar("SELECT count(*) FROM items"))
+        searcher = Searcher(db, embedder)
+        for name in systems:  # warm-up: caches, statements, the model's first call
+            searcher.search("monday coffee", systems[name])
+        errors: dict[str, int] = {}
+        samples: list[str] = []
+        unsafe = shown = empty = 0
+        ms: dict[str, list[float]] = {name: [] for name in systems}
+        rss = {"start": rss_mb()}
+        t_run = time.monotonic()
+        for i, (q, name) in enumerate(zip(queries, order, strict=True)):
+            if i == searches // 2:
+                rss["middle"] = rss_mb()
+            t = time.perf_counter()
+            try:
+                results = searcher.search(q, systems[name], 10)
+            except Exception as e:  # noqa: BLE001 - every failure is counted and reported, not raised
+                key = f"{type(e).__name__}: {clean_line(str(e))[:80]}"
+                errors[key] = errors.get(key, 0) + 1
+                if len(samples) < 5:
+                    samples.append(f"{name} {q[:40]!r}: {key}")
+                continue
+            ms[name].append((time.perf_counter() - t) * 1000)
+            empty += not results
+            for r in results:
+                shown += 1
+                line = format_result(r)
+                unsafe += any(unicodedata.category(c) in ("Cc", "Cf") and c != "\n" for c in line)
+        rss["end"] = rss_mb()
+        report["run_seconds"] = round(time.monotonic() - t_run, 1)
+        db.close()
+    everything = [x for v in ms.values() for x in v]
+    report |= {"errors": sum(errors.values()), "error_kinds": errors, "error_samples": samples,
+               "results_shown": shown, "unsafe_lines": unsafe, "no_match": empty, "rss_mb": rss,
+               "rss_growth_mb": round(rss["end"] - rss["start"], 1),
+               "latency_ms": _pcts(everything) if everything else {},
+               "latency_ms_by_system": {k: _pcts(v) for k, v in ms.items() if v}}
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    m = report["machine"]
+    click.echo(f"load: {searches} searches on {report['library_items']:,} items (built in "
+               f"{report['build_seconds']} s), {report['run_seconds']} s: {report['errors']} errors, "
+               f"{unsafe} unsafe output lines, {empty} no-match answers")
+    click.echo(f"  RSS start {rss['start']} MB, middle {rss.get('middle', rss['start'])} MB, end {rss['end']} MB")
+    lat = report["latency_ms"]
+    if lat:
+        click.echo(f"  all searches: p50 {lat['p50']} ms, p95 {lat['p95']} ms (query embedding included)")
+    for name, row in report["latency_ms_by_system"].items():
+        click.echo(f"  {name:11} n {row['n']:5}  p50 {row['p50']:7.2f} ms  p95 {row['p95']:7.2f} ms")
+    for line in samples:
+        click.echo(f"  error: {clean_line(line)}")
+    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
+    if report["errors"] or unsafe:
+        raise MamboError(f"{report['errors']} error(s), {unsafe} unsafe line(s) in {searches} searches")
 
 
 def load_dev_queries(path: Path) -> list[dict[str, Any]]:

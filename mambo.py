@@ -657,12 +657,17 @@ class SidecarFinder:
                         rel = obj.get("file") if isinstance(obj, dict) else None
                         if not isinstance(rel, str) or not rel:
                             raise ValueError("no 'file' key")
-                        target = (folder / rel).resolve()
+                        try:
+                            target = (folder / rel).resolve()
+                        except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
+                            raise ValueError(f"'file' {rel!r} cannot be resolved ({clean_line(e)})") from e
                         if folder.resolve() not in target.parents:
                             raise ValueError(f"'file' {rel!r} points outside the folder")
                         entries[str(target)] = (n, obj)
                     except (ValueError, AttributeError) as e:
                         errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: {clean_line(e)}"))
+                    except RecursionError:
+                        errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: nested too deeply"))
             self._manifests[folder] = (sha, entries, errors)
         return self._manifests[folder]
 
@@ -686,6 +691,9 @@ class SidecarFinder:
                     return sha, None, BadInput(
                         "sidecar", f"{show_path(cand.name)} is not valid JSON ({clean_line(e)}); fix or remove it"
                     )
+                except RecursionError:  # "[[[[..." a million deep: Python's parser gives up
+                    return sha, None, BadInput(
+                        "sidecar", f"{show_path(cand.name)} is nested too deeply to be metadata; fix or remove it")
                 try:
                     return sha, parse_metadata(obj, f"sidecar:{cand.name}"), None
                 except BadInput as e:

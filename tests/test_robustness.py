@@ -3,6 +3,7 @@ the real TUI in an 80x24 PTY and the real SQLite file. Crash safety (kill -9) is
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_tui import assert_restored, finish, run_app, search
 
 import mambo
@@ -183,3 +186,89 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
             if p.is_dir():
                 p.chmod(0o755)
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- hostile input ---------------------------------------------------------------------------------
+
+# What must never reach a terminal from mambo's output: C0/C1 controls but newline, and the
+# invisible format characters (bidi overrides) that reorder what the user reads.
+def assert_terminal_safe(text: str) -> None:
+    import unicodedata
+
+    bad = sorted({c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Cs")})
+    assert not bad, f"unsafe characters reached the terminal: {bad!r}"
+
+
+HOSTILE_TEXT = st.one_of(
+    st.text(max_size=80),
+    st.text(st.characters(codec="utf-8", categories=["Cc", "Cf", "Zs", "Po", "Sm", "L"]), max_size=40),
+    st.sampled_from(mambo.HOSTILE_QUERIES),
+    st.builds(lambda a, b: a + "\x1b[" + b + "m\x1b]0;pwned\x07" + a, st.text(max_size=5), st.text(max_size=5)),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=HOSTILE_TEXT, system=st.sampled_from(["bm25", "dense", "hybrid", "no-such-system\x1b[2J"]),
+       n=st.integers(-3, 150), as_json=st.booleans())
+def test_fuzz_search_cli_never_crashes_or_leaks_escapes(fixture_library: Path, query: str, system: str, n: int,
+                                                         as_json: bool) -> None:
+    args = ["--db", fixture_library, "search", "-s", system, "-n", str(n), *(["--json"] if as_json else []),
+            "--", query]
+    result = invoke(*args, expect=None)
+    assert result.exit_code in (0, 1, 2), result.output
+    assert_terminal_safe(result.stdout)
+    assert_terminal_safe(result.stderr)
+    if result.exit_code == 0 and as_json:
+        for line in result.stdout.splitlines():
+            assert json.loads(line)["rank"] >= 1
+    elif result.exit_code == 0:
+        assert result.stdout.strip()  # results or "no match"
+    else:
+        assert "Error:" in result.stderr and "Traceback" not in result.stderr
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | HOSTILE_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(HOSTILE_TEXT, inner, max_size=4), max_leaves=12)
+SIDECAR_OBJECTS = st.one_of(
+    st.fixed_dictionaries({}, optional={k: JSON_VALUES | st.sampled_from(["safe", "unsafe", "critical", "cleared"])
+                                        for k in ["title", "template", "entities", "tags", "description", "safety",
+                                                  "rights", "private", "licence", "license", "file"]}),
+    JSON_VALUES)
+MANIFEST_FILES = st.one_of(HOSTILE_TEXT, st.sampled_from(
+    ["a.png", "./a.png", "../outside.png", "/etc/passwd", "sub/../../outside.png", "link-out/x.png", "loop/a.png",
+     "a.png\x00", "~/a.png", "%2e%2e/outside.png", "a" * 5000]))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sidecar=st.one_of(SIDECAR_OBJECTS.map(json.dumps), st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
+                         st.integers(1, 200_000).map(lambda d: "[" * d)),
+       lines=st.lists(st.tuples(MANIFEST_FILES, SIDECAR_OBJECTS), max_size=4))
+def test_fuzz_sidecars_and_manifests_give_metadata_or_one_clear_error(tmp_path_factory: pytest.TempPathFactory,
+                                                                       sidecar: str, lines: list) -> None:
+    base = tmp_path_factory.mktemp("fuzz")
+    folder = base / "memes"
+    folder.mkdir()
+    (base / "outside.png").write_bytes(b"not yours")
+    (folder / "link-out").symlink_to(base)
+    (folder / "loop").symlink_to("loop")
+    for name in ("a.png", "b.png"):
+        (folder / name).write_bytes(b"png")
+    (folder / "a.json").write_text(sidecar, encoding="utf-8", errors="surrogateescape")
+    manifest = [json.dumps(obj | {"file": f} if isinstance(obj, dict) else obj) for f, obj in lines]
+    (folder / "mambo.jsonl").write_text("\n".join(manifest) + "\n", encoding="utf-8", errors="surrogateescape")
+    finder = mambo.SidecarFinder()
+    for image in (folder / "a.png", folder / "b.png"):
+        sha, meta, err = finder.find(image)
+        assert (meta is None) == (err is not None) or (meta is None and err is None and not sha)
+        if err is not None:
+            assert err.kind == "sidecar" and err.message and "\n" not in mambo.clean_line(err.message)
+        if meta is not None:
+            assert meta.safety in mambo.SAFETY_CLASSES and meta.rights in mambo.RIGHTS_STATUSES
+            assert all(mambo.clean_line(getattr(meta, k)) == getattr(meta, k) for k in ("title", "description"))
+    for err in finder.manifest_errors(folder):
+        assert err.kind == "sidecar" and err.message.startswith("mambo.jsonl")
+    # Nothing a manifest names can be outside the folder it sits in.
+    _sha, entries, _errors = finder._manifest(folder)
+    inside = folder.resolve()
+    assert all(inside in Path(target).parents for target in entries)

@@ -141,6 +141,15 @@ def clean_line(text: str) -> str:
     return " ".join(clean_text(str(text)).split())
 
 
+def json_line(obj: Any) -> str:
+    """One line of JSON that is safe on a terminal: readable Unicode kept (not \\u-escaped), but
+    control, format (bidi) and surrogate characters written as \\u escapes. JSON escapes only
+    C0 controls itself, so a C1 CSI or a right-to-left override in a title would pass through."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return "".join(json.dumps(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
+                   for c in text)
+
+
 def show_path(path: Path | str) -> str:
     """A path as it may be printed: control characters escaped, never interpreted."""
     s = str(path)
@@ -1008,6 +1017,15 @@ def find_root(db: DB, path: Path) -> tuple[int, Path]:
     return root_id, folder
 
 
+def utf8_path(path: Path | str) -> bool:
+    """Whether a path is valid UTF-8 (Python keeps other bytes as lone surrogates)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def walk(paths: Iterable[Path], on_error: Callable[[Path, BadInput], None]) -> Iterator[Path]:
     """Image files under `paths`, in sorted order. Directory symlinks are followed once each
     (a loop is reported, not followed); unreadable entries are reported and skipped."""
@@ -1038,7 +1056,11 @@ def walk(paths: Iterable[Path], on_error: Callable[[Path, BadInput], None]) -> I
                     continue
                 yield from visit(child, False)
         elif stat.S_ISREG(st.st_mode):
-            if p.suffix.lower() in IMAGE_SUFFIXES:
+            if p.suffix.lower() in IMAGE_SUFFIXES and not utf8_path(p):
+                # The library stores paths as SQLite TEXT (UTF-8): a name in another encoding
+                # cannot be stored faithfully, and a lossy copy would not find the file again.
+                on_error(p, BadInput("bad-name", "file name is not valid UTF-8: rename the file"))
+            elif p.suffix.lower() in IMAGE_SUFFIXES:
                 yield p
             elif explicit:
                 on_error(p, BadInput("not-image", "not an image file: expected .png, .jpg, .gif or .webp"))
@@ -1136,8 +1158,10 @@ class Ingester:
             click.echo(f"mambo: skipped {show_path(path)}: {msg}", err=True)
         else:
             click.echo(f"mambo: warning: {show_path(path)}: {msg} (indexed without it)", err=True)
+        # A name that is not UTF-8 is recorded with U+FFFD in place of its undecodable bytes.
+        stored = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         with self.db.write():
-            self.db.q("insert_error", {"run_id": self.run_id, "path": str(path), "kind": err.kind,
+            self.db.q("insert_error", {"run_id": self.run_id, "path": stored, "kind": err.kind,
                                        "message": msg})
 
     def run(self, paths: list[Path]) -> IngestStats:
@@ -1153,6 +1177,9 @@ class Ingester:
                 p = Path(os.path.abspath(p))
                 if not p.exists() and not p.is_symlink():
                     self.error(p, BadInput("missing", "no such file or folder"))
+                    continue
+                if not utf8_path(p):
+                    self.error(p, BadInput("bad-name", "folder name is not valid UTF-8: rename it"))
                     continue
                 root_id, root = find_root(db, p)
                 for f in walk([p], self.error):
@@ -1857,7 +1884,7 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
         return
     results = searcher_for(db, system).search(query, system, limit)
     for r in results:
-        click.echo(json.dumps(result_json(r), ensure_ascii=False) if as_json else format_result(r))
+        click.echo(json_line(result_json(r)) if as_json else format_result(r))
     if not results and not as_json:
         click.echo("no match")
 

@@ -190,12 +190,13 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
 
 # -- hostile input ---------------------------------------------------------------------------------
 
-# What must never reach a terminal from mambo's output: C0/C1 controls but newline, and the
-# invisible format characters (bidi overrides) that reorder what the user reads.
+# What must never reach a terminal from mambo's output: C0/C1 controls but newline and tab
+# (`roots list` is tab-separated), and the invisible format characters (bidi overrides) that
+# reorder what the user reads.
 def assert_terminal_safe(text: str) -> None:
     import unicodedata
 
-    bad = sorted({c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Cs")})
+    bad = sorted({c for c in text if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf", "Cs")})
     assert not bad, f"unsafe characters reached the terminal: {bad!r}"
 
 
@@ -272,3 +273,57 @@ def test_fuzz_sidecars_and_manifests_give_metadata_or_one_clear_error(tmp_path_f
     _sha, entries, _errors = finder._manifest(folder)
     inside = folder.resolve()
     assert all(inside in Path(target).parents for target in entries)
+
+
+def test_hostile_files_names_and_sidecars_end_to_end(tmp_path: Path) -> None:
+    """One real `mambo add` of a folder of hostile inputs, then every printing command on it:
+    nothing crashes, every problem is one clear line, nothing unsafe reaches the terminal."""
+    from PIL import Image
+
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    png = (IMAGES / "cat-01.png").read_bytes()
+    jpeg = Image.open(IMAGES / "duck-01.png").convert("RGB")
+    (folder / "new\nline.png").write_bytes(png)
+    (folder / "new\nline.json").write_text(json.dumps({
+        "title": "\x1b]0;pwned\x07Evil \x1b[2J title \u202eroolf", "entities": ["\x9b31mred"], "tags": "x\x00y"}))
+    (folder / "bidi\u202egnp.png").write_bytes((IMAGES / "mug-01.png").read_bytes())
+    (folder / os.fsdecode(b"latin-\xe9.png")).write_bytes((IMAGES / "bot-01.png").read_bytes())
+    (folder / "png-named.jpg").write_bytes((IMAGES / "coin-01.png").read_bytes())
+    jpeg.save(folder / "jpeg-named.gif", format="JPEG")
+    (folder / "text-named.webp").write_text("hello, I am not a picture")
+    Image.new("RGB", (1, 1), "white").save(folder / "tiny-1x1.png")
+    Image.new("RGB", (1, 3000), "black").save(folder / "strip-1x3000.png")
+    Image.new("RGB", (6000, 6000), "white").save(folder / "huge-36mp.png")
+    Image.new("1", (9000, 9000)).save(folder / "bomb-81mp.png")
+    (folder / "loop").symlink_to("loop")
+    (folder / "mambo.jsonl").write_text(
+        json.dumps({"file": "bidi\u202egnp.png", "title": "Mug \u202e of \x1b[5mblink"}) + "\n"
+        + json.dumps({"file": "../../../../etc/passwd", "title": "escape"}) + "\n")
+    db_path = tmp_path / "lib.sqlite"
+    res = invoke("--db", db_path, "add", "-q", folder)
+    assert_terminal_safe(res.stdout)
+    assert_terminal_safe(res.stderr)
+    db = open_db(db_path)
+    kinds = {Path(p).name: k for p, k in db.con.execute("SELECT path, kind FROM ingest_errors")}
+    assert kinds["text-named.webp"] == "not-image" and kinds["bomb-81mp.png"] == "bomb"
+    assert kinds["loop"] == "symlink-loop" and kinds["mambo.jsonl"] == "sidecar"
+    assert kinds["latin-\ufffd.png"] == "bad-name"  # not UTF-8: refused by name, kept readable
+    reported = [line for line in res.stderr.splitlines() if line.startswith(("mambo: skipped", "mambo: warning"))]
+    assert len(reported) == len(kinds) == db.scalar("SELECT count(*) FROM ingest_errors")
+    names = {Path(p).name for (p,) in db.con.execute("SELECT rel_path FROM files")}
+    assert {"new\nline.png", "bidi\u202egnp.png", "png-named.jpg", "jpeg-named.gif", "huge-36mp.png"} <= names
+    assert db.scalar("SELECT count(*) FROM files WHERE rel_path LIKE '%passwd%'") == 0
+    assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
+    db.close()
+    for args in (["search", "-s", "bm25", "evil title"], ["search", "-s", "bm25", "--json", "evil title"],
+                 ["search", "-s", "bm25", "mug blink"], ["status"], ["status", "--json"], ["roots", "list"],
+                 ["check", "--no-files"]):
+        out = invoke("--db", db_path, *args, expect=None)
+        assert out.exit_code == 0, (args, out.output)
+        assert_terminal_safe(out.stdout)
+        assert_terminal_safe(out.stderr)
+        if "--json" in args and args[0] == "search":
+            hits = [json.loads(line) for line in out.stdout.splitlines()]
+            assert hits and hits[0]["title"] == "Evil title roolf"  # OSC, CSI and the bidi override gone
+    assert "Evil" in invoke("--db", db_path, "search", "-s", "bm25", "evil title").stdout

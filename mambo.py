@@ -1913,7 +1913,7 @@ def prompt_loop(db: DB, system: str, limit: int) -> None:
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
-        click.echo(f"{len(results) or 'no match'}{' results' if results else ''} in {ms:.0f} ms ({system})")
+        click.echo(f"{len(results) or 'no match'}{' results' if results else ''} in {ms:.0f} ms ({clean_line(system)})")
 
 
 @cli.command()
@@ -1932,10 +1932,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
     avg = st["preview_bytes"] / st["previews"] if st["previews"] else 0
     click.echo(f"previews  {st['previews']} ({st['preview_bytes'] / 1e6:.2f} MB, {avg / 1e3:.1f} KB each)")
     for m in st["models"]:
-        click.echo(f"model     {m['name']} @ {m['revision']} sha256 {m['weights_sha256'][:12]} "
+        click.echo(f"model     {clean_line(m['name'])} @ {clean_line(m['revision'])} sha256 {m['weights_sha256'][:12]} "
                    f"dim {m['dim']}: {m['items']} items")
     for o in st["ocr_engines"]:
-        click.echo(f"ocr       {o['name']} {o['version']}: {o['items']} items")
+        click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
     for r in st["roots"]:
         click.echo(f"root      {clean_line(r['name'])} -> {show_path(r['path'])} ({r['files']} files)")
     if st["recent_errors"]:
@@ -2023,7 +2023,7 @@ def settings(ctx: click.Context, key: str | None, value: str | None) -> None:
     for name, (default, _allowed, doc) in SETTINGS.items():
         if key in (None, name):
             row = db.q1("setting", {"key": name})
-            click.echo(f"{name} = {row[0] if row else default}    # {doc}")
+            click.echo(f"{name} = {clean_line(row[0]) if row else default}    # {doc}")
 
 
 @cli.command()
@@ -2036,9 +2036,10 @@ def systems(ctx: click.Context) -> None:
         cfg = json.loads(config)
         routes = "+".join(f"{k}:{v:g}" for k, v in cfg["route_weights"].items() if v)
         rule = cfg["empty_rule"]
-        click.echo(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={routes} dense={cfg['dense_index']} "
-                   f"depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
-                   f"empty: sim<{rule['min_similarity']} and coverage<{rule['min_coverage']}")
+        # Rows of a library file are data from elsewhere too: printed through the sanitiser.
+        click.echo(clean_text(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={routes} "
+                              f"dense={cfg['dense_index']} depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
+                              f"empty: sim<{rule['min_similarity']} and coverage<{rule['min_coverage']}"))
 
 
 @cli.command()
@@ -3585,8 +3586,8 @@ def _stderr_aside():
             tmp.seek(0)
             text = tmp.read().decode("utf-8", "replace")
             if text.strip():
-                with contextlib.suppress(OSError):
-                    sys.stderr.write(text)
+                with contextlib.suppress(OSError):  # library warnings: shown, but never as escapes
+                    sys.stderr.write(clean_text(text, keep_newlines=True))
                     sys.stderr.flush()
 
 

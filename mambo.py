@@ -239,8 +239,11 @@ class DB:
                 # A WAL-mode file in a folder we cannot write: SQLite cannot create the -shm file
                 # it reads through. mambo folds the WAL back into the file when a command ends, so
                 # with no -wal file beside it the file alone is the whole library, and nothing can
-                # change it (no one can create a -wal there either): open it as immutable.
+                # change it (no one can create a -wal there either): open it as immutable. In a
+                # writable folder the same errors are transient (a writer mid-recovery): no fallback.
                 con.close()
+                if os.access(self.path.parent, os.W_OK):
+                    raise
                 wal = Path(str(self.path) + "-wal")
                 if wal.exists() and wal.stat().st_size > 0:
                     raise MamboError(

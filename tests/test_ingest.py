@@ -280,7 +280,7 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) 
     partial = db.scalar("SELECT count(*) FROM items")
     total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES)
     if sig == signal.SIGINT:
-        assert proc.returncode == 130 and "run the same" in err.lower()
+        assert proc.returncode == 130 and "run the same" in err.lower(), (proc.returncode, err[-2000:])
         assert "Traceback" not in err
         assert db.scalar("SELECT status FROM ingest_runs ORDER BY run_id DESC LIMIT 1") == "interrupted"
     db.close()

@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import unicodedata
+import urllib.parse
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -140,6 +141,15 @@ def clean_line(text: str) -> str:
     return " ".join(clean_text(str(text)).split())
 
 
+def json_line(obj: Any) -> str:
+    """One line of JSON that is safe on a terminal: readable Unicode kept (not \\u-escaped), but
+    control, format (bidi) and surrogate characters written as \\u escapes. JSON escapes only
+    C0 controls itself, so a C1 CSI or a right-to-left override in a title would pass through."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return "".join(json.dumps(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
+                   for c in text)
+
+
 def show_path(path: Path | str) -> str:
     """A path as it may be printed: control characters escaped, never interpreted."""
     s = str(path)
@@ -192,34 +202,67 @@ class DB:
 
     def __init__(self, path: Path | str, *, create: bool = True, readonly: bool = False):
         import apsw
-        import sqlite_vec
 
         self.path = Path(path)
         if not self.path.exists() and not create:
             raise MamboError(f"no library at {show_path(self.path)}: run `mambo add FOLDER` first")
-        if not readonly and self.path.exists() and not os.access(self.path, os.W_OK):
+        # A file we may not write, or a folder where the WAL and shared-memory files cannot be
+        # created (a read-only copy, a mounted backup): open it for reading only.
+        if not readonly and self.path.exists() and not (os.access(self.path, os.W_OK)
+                                                        and os.access(self.path.parent, os.W_OK)):
             readonly = True
         self.readonly = readonly
+        self.immutable = False
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         try:
-            self.con = apsw.Connection(str(self.path), flags=flags)
-            self.con.set_busy_timeout(10_000)
-            self.con.enable_load_extension(True)
-            self.con.load_extension(sqlite_vec.loadable_path())
-            self.con.enable_load_extension(False)
-            self.con.execute("PRAGMA foreign_keys = ON")
-            if not readonly:
-                self.con.execute("PRAGMA journal_mode = WAL")
-                self.con.execute("PRAGMA synchronous = NORMAL")
-            # Memory-mapped reads cut vec0 float32 scans by ~40% (../shared/notes/stack.md).
-            self.con.execute("PRAGMA mmap_size = 268435456")
+            self.con = self._connect(readonly)
             self._migrate()
         except apsw.NotADBError as e:
             raise MamboError(f"{show_path(self.path)} is not a MamboMeme library (not an SQLite file)") from e
         except apsw.BusyError as e:
             raise MamboError(f"{show_path(self.path)} is locked by another program; try again shortly") from e
+        except apsw.CantOpenError as e:
+            raise MamboError(f"cannot open {show_path(self.path)}: check that it and its folder exist and are "
+                             "readable") from e
+
+    def _connect(self, readonly: bool) -> Any:
+        import apsw
+        import sqlite_vec
+
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        con = apsw.Connection(str(self.path), flags=flags)
+        if readonly:
+            try:
+                con.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+            except (apsw.ReadOnlyError, apsw.CantOpenError):
+                # A WAL-mode file in a folder we cannot write: SQLite cannot create the -shm file
+                # it reads through. mambo folds the WAL back into the file when a command ends, so
+                # with no -wal file beside it the file alone is the whole library, and nothing can
+                # change it (no one can create a -wal there either): open it as immutable. In a
+                # writable folder the same errors are transient (a writer mid-recovery): no fallback.
+                con.close()
+                if os.access(self.path.parent, os.W_OK):
+                    raise
+                wal = Path(str(self.path) + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise MamboError(
+                        f"{show_path(self.path)} has unsaved changes in {show_path(wal)} and its folder is "
+                        "read-only: open it once where the folder is writable") from None
+                uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
+                con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+                self.immutable = True
+        con.set_busy_timeout(10_000)
+        con.enable_load_extension(True)
+        con.load_extension(sqlite_vec.loadable_path())
+        con.enable_load_extension(False)
+        con.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            con.execute("PRAGMA journal_mode = WAL")
+            con.execute("PRAGMA synchronous = NORMAL")
+        # Memory-mapped reads cut vec0 float32 scans by ~40% (../shared/notes/stack.md).
+        con.execute("PRAGMA mmap_size = 268435456")
+        return con
 
     # -- queries
     def q(self, name: str, params: dict[str, Any] | None = None) -> list[tuple]:
@@ -247,11 +290,18 @@ class DB:
     def write(self) -> Iterator[None]:
         """One IMMEDIATE transaction: takes the write lock up front, so a concurrent writer waits
         (busy timeout) instead of failing half-way."""
+        import apsw
+
         self.con.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
-            self.con.execute("ROLLBACK")
+            # After SQLITE_FULL or an I/O error SQLite may already have rolled the transaction
+            # back; a second ROLLBACK would fail and hide the real error.
+            if not self.con.in_transaction:
+                raise
+            with contextlib.suppress(apsw.Error):
+                self.con.execute("ROLLBACK")
             raise
         else:
             self.con.execute("COMMIT")
@@ -290,10 +340,37 @@ class DB:
         """Fold the WAL back into the main file, so the library is ONE file again (copyable)."""
         import apsw
 
-        if not self.readonly:
+        # Only after writing: a TRUNCATE checkpoint waits (busy timeout) for other writers and
+        # blocks new ones meanwhile, so a search ending while `mambo add` runs would stall both.
+        # A reader's close still folds a leftover WAL in when it is the last connection (SQLite).
+        if not self.readonly and self.con.total_changes():
             with contextlib.suppress(apsw.Error):
                 self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.con.close()
+
+
+def db_error_message(e: Exception, path: Path | str | None) -> str:
+    """One actionable line for an SQLite failure that reached the command line. Every write is a
+    transaction, so a failed one is rolled back whole: what was saved before is intact."""
+    import apsw
+
+    where = show_path(path) if path else "the library"
+    again = "then run the same command again (everything saved before is intact)"
+    if isinstance(e, apsw.FullError):
+        return (f"cannot write to {where}: the disk is full (or the file reached its size limit); "
+                f"free some space, {again}")
+    if isinstance(e, apsw.IOError):
+        return f"cannot write to {where}: input/output error ({clean_line(str(e))}); check the disk, {again}"
+    if isinstance(e, apsw.ReadOnlyError):
+        return (f"{where} is read-only: searching it works, changing it does not; make the file and its "
+                "folder writable, or copy it somewhere writable and use --db")
+    if isinstance(e, (apsw.BusyError, apsw.LockedError)):
+        return f"{where} is busy: another program is writing to it; {again} when it has finished"
+    if isinstance(e, apsw.CantOpenError):
+        return f"cannot open {where}: check that it and its folder exist and are readable"
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
+        return f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` says more"
+    return f"database error on {where}: {clean_line(str(e))}"
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -636,12 +713,17 @@ class SidecarFinder:
                         rel = obj.get("file") if isinstance(obj, dict) else None
                         if not isinstance(rel, str) or not rel:
                             raise ValueError("no 'file' key")
-                        target = (folder / rel).resolve()
+                        try:
+                            target = (folder / rel).resolve()
+                        except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
+                            raise ValueError(f"'file' {rel!r} cannot be resolved ({clean_line(e)})") from e
                         if folder.resolve() not in target.parents:
                             raise ValueError(f"'file' {rel!r} points outside the folder")
                         entries[str(target)] = (n, obj)
                     except (ValueError, AttributeError) as e:
                         errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: {clean_line(e)}"))
+                    except RecursionError:
+                        errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: nested too deeply"))
             self._manifests[folder] = (sha, entries, errors)
         return self._manifests[folder]
 
@@ -665,6 +747,9 @@ class SidecarFinder:
                     return sha, None, BadInput(
                         "sidecar", f"{show_path(cand.name)} is not valid JSON ({clean_line(e)}); fix or remove it"
                     )
+                except RecursionError:  # "[[[[..." a million deep: Python's parser gives up
+                    return sha, None, BadInput(
+                        "sidecar", f"{show_path(cand.name)} is nested too deeply to be metadata; fix or remove it")
                 try:
                     return sha, parse_metadata(obj, f"sidecar:{cand.name}"), None
                 except BadInput as e:
@@ -958,24 +1043,34 @@ def _fmt_secs(s: float) -> str:
 
 def find_root(db: DB, path: Path) -> tuple[int, Path]:
     """The library root for `path`: the deepest existing root containing it, else a new root at
-    the folder (or a file's parent)."""
-    best = None
-    for root_id, _name, rpath, _n in db.q("roots"):
-        rp = Path(rpath)
-        if path == rp or rp in path.parents:
-            if best is None or len(str(rp)) > len(str(best[1])):
-                best = (int(root_id), rp)
-    if best:
-        return best
-    folder = path if path.is_dir() else path.parent
-    base = clean_line(folder.name) or "root"
-    name, n = base, 1
-    while db.q1("root_by_name", {"name": name}):
-        n += 1
-        name = f"{base}-{n}"
+    the folder (or a file's parent). Looked up and created in one write transaction, so two
+    `mambo add`s of one new folder at the same time agree on one root."""
     with db.write():
+        best = None
+        for root_id, _name, rpath, _n in db.q("roots"):
+            rp = Path(rpath)
+            if path == rp or rp in path.parents:
+                if best is None or len(str(rp)) > len(str(best[1])):
+                    best = (int(root_id), rp)
+        if best:
+            return best
+        folder = path if path.is_dir() else path.parent
+        base = clean_line(folder.name) or "root"
+        name, n = base, 1
+        while db.q1("root_by_name", {"name": name}):
+            n += 1
+            name = f"{base}-{n}"
         root_id = int(db.q1("insert_root", {"name": name, "path": str(folder)})[0])
     return root_id, folder
+
+
+def utf8_path(path: Path | str) -> bool:
+    """Whether a path is valid UTF-8 (Python keeps other bytes as lone surrogates)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def walk(paths: Iterable[Path], on_error: Callable[[Path, BadInput], None]) -> Iterator[Path]:
@@ -1008,7 +1103,11 @@ def walk(paths: Iterable[Path], on_error: Callable[[Path, BadInput], None]) -> I
                     continue
                 yield from visit(child, False)
         elif stat.S_ISREG(st.st_mode):
-            if p.suffix.lower() in IMAGE_SUFFIXES:
+            if p.suffix.lower() in IMAGE_SUFFIXES and not utf8_path(p):
+                # The library stores paths as SQLite TEXT (UTF-8): a name in another encoding
+                # cannot be stored faithfully, and a lossy copy would not find the file again.
+                on_error(p, BadInput("bad-name", "file name is not valid UTF-8: rename the file"))
+            elif p.suffix.lower() in IMAGE_SUFFIXES:
                 yield p
             elif explicit:
                 on_error(p, BadInput("not-image", "not an image file: expected .png, .jpg, .gif or .webp"))
@@ -1106,8 +1205,10 @@ class Ingester:
             click.echo(f"mambo: skipped {show_path(path)}: {msg}", err=True)
         else:
             click.echo(f"mambo: warning: {show_path(path)}: {msg} (indexed without it)", err=True)
+        # A name that is not UTF-8 is recorded with U+FFFD in place of its undecodable bytes.
+        stored = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         with self.db.write():
-            self.db.q("insert_error", {"run_id": self.run_id, "path": str(path), "kind": err.kind,
+            self.db.q("insert_error", {"run_id": self.run_id, "path": stored, "kind": err.kind,
                                        "message": msg})
 
     def run(self, paths: list[Path]) -> IngestStats:
@@ -1123,6 +1224,9 @@ class Ingester:
                 p = Path(os.path.abspath(p))
                 if not p.exists() and not p.is_symlink():
                     self.error(p, BadInput("missing", "no such file or folder"))
+                    continue
+                if not utf8_path(p):
+                    self.error(p, BadInput("bad-name", "folder name is not valid UTF-8: rename it"))
                     continue
                 root_id, root = find_root(db, p)
                 for f in walk([p], self.error):
@@ -1762,7 +1866,21 @@ def _open(ctx: click.Context, *, create: bool = False) -> DB:
     return db
 
 
-@click.group(context_settings=CONTEXT)
+class MamboGroup(click.Group):
+    """The top-level group: an SQLite failure anywhere below (disk full, read-only file, a lock held
+    too long) becomes one line on stderr and exit status 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        import apsw
+
+        try:
+            return super().invoke(ctx)
+        except apsw.Error as e:
+            path = (ctx.obj or {}).get("db_path") or os.environ.get("MAMBO_DB")
+            raise MamboError(db_error_message(e, path)) from e
+
+
+@click.group(cls=MamboGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "--version", prog_name="mambo")
 @click.option("--db", "db_path", envvar="MAMBO_DB", type=click.Path(dir_okay=False, path_type=Path),
               help="Library file (default: $MAMBO_DB, else the per-user data folder).")
@@ -1796,6 +1914,9 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     Work is committed in batches: after Ctrl-C, run the same command again to resume.
     """
     db = _open(ctx, create=True)
+    if db.readonly:
+        raise MamboError(f"{show_path(db.path)} is read-only (the file or its folder): `mambo add` must write to "
+                         "it; make both writable, or choose another library with --db")
     ing = Ingester(db, progress=not quiet, batch=batch_size, workers=workers)
     try:
         s = ing.run(list(paths))
@@ -1836,7 +1957,7 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
         return
     results = searcher_for(db, system).search(query, system, limit)
     for r in results:
-        click.echo(json.dumps(result_json(r), ensure_ascii=False) if as_json else format_result(r))
+        click.echo(json_line(result_json(r)) if as_json else format_result(r))
     if not results and not as_json:
         click.echo("no match")
 
@@ -1865,7 +1986,7 @@ def prompt_loop(db: DB, system: str, limit: int) -> None:
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
-        click.echo(f"{len(results) or 'no match'}{' results' if results else ''} in {ms:.0f} ms ({system})")
+        click.echo(f"{len(results) or 'no match'}{' results' if results else ''} in {ms:.0f} ms ({clean_line(system)})")
 
 
 @cli.command()
@@ -1884,10 +2005,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
     avg = st["preview_bytes"] / st["previews"] if st["previews"] else 0
     click.echo(f"previews  {st['previews']} ({st['preview_bytes'] / 1e6:.2f} MB, {avg / 1e3:.1f} KB each)")
     for m in st["models"]:
-        click.echo(f"model     {m['name']} @ {m['revision']} sha256 {m['weights_sha256'][:12]} "
+        click.echo(f"model     {clean_line(m['name'])} @ {clean_line(m['revision'])} sha256 {m['weights_sha256'][:12]} "
                    f"dim {m['dim']}: {m['items']} items")
     for o in st["ocr_engines"]:
-        click.echo(f"ocr       {o['name']} {o['version']}: {o['items']} items")
+        click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
     for r in st["roots"]:
         click.echo(f"root      {clean_line(r['name'])} -> {show_path(r['path'])} ({r['files']} files)")
     if st["recent_errors"]:
@@ -1975,7 +2096,7 @@ def settings(ctx: click.Context, key: str | None, value: str | None) -> None:
     for name, (default, _allowed, doc) in SETTINGS.items():
         if key in (None, name):
             row = db.q1("setting", {"key": name})
-            click.echo(f"{name} = {row[0] if row else default}    # {doc}")
+            click.echo(f"{name} = {clean_line(row[0]) if row else default}    # {doc}")
 
 
 @cli.command()
@@ -1988,9 +2109,10 @@ def systems(ctx: click.Context) -> None:
         cfg = json.loads(config)
         routes = "+".join(f"{k}:{v:g}" for k, v in cfg["route_weights"].items() if v)
         rule = cfg["empty_rule"]
-        click.echo(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={routes} dense={cfg['dense_index']} "
-                   f"depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
-                   f"empty: sim<{rule['min_similarity']} and coverage<{rule['min_coverage']}")
+        # Rows of a library file are data from elsewhere too: printed through the sanitiser.
+        click.echo(clean_text(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={routes} "
+                              f"dense={cfg['dense_index']} depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
+                              f"empty: sim<{rule['min_similarity']} and coverage<{rule['min_coverage']}"))
 
 
 @cli.command()
@@ -2102,6 +2224,182 @@ def bench_ingest(count: int, seed: int, workers: int | None, as_json: bool) -> N
         click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
+def _soak_child(db_path: Path, folder: Path, batch: int) -> None:
+    """A forked `mambo add` (the real command line): never returns."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        cli.main(["--db", str(db_path), "add", "-q", "--workers", "1", "--batch-size", str(batch), str(folder)],
+                 prog_name="mambo")
+    finally:
+        os._exit(0)
+
+
+def _soak_verify(db_path: Path, before: dict[str, dict[str, Any]], errors_before: int) -> dict[str, Any]:
+    """What the next command sees after a crash: integrity, every item in every route or none,
+    nothing indexed or judged before the crash lost or changed."""
+    db = DB(db_path)  # the recovery any next command does: WAL replay, migrations
+    try:
+        integrity = db.scalar("PRAGMA integrity_check")
+        consistency = {k: v for k, v in db.rows("consistency")[0].items() if v}
+        now = {r["path"]: r for r in db.rows("indexed_snapshot")}
+        lost = [p for p, r in before.items() if now.get(p) != r]
+        errors = int(db.q1("error_count")[0])
+    finally:
+        db.close()
+    return {"integrity": integrity, "consistency": consistency, "lost": lost, "snapshot": now,
+            "errors_lost": max(0, errors_before - errors), "errors": errors}
+
+
+@bench.command(name="soak")
+@click.option("--kills", default=100, show_default=True, type=click.IntRange(1, 100_000),
+              help="How many ingests to kill -9.")
+@click.option("--images", "count", default=40, show_default=True, type=click.IntRange(2, 10_000),
+              help="Synthetic images in the folder (plus the fixture's broken files and a manifest).")
+@click.option("--max-delay", default=6.0, show_default=True, help="Kill after a random 0.05..this many seconds.")
+@click.option("--batch-size", "batch", default=2, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--seed", default=8, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, as_json: bool) -> None:
+    """Crash safety: run `mambo add` on a folder and kill -9 it at seeded random moments, again
+    and again, each run resuming the last. After every kill the library must pass
+    `PRAGMA integrity_check`, hold every item in every route (words, trigrams, float and bit
+    vectors, preview) or in none, and still hold everything indexed or judged before; when the
+    folder is complete, a new round starts on a fresh library. Ends with one uninterrupted run that
+    must index the whole folder.
+
+    The model is loaded once here and each `mambo add` is a fork of this process, so a kill costs
+    ~1 s (the OCR engine starts in each child) rather than ~15 s of imports."""
+    import random
+    import shutil
+    import tempfile
+
+    import torch
+
+    # One intra-op thread: a forked child must not inherit a thread pool it does not have.
+    torch.set_num_threads(1)
+    embedder = get_embedder()
+    embedder.encode(["warm up"])
+    rng = random.Random(seed)
+    t_start = time.monotonic()
+    report: dict[str, Any] = {"benchmark": "soak", "kills": 0, "kills_mid_write": 0, "completed_runs": 0,
+                              "rounds": 1, "integrity_failures": 0, "inconsistent": 0, "lost": 0,
+                              "errors_lost": 0, "seed": seed, "images": count, "batch_size": batch,
+                              "max_delay_s": max_delay, "failures": []}
+    with tempfile.TemporaryDirectory(prefix="mambo-soak-") as tmp:
+        folder = Path(tmp) / "memes"
+        made = synthetic_variants(FIXTURE_DIR / "images", folder, count, seed)
+        # Judgements and errors are part of what must survive: a manifest with titles and safety
+        # classes for some images, and the fixture's broken files.
+        with open(folder / MANIFEST_NAME, "w", encoding="utf-8") as fh:
+            for n, path in enumerate(made[::3]):
+                fh.write(json.dumps({"file": path.name, "title": f"soak title {n}",
+                                     "safety": SAFETY_CLASSES[n % 2]}) + "\n")
+        shutil.copytree(FIXTURE_DIR / "bad", folder / "bad")
+        db_path = Path(tmp) / "soak.sqlite"
+        before: dict[str, dict[str, Any]] = {}
+        errors_before = 0
+
+        def check(state: str) -> dict[str, Any]:
+            v = _soak_verify(db_path, before, errors_before)
+            bad = []
+            if v["integrity"] != "ok":
+                report["integrity_failures"] += 1
+                bad.append(f"integrity: {v['integrity']}")
+            if v["consistency"]:
+                report["inconsistent"] += 1
+                bad.append(f"half-written items: {v['consistency']}")
+            if v["lost"]:
+                report["lost"] += len(v["lost"])
+                bad.append(f"lost or changed: {v['lost'][:3]}")
+            report["errors_lost"] += v["errors_lost"]
+            if bad:
+                report["failures"].append(f"{state}: " + "; ".join(bad))
+            return v
+
+        def files_now() -> int:
+            with contextlib.suppress(Exception):  # the file may not exist yet, or be mid-creation
+                db = DB(db_path, create=False, readonly=True)
+                try:
+                    return int(db.scalar("SELECT count(*) FROM files"))
+                finally:
+                    db.con.close()
+            return 0
+
+        for k in range(kills):
+            # Half the kills at a random moment of the run (start-up included), half at a random
+            # moment just after the run has committed new items (inside later batches' work and
+            # writes): start-up takes seconds on a loaded machine, and would otherwise get most.
+            after_commit = rng.random() < 0.5
+            delay = rng.uniform(0, 1.0) if after_commit else rng.uniform(0.05, max_delay)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _soak_child(db_path, folder, batch)
+            t0 = time.monotonic()
+            wait_status = None
+            if after_commit:
+                while files_now() <= len(before) and time.monotonic() - t0 < 120:
+                    done, status_ = os.waitpid(pid, os.WNOHANG)
+                    if done:  # it finished without committing anything new
+                        wait_status = status_
+                        break
+                    time.sleep(0.05)
+                delay += time.monotonic() - t0
+            if wait_status is None:
+                time.sleep(max(0.0, t0 + delay - time.monotonic()))
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                _pid, wait_status = os.waitpid(pid, 0)
+            killed = os.WIFSIGNALED(wait_status)
+            v = check(f"kill {k + 1} after {delay:.2f} s")
+            report["kills"] += killed
+            report["completed_runs"] += not killed
+            report["kills_mid_write"] += killed and len(v["snapshot"]) > len(before)
+            report.setdefault("timeline", []).append([round(delay, 2), len(v["snapshot"]), killed])
+            before, errors_before = v["snapshot"], v["errors"]
+            if not killed:  # the folder is complete: start again on a fresh library
+                report["rounds"] += 1
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(db_path) + suffix).unlink(missing_ok=True)
+                before, errors_before = {}, 0
+        pid = os.fork()
+        if pid == 0:
+            _soak_child(db_path, folder, batch)
+        os.waitpid(pid, 0)
+        final = check("final uninterrupted run")
+        db = DB(db_path)
+        expected = len(made) + 2  # fine.png and broken-sidecar.png from the broken files
+        report["final"] = {"files": len(final["snapshot"]), "expected_files": expected,
+                           "items": int(db.scalar("SELECT count(*) FROM items")),
+                           "running_runs_left": int(db.q1("running_runs")[0]),
+                           "interrupted_runs": int(db.scalar(
+                               "SELECT count(*) FROM ingest_runs WHERE status = 'interrupted'"))}
+        db.close()
+        if report["final"]["files"] != expected or report["final"]["running_runs_left"]:
+            report["failures"].append(f"final run: {report['final']}")
+    report["seconds"] = round(time.monotonic() - t_start, 1)
+    report["machine"] = machine_info()
+    report["ok"] = not report["failures"]
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"soak: {report['kills']} kill -9s ({report['kills_mid_write']} after new items were committed), "
+               f"{report['completed_runs']} runs finished first, {report['rounds']} round(s), {report['seconds']} s")
+    click.echo(f"  integrity failures {report['integrity_failures']}, half-written states {report['inconsistent']}, "
+               f"indexed files lost {report['lost']}, recorded errors lost {report['errors_lost']}")
+    click.echo(f"  final run: {report['final']['files']}/{report['final']['expected_files']} files, "
+               f"{report['final']['items']} items, {report['final']['interrupted_runs']} runs marked interrupted")
+    for f in report["failures"]:
+        click.echo(f"  FAILED {clean_line(f)}")
+    if report["failures"]:
+        raise MamboError(f"{len(report['failures'])} failure(s) after kill -9")
+    m = report["machine"]
+    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
+
+
 SYNTH_WORDS = (
     "monday coffee cat dog boss meeting deadline pizza gym exam teacher homework weekend party money rent "
     "landlord printer wifi laptop bug code deploy server cloud robot duck penguin wizard chef recipe kitchen "
@@ -2147,6 +2445,27 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
                                  "mtime_ns": 0, "sidecar_sha256": ""})
             db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
             db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
+
+
+def base_library(dest: Path, base: Path | None) -> Any:
+    """The start of every scaled benchmark library: a copy of `base`, else the fixture memes
+    ingested (real OCR and vectors). Returns its float32 vectors (synthetic items mix them)."""
+    import shutil
+
+    import numpy as np
+
+    if base is not None:
+        shutil.copy(base, dest)
+    else:
+        db = DB(dest)
+        Ingester(db, progress=False).run([FIXTURE_DIR / "images"])
+        db.close()
+    db = DB(dest)
+    try:
+        return np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
+                         db.con.execute("SELECT embedding FROM item_vectors")])
+    finally:
+        db.close()
 
 
 def _pcts(ms: list[float]) -> dict[str, float]:
@@ -2208,14 +2527,7 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
         import shutil
 
-        if base is not None:
-            shutil.copy(base, Path(tmp) / "base.sqlite")
-        else:
-            base_db = DB(Path(tmp) / "base.sqlite")
-            Ingester(base_db, progress=False).run([FIXTURE_DIR / "images"])
-            base_db.close()
-        real = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
-                         DB(Path(tmp) / "base.sqlite").con.execute("SELECT embedding FROM item_vectors")])
+        real = base_library(Path(tmp) / "base.sqlite", base)
         for size in sizes:
             path = Path(tmp) / f"lib-{size}.sqlite"
             shutil.copy(Path(tmp) / "base.sqlite", path)
@@ -2275,6 +2587,139 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
                    f"max RSS {row['max_rss_mb']} MB, bit recall@10 vs float {row['bit_recall_at_10']}):")
         for name in [*variants, "numpy_floor"]:
             click.echo(f"  {name:13} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms")
+
+
+# Queries nobody should type but someone will: FTS5 and SQL syntax, quotes, wildcards, control
+# and escape sequences, bidi overrides, emoji, combining marks, huge and empty strings.
+HOSTILE_QUERIES = (
+    "", " ", "\t\n", '"', '""', "'", "AND", "OR NOT", "NEAR(cat dog, 2)", "title:cena", "cat*", "-cat", "^cat",
+    "cat AND (dog OR", "'; DROP TABLE items; --", "\x00cat", "\x1b[31mcena\x1b[0m", "\x1b]52;c;aGk=\x07",
+    "\u202ecena\u202c", "ｊｏｈｎ　ｃｅｎａ", "😂😂😂", "e\u0301\u0301\u0301", "\ud800", "%", "_", "\\", "{}[]",
+    "cat " * 500, "x" * 10_000, "1e309", "-1", "NULL", "*", ":", "(", ")", "\u0000\u0001\u007f",
+)
+
+
+def load_queries(rng: Any, dev: list[str], n: int) -> list[str]:
+    """`n` mixed queries: development queries, word queries over the synthetic vocabulary (1-4
+    words), the same with one typo, and hostile strings, in a seeded order."""
+    out = []
+    for _ in range(n):
+        kind = rng.random()
+        if kind < 0.3:
+            out.append(rng.choice(dev))
+        elif kind < 0.7:
+            out.append(" ".join(rng.choice(SYNTH_WORDS) for _ in range(rng.randint(1, 4))))
+        elif kind < 0.85:
+            w = rng.choice(SYNTH_WORDS)
+            i = rng.randrange(len(w))
+            out.append(w[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + w[i + 1:] + " " + rng.choice(SYNTH_WORDS))
+        else:
+            out.append(rng.choice(HOSTILE_QUERIES))
+    return out
+
+
+def rss_mb() -> float:
+    """Resident memory now (not the peak), from /proc."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmRSS:"))
+        return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+@bench.command(name="load")
+@click.option("--items", "size", default=10_000, show_default=True, type=click.IntRange(100, 2_000_000),
+              help="Library size (the fixture plus seeded synthetic items).")
+@click.option("--searches", default=10_000, show_default=True, type=click.IntRange(1, 10_000_000))
+@click.option("--real-vectors", default=1_000, show_default=True,
+              help="Synthetic items embedded by the real model (the rest mix real vectors).")
+@click.option("--seed", default=13, show_default=True)
+@click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Start from a copy of this library instead of ingesting the fixture.")
+@click.option("--json", "as_json", is_flag=True)
+def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Path | None, as_json: bool) -> None:
+    """Many searches in a row on one library, as a long TUI session would run them: every system
+    (bm25, dense, hybrid, and variants with the fuzzy route and the bit-quantized index), with the
+    query embedded by the real model each time, on mixed queries (development, synthetic words,
+    typos, hostile strings). Counts errors and printed results that would not be terminal-safe;
+    samples resident memory at the start, middle and end (it must stay flat)."""
+    import random
+    import tempfile
+
+    embedder = get_embedder()
+    dev = [q["query"] for q in load_dev_queries(FIXTURE_DIR / "queries.jsonl")]
+    rng = random.Random(seed)
+    queries = load_queries(rng, dev, searches)
+    hybrid, bm25 = DEFAULT_SYSTEMS["hybrid"], DEFAULT_SYSTEMS["bm25"]
+    systems = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid",
+               "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
+               "bm25-fuzzy": bm25 | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 0.0}},
+               "all-routes": hybrid | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 1.0}}}
+    order = [rng.choice(list(systems)) for _ in range(searches)]
+    report: dict[str, Any] = {"benchmark": "load", "items": size, "searches": searches, "seed": seed,
+                              "machine": machine_info()}
+    with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
+        path = Path(tmp) / "load.sqlite"
+        t0 = time.monotonic()
+        real = base_library(path, base)
+        db = DB(path)
+        sync_systems(db)
+        synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
+        report["build_seconds"] = round(time.monotonic() - t0, 1)
+        report["library_items"] = int(db.scalar("SELECT count(*) FROM items"))
+        searcher = Searcher(db, embedder)
+        for name in systems:  # warm-up: caches, statements, the model's first call
+            searcher.search("monday coffee", systems[name])
+        errors: dict[str, int] = {}
+        samples: list[str] = []
+        unsafe = shown = empty = 0
+        ms: dict[str, list[float]] = {name: [] for name in systems}
+        rss = {"start": rss_mb()}
+        t_run = time.monotonic()
+        for i, (q, name) in enumerate(zip(queries, order, strict=True)):
+            if i == searches // 2:
+                rss["middle"] = rss_mb()
+            t = time.perf_counter()
+            try:
+                results = searcher.search(q, systems[name], 10)
+            except Exception as e:  # noqa: BLE001 - every failure is counted and reported, not raised
+                key = f"{type(e).__name__}: {clean_line(str(e))[:80]}"
+                errors[key] = errors.get(key, 0) + 1
+                if len(samples) < 5:
+                    samples.append(f"{name} {q[:40]!r}: {key}")
+                continue
+            ms[name].append((time.perf_counter() - t) * 1000)
+            empty += not results
+            for r in results:
+                shown += 1
+                line = format_result(r)
+                unsafe += any(unicodedata.category(c) in ("Cc", "Cf") and c != "\n" for c in line)
+        rss["end"] = rss_mb()
+        report["run_seconds"] = round(time.monotonic() - t_run, 1)
+        db.close()
+    everything = [x for v in ms.values() for x in v]
+    report |= {"errors": sum(errors.values()), "error_kinds": errors, "error_samples": samples,
+               "results_shown": shown, "unsafe_lines": unsafe, "no_match": empty, "rss_mb": rss,
+               "rss_growth_mb": round(rss["end"] - rss["start"], 1),
+               "latency_ms": _pcts(everything) if everything else {},
+               "latency_ms_by_system": {k: _pcts(v) for k, v in ms.items() if v}}
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    m = report["machine"]
+    click.echo(f"load: {searches} searches on {report['library_items']:,} items (built in "
+               f"{report['build_seconds']} s), {report['run_seconds']} s: {report['errors']} errors, "
+               f"{unsafe} unsafe output lines, {empty} no-match answers")
+    click.echo(f"  RSS start {rss['start']} MB, middle {rss.get('middle', rss['start'])} MB, end {rss['end']} MB")
+    lat = report["latency_ms"]
+    if lat:
+        click.echo(f"  all searches: p50 {lat['p50']} ms, p95 {lat['p95']} ms (query embedding included)")
+    for name, row in report["latency_ms_by_system"].items():
+        click.echo(f"  {name:11} n {row['n']:5}  p50 {row['p50']:7.2f} ms  p95 {row['p95']:7.2f} ms")
+    for line in samples:
+        click.echo(f"  error: {clean_line(line)}")
+    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
+    if report["errors"] or unsafe:
+        raise MamboError(f"{report['errors']} error(s), {unsafe} unsafe line(s) in {searches} searches")
 
 
 def load_dev_queries(path: Path) -> list[dict[str, Any]]:
@@ -3214,8 +3659,8 @@ def _stderr_aside():
             tmp.seek(0)
             text = tmp.read().decode("utf-8", "replace")
             if text.strip():
-                with contextlib.suppress(OSError):
-                    sys.stderr.write(text)
+                with contextlib.suppress(OSError):  # library warnings: shown, but never as escapes
+                    sys.stderr.write(clean_text(text, keep_newlines=True))
                     sys.stderr.flush()
 
 
@@ -3306,21 +3751,23 @@ class _Shell:
             else:
                 system = TUI_LOADING_SYSTEM
         t0 = time.perf_counter()
+        import apsw
+
         try:
             results = Searcher(self.db, embedder).search(query, system, self.limit)
         except MamboError as e:
             return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()))
+        except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
+            return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path))
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
         return Searched(seq, query, rows, ms, system, self.version(system))
 
     def load_preview(self, item_id: int) -> PreviewLoaded:
-        row = self.db.q1("preview", {"item_id": item_id})
-        if not row:
-            return PreviewLoaded(item_id, None)
         try:
-            return PreviewLoaded(item_id, decode_preview(bytes(row[3])))
-        except Exception:  # a damaged preview is "no preview", not a crash
+            row = self.db.q1("preview", {"item_id": item_id})
+            return PreviewLoaded(item_id, decode_preview(bytes(row[3])) if row else None)
+        except Exception:  # a damaged preview (or a busy library) is "no preview", not a crash
             return PreviewLoaded(item_id, None)
 
     def open_file(self, path: str, shown: str) -> Message:
@@ -3347,7 +3794,11 @@ class _Shell:
             return
         s = self.state
         ms = 0.0 if r.kind == "render" or self.render_t is None else (time.perf_counter() - self.render_t) * 1000
-        with self.db.write():
+        import apsw
+
+        # An event that cannot be written (a disk full, a lock held past the busy timeout by an
+        # ingest) is dropped: it must never take the search screen down.
+        with contextlib.suppress(apsw.Error), self.db.write():
             self.db.q("insert_interaction_event", {
                 "session": self.session, "kind": r.kind, "query": r.query, "item_id": r.item_id,
                 "rank": r.rank, "ms_since_render": round(ms, 1), "system": s.used_system or s.system,

@@ -193,7 +193,18 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f
        (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM previews p WHERE p.item_id = i.item_id))
            AS items_without_preview,
        (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.item_id = i.item_id))
-           AS items_without_file;
+           AS items_without_file,
+       -- ...and nothing in any route may outlive its item (a half-deleted item).
+       (SELECT count(*) FROM items_fts f WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = f.rowid))
+           AS fts_without_item,
+       (SELECT count(*) FROM items_trigram t WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = t.rowid))
+           AS trigrams_without_item,
+       (SELECT count(*) FROM item_vectors_bit b WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = b.item_id))
+           AS bit_vectors_without_item,
+       (SELECT count(*) FROM previews p WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = p.item_id))
+           AS previews_without_item,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e WHERE e.item_id = i.item_id))
+           AS items_without_embedding_record;
 
 -- name: system_by_name
 SELECT system_id, name, version, config, config_sha256, notes FROM current_systems WHERE name = :name;
@@ -307,3 +318,19 @@ INSERT INTO settings(key, value) VALUES (:key, :value) ON CONFLICT (key) DO UPDA
 INSERT INTO interaction_events(session, kind, query, item_id, rank, ms_since_render, system, system_version,
                                interface_version)
 VALUES (:session, :kind, :query, :item_id, :rank, :ms_since_render, :system, :system_version, :interface_version);
+
+-- name: indexed_snapshot
+-- What a crash must never lose (`mambo bench soak` compares it before and after every kill):
+-- each indexed file with its item's content hash, text, judgements (safety, rights) and vector.
+SELECT r.name || '/' || f.rel_path AS path, i.sha256, i.title, i.ocr_text, i.safety, i.rights,
+       hex(v.embedding) AS vector
+FROM files f
+JOIN library_roots r ON r.root_id = f.root_id
+JOIN items i ON i.item_id = f.item_id
+LEFT JOIN item_vectors v ON v.item_id = i.item_id;
+
+-- name: error_count
+SELECT count(*) FROM ingest_errors;
+
+-- name: running_runs
+SELECT count(*) FROM ingest_runs WHERE status = 'running';

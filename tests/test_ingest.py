@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 import mambo
-from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, recipe
+from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, recipe, run_process
 
 
 def items_by_file(db: mambo.DB) -> dict[str, dict]:
@@ -273,14 +273,14 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) 
                             text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})
     _wait_for_items(db_path, 4, proc)
     proc.send_signal(sig)
-    _out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=240)  # Ctrl-C waits for the OCR in flight: slow on a loaded machine
     db = mambo.DB(db_path)
     assert db.scalar("PRAGMA integrity_check") == "ok"
     assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
     partial = db.scalar("SELECT count(*) FROM items")
     total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES)
     if sig == signal.SIGINT:
-        assert proc.returncode == 130 and "run the same" in err.lower()
+        assert proc.returncode == 130 and "run the same" in err.lower(), (proc.returncode, err[-2000:])
         assert "Traceback" not in err
         assert db.scalar("SELECT status FROM ingest_runs ORDER BY run_id DESC LIMIT 1") == "interrupted"
     db.close()
@@ -352,3 +352,21 @@ def test_personal_data_in_the_caption_is_critical_without_a_sidecar(tmp_path: Pa
     assert rows == {"IMG_0001.png": "critical detector:personal-data", "IMG_0002.png": "safe default"}
     out = invoke("--db", db_path, "search", "-s", "bm25", "owes me lives at cell").output
     assert "IMG_0001" not in out
+
+
+def test_kill_9_at_twenty_random_moments_loses_nothing_and_resumes() -> None:
+    """20 `mambo add` runs of one folder, each killed -9 at a seeded random moment and each
+    resuming the last (the soak benchmark, small): after every kill the file passes
+    integrity_check, no item is half-written (in some routes but not all), nothing indexed or
+    judged before is lost, and a final run completes the folder."""
+    result = run_process("bench", "soak", "--kills", "20", "--images", "20", "--max-delay", "4", "--json",
+                         timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["failures"] == [] and report["ok"]
+    assert report["kills"] + report["completed_runs"] == 20 and report["kills"] >= 15
+    assert report["kills_mid_write"] >= 5  # kills landed after committed batches, not only at start-up
+    assert report["integrity_failures"] == report["inconsistent"] == report["lost"] == report["errors_lost"] == 0
+    final = report["final"]
+    assert final["files"] == final["expected_files"] and final["running_runs_left"] == 0
+    assert final["interrupted_runs"] >= 1

@@ -43,18 +43,18 @@ def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
 def test_older_file_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "old.sqlite"
     mambo.DB(path).close()
-    # A newer release ships migration 002; opening the version-1 file applies it in a transaction.
+    # A newer release ships migration 003; opening the version-2 file applies it in a transaction.
     mig = tmp_path / "migrations"
     shutil.copytree(REPO / "migrations", mig)
-    (mig / "002_add_note.sql").write_text("ALTER TABLE items ADD COLUMN note TEXT;\n")
+    (mig / "003_add_note.sql").write_text("ALTER TABLE items ADD COLUMN note TEXT;\n")
     schema = tmp_path / "schema.sql"
-    schema.write_text((REPO / "schema.sql").read_text().replace("PRAGMA user_version = 1;", "") +
-                      "\nALTER TABLE items ADD COLUMN note TEXT;\nPRAGMA user_version = 2;\n")
+    schema.write_text((REPO / "schema.sql").read_text().replace("PRAGMA user_version = 2;", "") +
+                      "\nALTER TABLE items ADD COLUMN note TEXT;\nPRAGMA user_version = 3;\n")
     monkeypatch.setattr(mambo, "MIGRATIONS_DIR", mig)
     monkeypatch.setattr(mambo, "SCHEMA_FILE", schema)
-    monkeypatch.setattr(mambo, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(mambo, "SCHEMA_VERSION", 3)
     db = mambo.DB(path)
-    assert db.user_version() == 2
+    assert db.user_version() == 3
     assert "note" in {r[1] for r in db.con.execute("PRAGMA table_info(items)")}
 
 

@@ -455,6 +455,7 @@ TEXT_MASK_PAD = 4
 LSH_TABLES = 8
 LSH_BITS = 16
 LSH_MAX_DIST = 64
+LSH_MAX_BUCKET = 64
 SHORTLIST = 6
 RATIO = 0.75        # Lowe's ratio test, as in the catalogue README
 RANSAC_PX = 5.0     # cv2.findHomography reprojection threshold (px of the 400-px pictures)
@@ -684,11 +685,13 @@ class TemplateIndex:
     def load(cls, db: DB, after_revision: int = 0) -> TemplateIndex:
         return cls([tuple(r) for r in db.q("template_index", {"after_revision": after_revision})])
 
-    def shortlist(self, q: Any) -> list[int]:
+    def shortlist(self, q: Any) -> list[tuple[int, Any]]:
+        """The SHORTLIST views most meme descriptors have a near neighbour in, each with the indexes
+        of those descriptors (the only ones worth matching against that view)."""
         import numpy as np
 
-        n_desc = len(self.owner)
-        if not n_desc or not len(q):
+        n_desc, m = len(self.owner), len(q)
+        if not n_desc or not m:
             return []
         bits = np.unpackbits(q, axis=1)
         qs, ds = [], []
@@ -696,39 +699,37 @@ class TemplateIndex:
             keys = bits[:, pos].astype(np.int64) @ self.weights
             lo = np.searchsorted(keys_sorted, keys, "left")
             n = np.searchsorted(keys_sorted, keys, "right") - lo
+            n[n > LSH_MAX_BUCKET] = 0  # a crowded key (flat or repetitive patches) says nothing
             total = int(n.sum())
             if total:
-                qs.append(np.repeat(np.arange(len(q)), n))
+                qs.append(np.repeat(np.arange(m), n))
                 ds.append(order[np.repeat(lo - np.cumsum(n) + n, n) + np.arange(total)])
         if not qs:
             return []
-        pair = np.unique(np.concatenate(qs) * n_desc + np.concatenate(ds))
-        qi, di = pair // n_desc, pair % n_desc
+        qi, di = np.concatenate(qs), np.concatenate(ds)
         q64 = np.ascontiguousarray(q).view(np.uint64).reshape(-1, 4)
         near = np.bitwise_count(q64[qi] ^ self.d64[di]).sum(axis=1) <= LSH_MAX_DIST
-        # one vote per (meme descriptor, view)
-        voters = np.unique(qi[near] * len(self.desc) + self.owner[di[near]]) % len(self.desc)
-        votes = np.bincount(voters, minlength=len(self.desc))
-        return [int(v) for v in np.argsort(-votes, kind="stable")[:SHORTLIST] if votes[v] > 0]
+        # one vote per (view, meme descriptor)
+        pairs = np.unique(self.owner[di[near]] * m + qi[near])
+        views = pairs // m
+        votes = np.bincount(views, minlength=len(self.desc))
+        return [(int(v), pairs[views == v] % m) for v in np.argsort(-votes, kind="stable")[:SHORTLIST] if votes[v] > 0]
 
     def verify(self, view: int, qxy: Any, q: Any, query_h: int) -> int:
-        """RANSAC inliers of the ratio-tested matches between a meme and one view (0: implausible)."""
+        """RANSAC inliers of the ratio-tested matches between meme descriptors and one view
+        (0: fewer than 4, or an implausible homography)."""
         import cv2
-        import numpy as np
 
         d = self.desc[view]
-        if len(d) < 2 or len(q) < 2:
+        if len(d) < 2 or len(q) < 4:
             return 0
-        q64 = np.ascontiguousarray(q).view(np.uint64).reshape(-1, 4)
-        d64 = np.ascontiguousarray(d).view(np.uint64).reshape(-1, 4)
-        dist = np.bitwise_count(q64[:, None, :] ^ d64[None, :, :]).sum(axis=2)
-        two = np.argpartition(dist, 1, axis=1)[:, :2]
-        pair = np.take_along_axis(dist, two, 1)
-        first = np.where(pair[:, 0] <= pair[:, 1], two[:, 0], two[:, 1])
-        good = pair.min(axis=1) < RATIO * pair.max(axis=1)
-        if good.sum() < 4:
+        pairs = [p for p in cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(q, d, k=2)
+                 if len(p) == 2 and p[0].distance < RATIO * p[1].distance]
+        if len(pairs) < 4:
             return 0
-        h, mask = cv2.findHomography(qxy[good], self.xy[view][first[good]], cv2.RANSAC, RANSAC_PX)
+        src = qxy[[p[0].queryIdx for p in pairs]]
+        dst = self.xy[view][[p[0].trainIdx for p in pairs]]
+        h, mask = cv2.findHomography(src, dst, cv2.RANSAC, RANSAC_PX)
         if mask is None or not _plausible(h, query_h, self.view_h[view]):
             return 0
         return int(mask.sum())
@@ -736,9 +737,9 @@ class TemplateIndex:
     def match(self, qxy: Any, q: Any, query_h: int) -> list[Recognition]:
         """Candidate templates, best first (one per template: its best view)."""
         best: dict[int, int] = {}
-        for v in self.shortlist(q):
+        for v, voters in self.shortlist(q):
             t = int(self.view_template[v])
-            best[t] = max(best.get(t, 0), self.verify(v, qxy, q, query_h))
+            best[t] = max(best.get(t, 0), self.verify(v, qxy[voters], q[voters], query_h))
         return [Recognition(t, n) for t, n in sorted(best.items(), key=lambda x: (-x[1], x[0])) if n > 0]
 
     def recognise(self, rgb: Any, text_boxes: Iterable[Any] = ()) -> Recognition | None:
@@ -1603,7 +1604,7 @@ class Ingester:
                 self._finish(inflight)
             progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors", final=True)
             # Items recognised before the templates last changed: matched against the new ones only.
-            recognise_existing(db, lambda: (self.embedder, self.model_id))
+            recognise_existing(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -2046,7 +2047,8 @@ def coverage(plan: QueryPlan, item_words: set[str]) -> float:
 
 
 def item_words(details: dict[str, Any]) -> set[str]:
-    parts = [details["title"], details["template"], details["description"], details["ocr_text"],
+    parts = [details["title"], details.get("template_text") or details["template"], details["description"],
+             details["ocr_text"],
              " ".join(json.loads(details["entities"])), " ".join(json.loads(details["tags"]))]
     text = " ".join(parts)
     if text.isascii():  # the common case, 10x cheaper than the full Unicode normalisation
@@ -2172,6 +2174,12 @@ def result_json(r: Result) -> dict[str, Any]:
         "similarity": None if r.similarity is None else round(r.similarity, 4),
         "coverage": round(r.coverage, 3),
         "title": d["title"], "template": d["template"], "entities": json.loads(d["entities"]),
+        # where the shown fields came from: "sidecar", or derived ("catalogue", "user" template,
+        # "label", "propagated" from a group label); `derived` holds the derived values themselves
+        "template_source": d["template_source"],
+        "field_sources": {k: d[f"{k}_source"] for k in ("template", "entities", "tags", "description")
+                          if d[f"{k}_source"]},
+        "derived": json.loads(d["derived"]),
         "path": str(Path(d["root_path"]) / d["rel_path"]), "sha256": d["sha256"],
         "safety": d["safety"], "sensitive": d["safety"] == "sensitive",
         "duplicates": d["duplicate_count"], "has_preview": bool(d["has_preview"]),
@@ -2188,6 +2196,8 @@ def format_result(r: Result) -> str:
         badges.append("sensitive")
     if d["duplicate_count"]:
         badges.append(f"+{d['duplicate_count']} dup")
+    if d["template"] and d["template_source"] not in (None, "sidecar"):
+        badges.append(f"template: {d['template_source']}")
     routes = "".join(x for x, v in (("L", r.lex_rank), ("F", r.fuzzy_rank), ("D", r.vec_rank)) if v is not None)
     text = " ".join(d["ocr_text"].split())
     line = f"{r.rank:>2}. {clean_line(name)[:40]:<40} [{routes}] {' '.join(badges)}"
@@ -2209,6 +2219,8 @@ def library_status(db: DB) -> dict[str, Any]:
         "bytes": size + (wal.stat().st_size if wal.exists() else 0),
         **counts,
         "safety": {r[0]: r[1] for r in db.q("safety_counts")},
+        "templates": {r[0]: r[1] for r in db.q("template_counts")},
+        **db.rows("recognised_counts")[0],
         "models": db.rows("models_in_use"),
         "ocr_engines": db.rows("ocr_engines_in_use"),
         "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in db.q("roots")],
@@ -2405,6 +2417,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"items     {st['items']} ({st['files']} files, {st['duplicate_files']} exact duplicates, "
                f"{st['perceptual_groups']} perceptual groups, {st['template_groups']} templates)")
     click.echo("safety    " + ", ".join(f"{k} {v}" for k, v in st["safety"].items()))
+    click.echo("templates " + (", ".join(f"{v} {k}" for k, v in st["templates"].items()) or "none loaded yet")
+               + f"; {st['recognised']} items recognised, {st['with_derived_fields']} with derived fields")
     avg = st["preview_bytes"] / st["previews"] if st["previews"] else 0
     click.echo(f"previews  {st['previews']} ({st['preview_bytes'] / 1e6:.2f} MB, {avg / 1e3:.1f} KB each)")
     for m in st["models"]:
@@ -2864,6 +2878,185 @@ def _pcts(ms: list[float]) -> dict[str, float]:
 
     return {"p50": round(float(np.percentile(ms, 50)), 2), "p95": round(float(np.percentile(ms, 95)), 2),
             "n": len(ms)}
+
+
+def _load_renderer() -> Any:
+    """benchdata/render.py (the benchmark's renderer; a checkout only, not shipped)."""
+    import importlib.util
+    import shutil
+
+    path = HERE / "benchdata" / "render.py"
+    if not path.is_file():
+        raise MamboError("bench templates needs benchdata/render.py: run it from a MamboMeme checkout")
+    if not shutil.which("rsvg-convert") or not Path("/usr/share/openclipart/svg").is_dir():
+        raise MamboError("bench templates needs rsvg-convert and the openclipart drawings: "
+                         "apt-get install -y librsvg2-bin openclipart-svg")
+    spec = importlib.util.spec_from_file_location("mambo_render", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def degrade(img: Any, rng: Any) -> Any:
+    """What happens to a meme on its way to a folder: a crop of 0-10 % on each side, a rescale to
+    50-150 %, half of them a watermark, and a JPEG re-encode at quality 40-90."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = img.convert("RGB")
+    w, h = img.size
+    box = (int(w * rng.uniform(0, 0.1)), int(h * rng.uniform(0, 0.1)),
+           w - int(w * rng.uniform(0, 0.1)), h - int(h * rng.uniform(0, 0.1)))
+    img = img.crop(box)
+    s = rng.uniform(0.5, 1.5)
+    img = img.resize((max(64, int(img.width * s)), max(64, int(img.height * s))), Image.Resampling.BILINEAR)
+    if rng.random() < 0.5:
+        font = ImageFont.load_default(size=max(10, img.width // 28))
+        ImageDraw.Draw(img).text((img.width * 0.55, img.height * 0.93), "memevault.example", font=font,
+                                 fill=(255, 255, 255), stroke_width=1, stroke_fill=(0, 0, 0))
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=rng.randint(40, 90))
+    return Image.open(io.BytesIO(buf.getvalue()))
+
+
+@bench.command(name="templates")
+@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="The rendered benchmark v1 corpus (benchdata/render.py benchdata/v1/corpus.jsonl --out DIR).")
+@click.option("--recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=HERE / "benchdata" / "v1" / "corpus.jsonl", show_default=True)
+@click.option("--groups", default=120, show_default=True, type=click.IntRange(4, 10_000),
+              help="Template groups (drawings) to use.")
+@click.option("--held-out", default=0.3, show_default=True, type=click.FloatRange(0.05, 0.95),
+              help="Share of the groups NOT added as templates (their memes must get no template).")
+@click.option("--seed", default=5, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, seed: int, as_json: bool) -> None:
+    """Template recognition: top-1 on catalogued templates, false recognition on held-out ones, and
+    milliseconds per image.
+
+    Each benchmark v1 drawing is a template: its blank picture (the drawing on its background,
+    rendered from the openclipart SVG) is added as a user template beside the bundled catalogue, for
+    all but --held-out of the groups. The group's memes (captions in six layouts, the corpus's own
+    near-duplicates), each degraded once more (crop, rescale, watermark, JPEG: see `degrade`), are
+    then recognised as at ingest: OCR's caption boxes masked, then the index. Reports the numbers
+    at MIN_INLIERS and at other thresholds (the calibration table)."""
+    import random
+    import tempfile
+
+    import numpy as np
+    from PIL import Image
+
+    render = _load_renderer()
+    lines = [json.loads(x) for x in recipe.read_text(encoding="utf-8").splitlines() if x.strip()]
+    pictures: dict[str, dict[str, Any]] = {}
+    for ln in lines:
+        if ln.get("group") and "template" in ln:
+            pictures.setdefault(ln["group"], ln["template"])
+    rng = random.Random(seed)
+    chosen = sorted(pictures)
+    rng.shuffle(chosen)
+    chosen = chosen[:groups]
+    cut = max(1, round(len(chosen) * held_out))
+    held, known = set(chosen[:cut]), set(chosen[cut:])
+    ctx = render.Ctx(Path("/usr/share/openclipart/svg"), verify=False)
+    ocr = get_ocr()
+    with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
+        db = DB(Path(tmp) / "bench.sqlite")
+        sync_catalogue(db)
+        slugs: dict[int, str] = {}
+        with db.write():
+            rev = next_templates_revision(db)
+            for key in sorted(known):
+                t = pictures[key]
+                canvas = Image.new("RGBA", (500, 500), render.hex_rgb(t["bg"]) + (255,))
+                drawing = ctx.drawing(t, 455, 455)
+                canvas.alpha_composite(drawing, ((500 - drawing.width) // 2, (500 - drawing.height) // 2))
+                view = fingerprint_view(np.asarray(canvas.convert("RGB")))
+                tid = int(db.q1("insert_template", {
+                    "slug": f"bench-{key}", "name": t["name"], "aliases": "[]", "description": "",
+                    "source": "user", "source_url": "", "entry_sha256": "", "revision": rev})[0])
+                insert_template_view(db, tid, view)
+                slugs[tid] = key
+        index = TemplateIndex.load(db)
+        n_catalogue = int(db.scalar("SELECT count(*) FROM templates WHERE source = 'catalogue'"))
+        db.close()
+    drng = random.Random(seed + 1)
+    runs = []
+    for ln in lines:
+        if ln.get("group") not in known | held or ln.get("variant", {}).get("op") == "copy":
+            continue
+        path = corpus / ln["out"]["file"]
+        if not path.is_file():
+            raise MamboError(f"{show_path(path)} is missing: render the corpus first (benchdata/render.py "
+                             f"{show_path(recipe)} --out {show_path(corpus)})")
+        with Image.open(path) as img:
+            rgb = fingerprint_rgb(degrade(Image.fromarray(fingerprint_rgb(img)), drng))
+        t0 = time.perf_counter()
+        _text, boxes = ocr.read_boxes(rgb)
+        t1, c1 = time.perf_counter(), time.process_time()
+        qxy, q, h = orb_features(rgb, ORB_QUERY_FEATURES, boxes)
+        found = index.match(qxy, q, h)
+        t2, c2 = time.perf_counter(), time.process_time()
+        best = found[0] if found else None
+        runs.append({"file": ln["out"]["file"], "group": ln["group"], "known": ln["group"] in known,
+                     "layout": ln.get("layout") or "variant",
+                     "best": slugs.get(best.template_id, "catalogue") if best else None,
+                     "inliers": best.inliers if best else 0, "ocr_ms": (t1 - t0) * 1000,
+                     "recognise_ms": (t2 - t1) * 1000, "recognise_cpu_ms": (c2 - c1) * 1000})
+
+    def rates(threshold: int) -> dict[str, Any]:
+        kn = [r for r in runs if r["known"]]
+        ho = [r for r in runs if not r["known"]]
+        ok = sum(1 for r in kn if r["inliers"] >= threshold and r["best"] == r["group"])
+        wrong = sum(1 for r in kn if r["inliers"] >= threshold and r["best"] != r["group"])
+        false = sum(1 for r in ho if r["inliers"] >= threshold)
+        return {"min_inliers": threshold, "top1": round(ok / max(1, len(kn)), 4),
+                "wrong_on_known": round(wrong / max(1, len(kn)), 4),
+                "false_on_held_out": round(false / max(1, len(ho)), 4)}
+
+    ms = [r["recognise_ms"] for r in runs]
+    by_layout = {}
+    for lay in sorted({r["layout"] for r in runs if r["known"]}):
+        kn = [r for r in runs if r["known"] and r["layout"] == lay]
+        by_layout[lay] = {"memes": len(kn), "top1": round(sum(r["inliers"] >= MIN_INLIERS and r["best"] == r["group"]
+                                                                for r in kn) / len(kn), 3)}
+    report = {
+        "benchmark": "templates", "recipe": str(recipe), "seed": seed,
+        "templates": {"catalogue": n_catalogue, "bench_known": len(known), "bench_held_out": len(held)},
+        "memes": {"known": sum(r["known"] for r in runs), "held_out": sum(not r["known"] for r in runs)},
+        "at_min_inliers": rates(MIN_INLIERS),
+        "calibration": [rates(t) for t in (8, 10, 12, 15, 18, 20, 25, 30)],
+        "by_layout": by_layout,
+        "recognise_ms": _pcts(ms) | {"mean": round(float(np.mean(ms)), 2) if ms else 0.0},
+        # CPU time of this process: what recognition costs, whatever else the machine is running
+        "recognise_cpu_ms": _pcts([r["recognise_cpu_ms"] for r in runs]),
+        "ocr_ms": _pcts([r["ocr_ms"] for r in runs]),
+        "held_out_inliers_max": max((r["inliers"] for r in runs if not r["known"]), default=0),
+        "false_recognitions": [{k: r[k] for k in ("file", "group", "best", "inliers")} for r in runs
+                               if not r["known"] and r["inliers"] >= MIN_INLIERS],
+        "missed": [{k: r[k] for k in ("file", "group", "best", "inliers")} for r in runs
+                   if r["known"] and not (r["inliers"] >= MIN_INLIERS and r["best"] == r["group"])],
+        "machine": machine_info(),
+    }
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    a = report["at_min_inliers"]
+    click.echo(f"templates: {n_catalogue} catalogue + {len(known)} bench templates, {len(held)} held out; "
+               f"{report['memes']['known']} memes of known templates, {report['memes']['held_out']} of held-out")
+    click.echo(f"at MIN_INLIERS={MIN_INLIERS}: top-1 {a['top1']:.3f}, wrong on known {a['wrong_on_known']:.3f}, "
+               f"false recognition on held-out {a['false_on_held_out']:.3f}")
+    r = report["recognise_ms"]
+    c = report["recognise_cpu_ms"]
+    click.echo(f"recognition: {r['p50']} ms p50, {r['p95']} ms p95, {r['mean']} ms mean per image wall clock; "
+               f"CPU {c['p50']} ms p50, {c['p95']} ms p95 (ORB + index + RANSAC; OCR, needed anyway, "
+               f"{report['ocr_ms']['p50']} ms p50)")
+    for c in report["calibration"]:
+        click.echo(f"  min_inliers {c['min_inliers']:>2}: top-1 {c['top1']:.3f}  wrong {c['wrong_on_known']:.3f}  "
+                   f"false {c['false_on_held_out']:.3f}")
+    click.echo("by layout: " + ", ".join(f"{k} {v['top1']:.2f} ({v['memes']})" for k, v in by_layout.items()))
+    m = report["machine"]
+    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
 @bench.command(name="search")

@@ -290,7 +290,7 @@ SELECT expansion FROM query_aliases WHERE term = :term;
 
 -- name: result_details
 -- Effective fields (sidecar, else derived: item_effective in schema.sql) with where each came from.
-SELECT i.item_id, i.sha256, i.title, e.template, e.template_source, e.entities, e.entities_source, e.tags,
+SELECT i.item_id, i.sha256, i.title, e.template, e.template_text, e.template_source, e.entities, e.entities_source, e.tags,
        e.tags_source, e.description, e.description_source, i.ocr_text, i.derived,
        i.safety, i.creator, i.licence, i.perceptual_group, i.template_group,
        r.path AS root_path, r.name AS root, f.rel_path,

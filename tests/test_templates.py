@@ -10,6 +10,7 @@ from pathlib import Path
 import apsw
 import numpy as np
 import pytest
+import sqlite_vec
 
 import mambo
 from conftest import IMAGES, REPO, invoke, open_db, recipe
@@ -62,6 +63,10 @@ def _recognised(db_path: Path) -> dict[str, tuple[str | None, str | None]]:
             "SELECT path, recognised_template, template_source FROM library")}
     finally:
         db.close()
+
+
+def _search(db: Path, query: str) -> list[dict]:
+    return [json.loads(x) for x in invoke("--db", db, "search", "--json", "-n", "20", query).output.splitlines()]
 
 
 # -- fingerprints (catalogue README, version 1) -------------------------------------------------
@@ -242,17 +247,17 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
     shutil.copy(db, copy)
     invoke("--db", copy, "roots", "move", "images", images)
     cena = groups["anvil-champ"]["files"]
-    assert "no match" in invoke("--db", copy, "search", "john cena").output
-    out = invoke("--db", copy, "label", images / "cena-03.png", "--entity", "John Cena", "--tag", "wrestling").output
+    assert "no match" in invoke("--db", copy, "search", "hephaestus").output
+    out = invoke("--db", copy, "label", images / "cena-03.png", "--entity", "Hephaestus", "--tag", "forging").output
     assert "labelled" in out
-    res = [json.loads(x) for x in invoke("--db", copy, "search", "--json", "-n", "20", "john cena").output.splitlines()]
+    res = _search(copy, "hephaestus")
     assert {Path(r["path"]).name for r in res} == set(cena)
     con = open_db(copy)
     sources = {}
     for name in cena:
         row = con.rows("result_details", {"item_id": con.scalar("SELECT item_id FROM files WHERE rel_path = ?",
                                                                 (name,))})[0]
-        assert json.loads(row["entities"]) == ["John Cena"]
+        assert json.loads(row["entities"]) == ["Hephaestus"]
         sources[name] = row["entities_source"]
     con.close()
     assert sources.pop("cena-03.png") == "label" and set(sources.values()) == {"propagated"}
@@ -262,10 +267,10 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
     Image.open(images / "cena-02-again.png").convert("RGB").save(images / "cena-02-again.jpg", quality=70)
     (images / "cena-02-again.png").unlink()
     invoke("--db", copy, "add", "-q", "--no-sidecars", images / "cena-02-again.jpg")
-    res = [json.loads(x) for x in invoke("--db", copy, "search", "--json", "-n", "20", "john cena").output.splitlines()]
+    res = _search(copy, "hephaestus")
     assert "cena-02-again.jpg" in {Path(r["path"]).name for r in res}
     invoke("--db", copy, "label", images / "cena-03.png", "--clear")
-    assert "no match" in invoke("--db", copy, "search", "john cena").output
+    assert "no match" in invoke("--db", copy, "search", "hephaestus").output
 
 
 # -- schema 1 files and bare ingest -------------------------------------------------------------------
@@ -274,6 +279,8 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
 def test_schema_1_library_with_items_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "v1.sqlite"
     con = apsw.Connection(str(path))
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
     con.execute((REPO / "migrations" / "001_initial.sql").read_text())
     con.execute("INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, title, ocr_text) "
                 "VALUES (?, 'png', 1, 1, 1, 0, 0, 'old meme', 'caption words')", ("a" * 64,))

@@ -650,13 +650,11 @@ def _plausible(h: Any, query_h: int, view_h: int) -> bool:
     if not cv2.isContourConvex(quad.astype(np.float32)):
         return False
     # The template covers between 4 % and 25x the meme's picture (crops enlarge it, caption bands
-    # and panels shrink it); sides stay within 4:1 of each other's stretch.
-    ratio = area / float(ORB_WIDTH * view_h) if view_h else 0.0
+    # and panels shrink it); its sides keep their proportions within 4:1 (no extreme shear).
     meme_area = float(ORB_WIDTH * query_h)
     sides = np.linalg.norm(quad - np.roll(quad, 1, axis=0), axis=1)
-    want = np.array([view_h, ORB_WIDTH, view_h, ORB_WIDTH], np.float64)
-    stretch = sides / np.maximum(want, 1)
-    return 0.04 * meme_area <= area <= 25 * meme_area and ratio > 0 and stretch.max() <= 4 * stretch.min()
+    stretch = sides / np.maximum(np.array([view_h, ORB_WIDTH, view_h, ORB_WIDTH], np.float64), 1)
+    return 0.04 * meme_area <= area <= 25 * meme_area and stretch.max() <= 4 * stretch.min()
 
 
 class TemplateIndex:
@@ -1850,7 +1848,7 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
     missing = 0
     progress = Progress(len(todo), enabled=not quiet)
     for start in range(0, len(todo), INGEST_BATCH):
-        updates = []
+        updates, absent = [], []
         for it in todo[start:start + INGEST_BATCH]:
             after = it["recognised_revision"]
             if after not in indexes:
@@ -1861,6 +1859,7 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
                 rgb = _item_pixels(db, it["item_id"])
                 if rgb is None:
                     missing += 1
+                    absent.append(it["item_id"])  # a removed template must still leave its fields
                     continue
                 if it["ocr_boxes"] is None:  # items from schema 1 have no caption boxes yet
                     boxes = get_ocr().read_boxes(rgb)[1]
@@ -1878,7 +1877,7 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
                     name = db.q1("template_name", {"template_id": found.template_id})[0]
                     group = _template_group_id(db, name)
                     db.q("set_template_group", {"item_id": it["item_id"], "template_group": group})
-            now = derive(db, [it["item_id"] for it, _f, _b in updates])
+            now = derive(db, [it["item_id"] for it, _f, _b in updates] + absent)
             if now:
                 embedder, model_row = model()
                 embed_items(db, now, embedder, model_row)

@@ -3,7 +3,7 @@ pooling, blind judging, adjudication, agreement) and MMTS-Search-v1 scoring (run
 latency, gates, bootstrap, report, comparison, publication).
 
 Split out of mambo.py (its sections 1-11 are the search tool itself); the tables and metric views
-are in schema.sql (migration 002), the statements in eval.sql. Commands are registered on mambo's
+are in schema.sql (migration 003), the statements in eval.sql. Commands are registered on mambo's
 click group when mambo.py is loaded.
 
 Sections:
@@ -1251,7 +1251,7 @@ def score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, laten
                    "recipe_sha256": meta.get("corpus_recipe_sha256")},
         "safety_policy": meta.get("safety_policy", "mambo-safety-v1"),
         "judgements": {"set_version": int(cur[1]), "agreement": set_info},
-        "template_groups": "ingest perceptual/template groups (schema 002); overlap checked on import and freeze",
+        "template_groups": "ingest perceptual/template groups (schema 3); overlap checked on import and freeze",
         "code_commit": code_commit(), "model_manifest": model_manifest(db),
         "hardware_runtime": mambo.machine_info(), "seeds": {"bootstrap": BOOTSTRAP_SEED, "latency": seed},
         "protocol_checks": checks, "release_blockers": blockers,

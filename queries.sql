@@ -26,10 +26,12 @@ SELECT item_id, metadata_source FROM items WHERE sha256 = :sha256;
 -- name: insert_item
 INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, perceptual_group, template_group,
                   title, template, entities, tags, description, source_url, creator, licence,
-                  safety, safety_source, rights, private, metadata_source, ocr_text, ocr_engine_id)
+                  safety, safety_source, rights, private, metadata_source, ocr_text, ocr_engine_id,
+                  template_id, template_score, recognised_revision, ocr_boxes)
 VALUES (:sha256, :format, :width, :height, :byte_size, :phash, :dhash, :perceptual_group, :template_group,
         :title, :template, :entities, :tags, :description, :source_url, :creator, :licence,
-        :safety, :safety_source, :rights, :private, :metadata_source, :ocr_text, :ocr_engine_id)
+        :safety, :safety_source, :rights, :private, :metadata_source, :ocr_text, :ocr_engine_id,
+        :template_id, :template_score, :recognised_revision, :ocr_boxes)
 RETURNING item_id;
 
 -- name: update_item_metadata
@@ -298,12 +300,15 @@ SELECT (SELECT data_version FROM pragma_data_version), total_changes();
 SELECT expansion FROM query_aliases WHERE term = :term;
 
 -- name: result_details
-SELECT i.item_id, i.sha256, i.title, i.template, i.entities, i.tags, i.description, i.ocr_text,
+-- Effective fields (sidecar, else derived: item_effective in schema.sql) with where each came from.
+SELECT i.item_id, i.sha256, i.title, e.template, e.template_text, e.template_source, e.entities, e.entities_source, e.tags,
+       e.tags_source, e.description, e.description_source, i.ocr_text, i.derived,
        i.safety, i.creator, i.licence, i.perceptual_group, i.template_group,
        r.path AS root_path, r.name AS root, f.rel_path,
        (SELECT count(*) - 1 FROM files d WHERE d.item_id = i.item_id) AS duplicate_count,
        EXISTS (SELECT 1 FROM previews p WHERE p.item_id = i.item_id) AS has_preview
 FROM items i
+JOIN item_effective e ON e.item_id = i.item_id
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
 JOIN library_roots r ON r.root_id = f.root_id
 WHERE i.item_id = :item_id;
@@ -334,3 +339,122 @@ SELECT count(*) FROM ingest_errors;
 
 -- name: running_runs
 SELECT count(*) FROM ingest_runs WHERE status = 'running';
+
+-- ── Templates, recognition, derived fields and group labels ──────────────────
+
+-- name: templates_brief
+SELECT template_id, slug, source, entry_sha256 FROM templates;
+
+-- name: insert_template
+INSERT INTO templates(slug, name, aliases, description, source, source_url, entry_sha256, revision)
+VALUES (:slug, :name, :aliases, :description, :source, :source_url, :entry_sha256, :revision)
+RETURNING template_id;
+
+-- name: insert_template_view
+INSERT INTO template_views(template_id, fingerprint_version, width, height, phash64, dhash64, band_phash64,
+                           band_dhash64, color_layout, orb_xy, orb_desc, origin)
+VALUES (:template_id, :fingerprint_version, :width, :height, :phash64, :dhash64, :band_phash64,
+        :band_dhash64, :color_layout, :orb_xy, :orb_desc, :origin);
+
+-- name: reset_items_of_template
+-- Items recognised as a template that is going away: recognised again against every template.
+UPDATE items SET template_id = NULL, template_score = NULL, recognised_revision = 0
+WHERE template_id = :template_id;
+
+-- name: delete_template
+DELETE FROM templates WHERE template_id = :template_id;
+
+-- name: template_index
+-- The views of templates added or changed after a revision (0: all), for recognition.
+SELECT v.view_id, v.template_id, v.orb_xy, v.orb_desc, v.origin ->> '$.h' AS orb_h
+FROM template_views v JOIN templates t ON t.template_id = v.template_id
+WHERE t.revision > :after_revision AND length(v.orb_desc) >= 64
+ORDER BY v.view_id;
+
+-- name: template_by_slug
+SELECT template_id, slug, name, source FROM templates WHERE slug = :slug;
+
+-- name: template_by_name
+-- A template a user names: by name, slug or alias (the user's own first).
+SELECT template_id, slug, name, aliases, description FROM templates
+WHERE lower(name) = lower(:name) OR slug = lower(:name)
+   OR EXISTS (SELECT 1 FROM json_each(templates.aliases) a WHERE a.value = lower(:name))
+ORDER BY source = 'user' DESC, lower(name) = lower(:name) DESC, template_id
+LIMIT 1;
+
+-- name: template_name
+SELECT name FROM templates WHERE template_id = :template_id;
+
+-- name: list_templates
+SELECT t.template_id, t.slug, t.name, t.source, t.aliases, t.description, t.revision,
+       (SELECT count(*) FROM template_views v WHERE v.template_id = t.template_id) AS views,
+       (SELECT count(*) FROM items i WHERE i.template_id = t.template_id) AS items
+FROM templates t
+WHERE :source IS NULL OR t.source = :source
+ORDER BY t.source DESC, t.slug;
+
+-- name: template_counts
+SELECT source, count(*) AS n FROM templates GROUP BY source ORDER BY source;
+
+-- name: recognised_counts
+SELECT (SELECT count(*) FROM items WHERE template_id IS NOT NULL) AS recognised,
+       (SELECT count(*) FROM items WHERE derived <> '{}') AS with_derived_fields;
+
+-- name: items_to_recognise
+-- Items not yet matched against every template (newer templates, or their template was removed).
+SELECT item_id, recognised_revision, template_id, template_score, ocr_boxes, template FROM items
+WHERE recognised_revision < :revision
+ORDER BY item_id;
+
+-- name: set_recognition
+UPDATE items SET template_id = :template_id, template_score = :template_score,
+       recognised_revision = :recognised_revision, ocr_boxes = coalesce(:ocr_boxes, ocr_boxes)
+WHERE item_id = :item_id;
+
+-- name: set_template_group
+UPDATE items SET template_group = :template_group WHERE item_id = :item_id;
+
+-- name: item_files
+SELECT r.path AS root_path, f.rel_path FROM files f JOIN library_roots r ON r.root_id = f.root_id
+WHERE f.item_id = :item_id ORDER BY f.file_id;
+
+-- name: derive_inputs
+SELECT i.template_id, i.template_score, i.perceptual_group, i.template_group, i.derived,
+       t.name AS t_name, t.aliases AS t_aliases, t.description AS t_description, t.source AS t_source,
+       t.slug AS t_slug
+FROM items i LEFT JOIN templates t ON t.template_id = i.template_id
+WHERE i.item_id = :item_id;
+
+-- name: labels_for_item
+SELECT label_id, item_id, scope, field, value FROM labels
+WHERE (scope = 'item' AND item_id = :item_id)
+   OR (scope = 'perceptual' AND group_id = :perceptual_group)
+   OR (scope = 'template' AND group_id = :template_group);
+
+-- name: set_derived
+UPDATE items SET derived = :derived, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE item_id = :item_id;
+
+-- name: effective_text
+SELECT title, template_text, entities, tags, description, ocr_text FROM item_effective WHERE item_id = :item_id;
+
+-- name: insert_label
+INSERT INTO labels(item_id, scope, group_id, field, value) VALUES (:item_id, :scope, :group_id, :field, :value)
+RETURNING label_id;
+
+-- name: delete_labels_of_item
+DELETE FROM labels WHERE item_id = :item_id RETURNING scope, group_id;
+
+-- name: items_in_scope
+SELECT item_id FROM items
+WHERE (:scope = 'item' AND item_id = :item_id)
+   OR (:scope = 'perceptual' AND perceptual_group = :group_id)
+   OR (:scope = 'template' AND template_group = :group_id)
+ORDER BY item_id;
+
+-- name: item_groups
+SELECT item_id, perceptual_group, template_group FROM items WHERE item_id = :item_id;
+
+-- name: item_by_file
+SELECT f.item_id FROM files f JOIN library_roots r ON r.root_id = f.root_id
+WHERE r.path = :root_path AND f.rel_path = :rel_path;

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from conftest import REPO, invoke, run_process
 
-COMMANDS = ["add", "search", "status", "check", "prune", "roots", "systems", "settings", "demo", "bench"]
+COMMANDS = ["add", "search", "status", "check", "prune", "roots", "templates", "label", "systems", "settings", "demo",
+            "bench", "judge", "run", "score", "interactions"]
 
 
 def test_help_and_version() -> None:

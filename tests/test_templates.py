@@ -1,0 +1,304 @@
+"""Known templates: fingerprints, the bundled catalogue, recognition at ingest, user templates,
+group labels, and search through derived fields on a library without sidecars."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import apsw
+import numpy as np
+import pytest
+import sqlite_vec
+
+import mambo
+from conftest import IMAGES, REPO, invoke, open_db, recipe
+
+# Fixture drawings as templates: one meme of each known group is the template picture (a user
+# template made from a captioned meme, as people do); held-out groups have no template at all.
+KNOWN = {"anvil-champ": "cena-01.png", "chair-thinker": "think-01.png", "strutting-cat": "cat-01.png",
+         "retro-desktop": "pc-01.png", "debug-duck": "duck-01.png", "bottomless-mug": "mug-01.png"}
+HELD_OUT = {"bonked-monkey", "chef-stir", "chaos-mom", "stop-officer", "coin-counter"}
+
+
+def _groups() -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for line in recipe():
+        g = out.setdefault(line["group"], {"files": [], "template": None, "description": ""})
+        g["files"].append(line["out"]["file"])
+        if "template" in line and g["template"] is None:
+            g["template"] = line["template"]
+            g["description"] = line["meta"]["description"].split(", with")[0].split(", under")[0]
+    return out
+
+
+@pytest.fixture(scope="module")
+def bare_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, dict]]:
+    """(database, images, groups): memes of the known and held-out groups WITH their sidecars on
+    disk but ingested bare (--no-sidecars), after the known groups' templates were added."""
+    d = tmp_path_factory.mktemp("bare")
+    groups = _groups()
+    images = d / "images"
+    for key in [*KNOWN, *HELD_OUT]:
+        for f in groups[key]["files"]:
+            (images / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(IMAGES / f, images / f)
+            for side in (IMAGES / f).with_suffix(".json"), (IMAGES / f).parent / "mambo.jsonl":
+                if side.exists():
+                    shutil.copy(side, images / Path(f).parent / side.name)
+    db = d / "library.sqlite"
+    for key, picture in KNOWN.items():
+        t = groups[key]["template"]
+        invoke("--db", db, "templates", "add", "-q", IMAGES / picture, "--name", t["name"],
+               *[x for a in t["aliases"] for x in ("--alias", a)], "--description", groups[key]["description"])
+    invoke("--db", db, "add", "-q", "--no-sidecars", images)
+    return db, images, groups
+
+
+def _recognised(db_path: Path) -> dict[str, tuple[str | None, str | None]]:
+    db = open_db(db_path)
+    try:
+        return {path: (tpl, src) for path, tpl, src in db.con.execute(
+            "SELECT path, recognised_template, template_source FROM library")}
+    finally:
+        db.close()
+
+
+def _search(db: Path, query: str) -> list[dict]:
+    return [json.loads(x) for x in invoke("--db", db, "search", "--json", "-n", "20", query).output.splitlines()]
+
+
+# -- fingerprints (catalogue README, version 1) -------------------------------------------------
+
+
+def test_hashes_follow_the_documented_algorithm() -> None:
+    ramp = np.tile(np.arange(0, 256, 2, dtype=np.int64), (64, 1)) * 1000  # brighter to the right
+    assert mambo.dhash64(ramp) == "ffffffffffffffff"
+    assert mambo.dhash64(ramp[:, ::-1]) == "0000000000000000"
+    flat = np.full((50, 70), 128_000, np.int64)
+    assert mambo.phash64(flat) == "0000000000000000"  # all coefficients tie: the 1e-6 margin gives 0
+    # area resampling is exact block means when the sizes divide
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 255_001, (64, 96)).astype(np.int64)
+    sums = mambo._area_sums(y, 32, 32)
+    assert np.array_equal(sums, y.reshape(32, 2, 32, 3).sum(axis=(1, 3)) * 32 * 32)
+    # pHash of a picture and of itself scaled 2x (exact pixel copies) agree bit for bit
+    assert mambo.phash64(y) == mambo.phash64(np.kron(y, np.ones((2, 2), np.int64)))
+
+
+def test_colour_layout_is_cielab_per_cell() -> None:
+    white = np.full((40, 40, 3), 255, np.uint8)
+    assert mambo.color_layout(white) == [[100, 0, 0]] * 16
+    red = np.zeros((40, 40, 3), np.uint8)
+    red[..., 0] = 255
+    assert mambo.color_layout(red)[0] == [53, 80, 67]
+
+
+# -- the catalogue --------------------------------------------------------------------------------
+
+
+def test_catalogue_is_shipped_loaded_once_and_packaged(tmp_path: Path) -> None:
+    lines = [json.loads(x) for x in (REPO / "templates" / "catalogue.jsonl").read_text().splitlines() if x.strip()]
+    db = mambo.DB(tmp_path / "lib.sqlite")
+    assert mambo.sync_catalogue(db) == len(lines)
+    assert mambo.sync_catalogue(db) == 0  # unchanged file: nothing to do
+    assert db.scalar("SELECT count(*) FROM templates WHERE source = 'catalogue'") == len(lines)
+    assert db.scalar("SELECT count(*) FROM template_views") == sum(len(e["views"]) for e in lines)
+    drake = db.rows("template_by_name", {"name": "drakeposting"})  # found by an alias, not only the name
+    assert drake and "drake" in drake[0]["name"].lower()
+    assert '"templates" = "mambo_data/templates"' in (REPO / "pyproject.toml").read_text()
+
+
+def test_catalogue_change_is_incremental(tmp_path: Path) -> None:
+    """A changed catalogue: unchanged entries keep their revision, a changed entry gets a new one,
+    a dropped entry is removed."""
+    src = [x for x in (REPO / "templates" / "catalogue.jsonl").read_text().splitlines() if x.strip()]
+    cat = tmp_path / "catalogue.jsonl"
+    cat.write_text("\n".join(src[:5]) + "\n")
+    db = mambo.DB(tmp_path / "lib.sqlite")
+    assert mambo.sync_catalogue(db, cat) == 5
+    first = dict(db.con.execute("SELECT slug, revision FROM templates"))
+    changed = json.loads(src[1]) | {"description": "a different description"}
+    cat.write_text("\n".join([src[0], json.dumps(changed), *src[2:4]]) + "\n")
+    assert mambo.sync_catalogue(db, cat) == 2  # one changed, one dropped
+    now = dict(db.con.execute("SELECT slug, revision FROM templates"))
+    assert set(now) == set(first) - {json.loads(src[4])["id"]}
+    assert now[json.loads(src[0])["id"]] == first[json.loads(src[0])["id"]]
+    assert now[changed["id"]] > first[changed["id"]]
+
+
+# -- recognition on a bare library ----------------------------------------------------------------
+
+
+def test_known_templates_are_recognised_and_unknown_ones_get_none(bare_library) -> None:
+    db, _images, groups = bare_library
+    got = _recognised(db)
+    slugs = {key: mambo.slugify(groups[key]["template"]["name"]) for key in KNOWN}
+    known = [(f, slugs[k]) for k in KNOWN for f in groups[k]["files"] if f in got]
+    right = [f for f, slug in known if got[f][0] == slug]
+    assert len(right) / len(known) >= 0.95, {f: got[f] for f, _ in known}
+    held = [f for k in HELD_OUT for f in groups[k]["files"] if f in got]
+    assert held and not [f for f in held if got[f][0] is not None], {f: got[f] for f in held}
+    assert {got[f][1] for f in right} == {"user"}  # derived, and says from where
+
+
+def test_template_name_and_visual_description_find_bare_memes(bare_library) -> None:
+    db, _images, groups = bare_library
+    cena = set(groups["anvil-champ"]["files"])
+    res = [json.loads(x) for x in invoke("--db", db, "search", "--json", "anvil champ").output.splitlines()]
+    assert res and {Path(r["path"]).name for r in res[:5]} <= cena
+    assert res[0]["template"] == "Anvil Champ" and res[0]["template_source"] == "user"
+    res = [json.loads(x) for x in invoke("--db", db, "search", "--json", "hammer guy").output.splitlines()]
+    assert res and Path(res[0]["path"]).name in cena  # an alias
+    # a literal description of the picture, lexically and densely
+    for system in ("bm25", "dense"):
+        res = [json.loads(x) for x in invoke("--db", db, "search", "--json", "-s", system,
+                                             "rubber duck on a computer desk" if system == "bm25" else
+                                             "a yellow rubber duck").output.splitlines()]
+        assert res and Path(res[0]["path"]).name in set(groups["debug-duck"]["files"]), (system, res[:3])
+        assert res[0]["derived"]["description"]["source"] == "user"
+
+
+def test_sidecar_metadata_wins_over_derived(bare_library, tmp_path: Path) -> None:
+    db, images, _groups = bare_library
+    copy = tmp_path / "lib.sqlite"
+    shutil.copy(db, copy)
+    side = images / "cena-02.json"
+    stored = json.loads(side.read_text())
+    assert stored["template"] == "Anvil Champ"
+    invoke("--db", copy, "roots", "move", "images", images)
+    invoke("--db", copy, "add", "-q", images / "cena-02.png")  # now with its sidecar
+    con = open_db(copy)
+    row = con.rows("result_details", {"item_id": con.scalar(
+        "SELECT item_id FROM files WHERE rel_path = 'cena-02.png'")})[0]
+    assert row["template_source"] == "sidecar" and row["description"] == stored["description"]
+    assert json.loads(row["derived"])["template"]["source"] == "user"  # still known, just not shown
+    con.close()
+
+
+# -- user templates: add, list, remove; incremental re-recognition ------------------------------
+
+
+def test_templates_list_add_remove_rerecognise(bare_library, tmp_path: Path) -> None:
+    db, images, groups = bare_library
+    copy = tmp_path / "lib.sqlite"
+    shutil.copy(db, copy)
+    invoke("--db", copy, "roots", "move", "images", images)
+    out = invoke("--db", copy, "templates", "list", "--source", "user").output
+    assert "anvil-champ" in out and "Anvil Champ" in out
+    con = open_db(copy)
+    before = dict(con.con.execute("SELECT item_id, template_score FROM items WHERE template_id IS NOT NULL"))
+    con.close()
+    # A new template (a held-out group) is matched against the library: only that template.
+    monkey = groups["bonked-monkey"]
+    out = invoke("--db", copy, "templates", "add", "-q", IMAGES / "monkey-01.png", "--name", "Bonked Monkey").output
+    assert "re-recognised" in out
+    got = _recognised(copy)
+    assert [f for f in monkey["files"] if got[f][0] == "bonked-monkey"] == monkey["files"]
+    con = open_db(copy)
+    after = dict(con.con.execute("SELECT item_id, template_score FROM items WHERE template_id IS NOT NULL"))
+    revision = mambo.templates_revision(con)
+    assert {k: after[k] for k in before} == before  # the others were not matched again
+    assert con.scalar("SELECT count(*) FROM items WHERE recognised_revision <> ?", (revision,)) == 0
+    assert mambo.recognise_existing(con, lambda: (mambo.get_embedder(), 0)) == (0, 0, 0)  # nothing left to do
+    con.close()
+    res = [json.loads(x) for x in invoke("--db", copy, "search", "--json", "bonked monkey").output.splitlines()]
+    assert res and Path(res[0]["path"]).name in monkey["files"]
+    invoke("--db", copy, "templates", "remove", "-q", "bonked-monkey")
+    got = _recognised(copy)
+    assert not [f for f in monkey["files"] if got[f][0] is not None]
+    assert "no match" in invoke("--db", copy, "search", "bonked monkey").output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["templates", "add", "{missing}", "--name", "X"], "no such file"),
+    (["templates", "add", "{notimage}", "--name", "X"], "cannot read"),
+    (["templates", "add", "{image}", "--name", "!!!"], "--name needs"),
+    (["templates", "remove", "no-such-template"], "no template 'no-such-template'"),
+    (["templates", "remove", "drake-hotline-bling"], "cannot be removed"),
+    (["label", "999999", "--tag", "x"], "no meme '999999'"),
+    (["label", "1"], "nothing to label"),
+])
+def test_bad_template_and_label_input_is_one_clear_line(tmp_path: Path, args: list[str], message: str) -> None:
+    db = tmp_path / "lib.sqlite"
+    (tmp_path / "notes.png").write_text("not an image")
+    invoke("--db", db, "add", "-q", IMAGES / "cena-01.png")
+    subst = {"{missing}": str(tmp_path / "nope.png"), "{notimage}": str(tmp_path / "notes.png"),
+             "{image}": str(IMAGES / "cena-01.png")}
+    res = invoke("--db", db, *[subst.get(a, a) for a in args], expect=1)
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in res.output, res.output
+
+
+def test_duplicate_template_name_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "templates", "add", "-q", IMAGES / "cena-01.png", "--name", "Anvil Champ")
+    res = invoke("--db", db, "templates", "add", "-q", IMAGES / "cena-02.png", "--name", "anvil champ", expect=1)
+    assert "already exists" in res.output
+
+
+# -- group labels -----------------------------------------------------------------------------------
+
+
+def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) -> None:
+    db, images, groups = bare_library
+    copy = tmp_path / "lib.sqlite"
+    shutil.copy(db, copy)
+    invoke("--db", copy, "roots", "move", "images", images)
+    cena = groups["anvil-champ"]["files"]
+    assert "no match" in invoke("--db", copy, "search", "hephaestus").output
+    out = invoke("--db", copy, "label", images / "cena-03.png", "--entity", "Hephaestus", "--tag", "forging").output
+    assert "labelled" in out
+    res = _search(copy, "hephaestus")
+    assert {Path(r["path"]).name for r in res} == set(cena)
+    con = open_db(copy)
+    sources = {}
+    for name in cena:
+        row = con.rows("result_details", {"item_id": con.scalar("SELECT item_id FROM files WHERE rel_path = ?",
+                                                                (name,))})[0]
+        assert json.loads(row["entities"]) == ["Hephaestus"]
+        sources[name] = row["entities_source"]
+    con.close()
+    assert sources.pop("cena-03.png") == "label" and set(sources.values()) == {"propagated"}
+    # a meme that joins the group later gets the label too
+    shutil.copy(IMAGES / "cena-02.png", images / "cena-02-again.png")
+    from PIL import Image
+    Image.open(images / "cena-02-again.png").convert("RGB").save(images / "cena-02-again.jpg", quality=70)
+    (images / "cena-02-again.png").unlink()
+    invoke("--db", copy, "add", "-q", "--no-sidecars", images / "cena-02-again.jpg")
+    res = _search(copy, "hephaestus")
+    assert "cena-02-again.jpg" in {Path(r["path"]).name for r in res}
+    invoke("--db", copy, "label", images / "cena-03.png", "--clear")
+    assert "no match" in invoke("--db", copy, "search", "hephaestus").output
+
+
+# -- schema 1 files and bare ingest -------------------------------------------------------------------
+
+
+def test_schema_1_library_with_items_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite"
+    con = apsw.Connection(str(path))
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    con.execute((REPO / "migrations" / "001_initial.sql").read_text())
+    con.execute("INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, title, ocr_text) "
+                "VALUES (?, 'png', 1, 1, 1, 0, 0, 'old meme', 'caption words')", ("a" * 64,))
+    con.close()
+    db = mambo.DB(path)
+    assert db.user_version() == 2
+    assert db.scalar("SELECT derived FROM items") == "{}"
+    assert db.scalar("SELECT recognised_revision FROM items") == 0  # recognised at the next `mambo add`
+    assert db.scalar("SELECT rowid FROM items_fts WHERE items_fts MATCH 'caption'") == 1
+    db.con.execute("UPDATE items SET derived = ?", ('{"template": {"name": "X", "text": "Xylo ; xy", '
+                                                     '"source": "catalogue"}}',))
+    assert db.scalar("SELECT rowid FROM items_fts WHERE items_fts MATCH 'xylo'") == 1
+
+
+def test_no_sidecars_ingests_bare(tmp_path: Path) -> None:
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "add", "-q", "--no-sidecars", IMAGES / "cena-01.png")
+    con = open_db(db)
+    assert con.rows("item_metadata", {"item_id": 1})[0]["metadata_source"] == "none"
+    assert con.scalar("SELECT title FROM items") == ""
+    con.close()

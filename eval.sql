@@ -235,7 +235,7 @@ INSERT INTO runs(system_id, partition_id, set_id, corpus_version_id, config, cod
 VALUES (:system_id, :partition_id, :set_id, :cv, :config, :code_commit, :model_manifest, :environment, :seed)
 RETURNING run_id;
 
--- name: finish_run
+-- name: finish_eval_run
 UPDATE runs SET finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run_id = :run_id;
 
 -- name: insert_run_query

@@ -47,7 +47,12 @@ from mambo import CONTEXT, DB, MamboError, Q, bench, clean_line, clean_text, cli
 # ─────────────────────────────────────────────────────────────────────────────
 
 EVAL_SQL = mambo.data_path("eval.sql", "eval.sql")
-Q.update(mambo.load_named_queries(EVAL_SQL))
+_EVAL_QUERIES = mambo.load_named_queries(EVAL_SQL)
+# One namespace of named queries: a name in both files would silently replace the tool's own.
+_SHARED = sorted(set(_EVAL_QUERIES) & {k for k in Q if k not in _EVAL_QUERIES or Q[k] != _EVAL_QUERIES[k]})
+if _SHARED:
+    raise RuntimeError(f"eval.sql redefines named queries of queries.sql: {', '.join(_SHARED)}")
+Q.update(_EVAL_QUERIES)
 
 SCORE_VERSION = "mmts-search-v1"
 PROTOCOL_VERSION = "mmts-protocol-v1"
@@ -834,7 +839,7 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
                     "score": r.score, "lex": r.lex_rank, "fuzzy": r.fuzzy_rank, "dense": r.vec_rank,
                     "has_preview": int(bool(d["has_preview"])),
                     "attribution": f"{d['creator']} ({d['licence']})" if d["creator"] and d["licence"] else ""})
-        db.q("finish_run", {"run_id": run_id})
+        db.q("finish_eval_run", {"run_id": run_id})
     return run_id
 
 

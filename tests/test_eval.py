@@ -570,3 +570,10 @@ def test_copied_partition_file_from_elsewhere_keeps_working(bench_lib, tmp_path:
     copy = tmp_path / "copy.sqlite"
     shutil.copy(db_path, copy)
     assert f"{BENCH}/1/dev" in invoke("--db", copy, "bench", "list").output
+
+
+def test_evaluation_queries_do_not_shadow_the_tools_own() -> None:
+    tool = mambo.load_named_queries(mambo.QUERIES_FILE)
+    evaluation = mambo.load_named_queries(ev.EVAL_SQL)
+    assert not set(tool) & set(evaluation)
+    assert mambo.Q["finish_run"] == tool["finish_run"] and mambo.Q["finish_eval_run"] == evaluation["finish_eval_run"]

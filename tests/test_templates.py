@@ -65,8 +65,10 @@ def _recognised(db_path: Path) -> dict[str, tuple[str | None, str | None]]:
         db.close()
 
 
-def _search(db: Path, query: str) -> list[dict]:
-    return [json.loads(x) for x in invoke("--db", db, "search", "--json", "-n", "20", query).output.splitlines()]
+def _search(db: Path, query: str, system: str = "bm25") -> list[dict]:
+    """Lexical by default: exactly the memes whose (derived) fields hold the words."""
+    return [json.loads(x) for x in invoke("--db", db, "search", "--json", "-n", "20", "--system", system,
+                                          query).output.splitlines()]
 
 
 # -- fingerprints (catalogue README, version 1) -------------------------------------------------
@@ -286,7 +288,7 @@ def test_schema_1_library_with_items_is_migrated(tmp_path: Path) -> None:
                 "VALUES (?, 'png', 1, 1, 1, 0, 0, 'old meme', 'caption words')", ("a" * 64,))
     con.close()
     db = mambo.DB(path)
-    assert db.user_version() == 2
+    assert db.user_version() == mambo.SCHEMA_VERSION
     assert db.scalar("SELECT derived FROM items") == "{}"
     assert db.scalar("SELECT recognised_revision FROM items") == 0  # recognised at the next `mambo add`
     assert db.scalar("SELECT rowid FROM items_fts WHERE items_fts MATCH 'caption'") == 1

@@ -1100,6 +1100,9 @@ def critical_violations(db: DB, partition: dict[str, Any], run: dict[str, Any], 
     manifest = (meta.get("imported_from") or {}).get("manifest")
     for p in integrity_problems(db, meta, Path(manifest) if manifest else None):
         out.append(f"artifact integrity: {p}")
+    source = (meta.get("imported_from") or {}).get("file")
+    if source and Path(source).is_file() and sha256_file(Path(source)) != partition["source_sha256"]:
+        out.append(f"artifact integrity: the benchmark file {show_path(source)} changed since it was imported")
     if run["corpus_version_id"] != partition["corpus_version_id"]:
         out.append("artifact integrity: the run's corpus version differs from the partition's")
     if json.loads(run["model_manifest"]) != model_manifest(db):

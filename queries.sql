@@ -90,10 +90,13 @@ DELETE FROM item_vectors WHERE item_id = :item_id;
 DELETE FROM item_vectors_bit WHERE item_id = :item_id;
 
 -- name: insert_vector
-INSERT INTO item_vectors(item_id, embedding) VALUES (:item_id, :embedding);
+-- (the item row is written first: whether it may be served is known, see item_vectors_servable)
+INSERT INTO item_vectors(item_id, embedding, servable)
+VALUES (:item_id, :embedding, :item_id IN (SELECT item_id FROM servable_items));
 
 -- name: insert_vector_bit
-INSERT INTO item_vectors_bit(item_id, embedding) VALUES (:item_id, vec_quantize_binary(:embedding));
+INSERT INTO item_vectors_bit(item_id, embedding, servable)
+VALUES (:item_id, vec_quantize_binary(:embedding), :item_id IN (SELECT item_id FROM servable_items));
 
 -- name: phashes
 SELECT item_id, phash, perceptual_group, template_group FROM items;
@@ -206,7 +209,12 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f
        (SELECT count(*) FROM previews p WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = p.item_id))
            AS previews_without_item,
        (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e WHERE e.item_id = i.item_id))
-           AS items_without_embedding_record;
+           AS items_without_embedding_record,
+       -- the vector indexes' `servable` flag must say what servable_items says (KNN filters on it)
+       (SELECT count(*) FROM item_vectors v
+        WHERE v.servable IS NOT (v.item_id IN (SELECT item_id FROM servable_items))) AS vectors_with_wrong_servable,
+       (SELECT count(*) FROM item_vectors_bit b
+        WHERE b.servable IS NOT (b.item_id IN (SELECT item_id FROM servable_items))) AS bit_vectors_with_wrong_servable;
 
 -- name: system_by_name
 SELECT system_id, name, version, config, config_sha256, notes FROM current_systems WHERE name = :name;
@@ -222,23 +230,27 @@ VALUES (:name, (SELECT coalesce(max(version), 0) + 1 FROM systems WHERE name = :
 -- name: list_systems
 SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDER BY name, version;
 
--- name: hidden_count
-SELECT count(*) FROM items WHERE NOT (safety IN ('safe', 'sensitive') AND rights <> 'withdrawn' AND private = 0);
-
 -- name: search
 -- Every system in one statement: up to three routes, each gated by a parameter (a false gate is
 -- evaluated once and skips its scan), then reciprocal rank fusion:
 --   score = sum over routes of route_weight / (rrf_k + rank in that route).
 -- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
 -- (typos, slang, OCR noise); dense = KNN over MiniLM vectors, exact float32 or bit-quantized
--- candidates rescored by float cosine. Only servable items (safety, rights, privacy) take part.
+-- candidates rescored by float cosine. Only servable items (safety, rights, privacy) take part:
+-- the vector indexes filter on their `servable` column during the scan, every route joins the view.
+-- :lexical, when not NULL, is the lexical route already run (a JSON array of item ids, best
+-- first): hybrid's evidence check needs its ranking before fusion, and FTS5 BM25 over common
+-- words is the costliest part of a query at 100k items, so it is not run twice.
 WITH lex AS (
+    SELECT value AS item_id, key + 1 AS rank FROM json_each(:lexical)
+    WHERE :use_lexical AND :lexical IS NOT NULL
+    UNION ALL
     SELECT item_id, row_number() OVER (ORDER BY score DESC) AS rank
     FROM (
         SELECT f.rowid AS item_id,
                -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
         FROM items_fts f JOIN servable_items s ON s.item_id = f.rowid
-        WHERE :use_lexical AND items_fts MATCH :word_match
+        WHERE :use_lexical AND :lexical IS NULL AND items_fts MATCH :word_match
         ORDER BY score DESC LIMIT :depth
     )
 ), fuzzy AS (
@@ -253,11 +265,11 @@ WITH lex AS (
 ), dense_candidates AS (
     SELECT v.item_id, 1.0 - v.distance AS sim
     FROM item_vectors v
-    WHERE :use_dense AND NOT :bit AND v.embedding MATCH :qvec AND k = :k
+    WHERE :use_dense AND NOT :bit AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
     UNION ALL
     SELECT c.item_id, 1.0 - vec_distance_cosine(v.embedding, :qvec)
     FROM (SELECT item_id FROM item_vectors_bit
-          WHERE :use_dense AND :bit AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k) c
+          WHERE :use_dense AND :bit AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k AND servable = 1) c
     JOIN item_vectors v ON v.item_id = c.item_id
 ), dense AS (
     SELECT item_id, sim, row_number() OVER (ORDER BY sim DESC) AS rank
@@ -292,9 +304,6 @@ SELECT term, docs FROM vocabulary WHERE term >= :prefix AND term < :prefix || ch
 -- name: refresh_vocabulary
 DELETE FROM vocabulary;
 INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
-
--- name: data_version
-SELECT (SELECT data_version FROM pragma_data_version), total_changes();
 
 -- name: aliases
 SELECT expansion FROM query_aliases WHERE term = :term;

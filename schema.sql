@@ -176,7 +176,8 @@ CREATE TABLE item_embeddings (
 -- sqlite-vec: one float32 all-MiniLM-L6-v2 vector (normalised) per item, cosine distance.
 CREATE VIRTUAL TABLE item_vectors USING vec0(
     item_id INTEGER PRIMARY KEY,
-    embedding float[384] distance_metric=cosine
+    embedding float[384] distance_metric=cosine,
+    servable integer
 );
 
 -- FTS5 over the text fields, one column per field so BM25 can weight them.
@@ -207,8 +208,18 @@ CREATE TABLE vocabulary (
 -- KNN over these, then float cosine rescoring of the candidates (see mambo.py DENSE_INDEXES).
 CREATE VIRTUAL TABLE item_vectors_bit USING vec0(
     item_id INTEGER PRIMARY KEY,
-    embedding bit[384]
+    embedding bit[384],
+    servable integer
 );
+
+-- `servable` (a vec0 metadata column, filtered during the KNN scan so k stays the candidate
+-- depth) follows membership of servable_items, the one definition of what may be shown.
+CREATE TRIGGER item_vectors_servable AFTER UPDATE OF safety, rights, private ON items BEGIN
+    UPDATE item_vectors SET servable = new.item_id IN (SELECT item_id FROM servable_items)
+    WHERE item_id = new.item_id;
+    UPDATE item_vectors_bit SET servable = new.item_id IN (SELECT item_id FROM servable_items)
+    WHERE item_id = new.item_id;
+END;
 
 CREATE TRIGGER item_vectors_bit_delete AFTER DELETE ON item_embeddings BEGIN
     DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
@@ -839,4 +850,4 @@ FROM publications p JOIN scorecards s USING (scorecard_id)
 WHERE p.rolled_back_at IS NULL
 ORDER BY p.publication_id DESC LIMIT 1;
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 5;

@@ -69,6 +69,7 @@ import argparse
 import hashlib
 import io
 import json
+import os
 import random
 import shutil
 import struct
@@ -485,11 +486,39 @@ def order_lines(lines):
     return out
 
 
-def render_all(recipe: Path, out_dir: Path, ctx: Ctx, only=None, written_out=None) -> dict:
+_WORKER_CTX: Ctx | None = None
+
+
+def _worker_init(svg_root: Path, verify: bool) -> None:
+    global _WORKER_CTX
+    _WORKER_CTX = Ctx(svg_root, verify)
+
+
+def _render_base(job):
+    """A worker renders one base meme; the unencoded image comes back only when a variant needs it."""
+    line, keep = job
+    img, data = render_line(_WORKER_CTX, line, {})
+    return line["id"], (img if keep else None), data
+
+
+def render_bases(lines, ctx: Ctx, jobs: int) -> dict:
+    """Base memes (no variant) rendered by `jobs` processes. Every line draws from its own seed and
+    the drawing cache is deterministic, so the bytes do not depend on the order or the worker
+    (the manifest check proves it)."""
+    import multiprocessing
+
+    needed = {ln["variant"]["of"] for ln in lines if "variant" in ln}
+    work = [(ln, ln["id"] in needed) for ln in lines if "variant" not in ln]
+    with multiprocessing.get_context("fork").Pool(jobs, _worker_init, (ctx.svg_root, ctx.verify)) as pool:
+        return {i: (img, data) for i, img, data in pool.imap(_render_base, work, chunksize=8)}
+
+
+def render_all(recipe: Path, out_dir: Path, ctx: Ctx, only=None, written_out=None, jobs: int = 1) -> dict:
     lines = order_lines(load_recipe(recipe))
     done, manifests, written = {}, {}, []
+    rendered = render_bases(lines, ctx, jobs) if jobs > 1 else {}
     for line in lines:
-        img, data = render_line(ctx, line, done)
+        img, data = rendered.pop(line["id"]) if line["id"] in rendered else render_line(ctx, line, done)
         done[line["id"]] = (img, data)
         dest = out_dir / line["out"]["file"]
         mode = line.get("sidecar", "json")
@@ -680,6 +709,8 @@ def main(argv=None) -> int:
     ap.add_argument("--check-only", action="store_true",
                     help="with --manifest: do not render, only check the files already in --out")
     ap.add_argument("--pins", type=Path, help="pins JSON (tool versions, font/SVG SHA-256) to check first")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="render processes (default: one per core; the bytes do not depend on it)")
     args = ap.parse_args(argv)
     if (args.verify or args.check_only) and not args.manifest:
         raise SystemExit("--verify/--check-only need --manifest")
@@ -699,7 +730,7 @@ def main(argv=None) -> int:
     only = set(args.only.split(",")) if args.only else None
     t0 = time.perf_counter()
     written: list = []
-    render_all(args.recipe, args.out, ctx, only, written_out=written)
+    render_all(args.recipe, args.out, ctx, only, written_out=written, jobs=max(1, args.jobs))
     print(f"render time {time.perf_counter() - t0:.1f} s")
     if args.bad:
         build_bad(args.bad, ctx)

@@ -132,6 +132,29 @@ def test_bit_quantized_dense_index_agrees_on_the_top(searcher: mambo.Searcher) -
         assert len({r.item_id for r in exact} & {r.item_id for r in approx}) >= 7
 
 
+@pytest.mark.parametrize("index", ["float", "bit-rescore"])
+def test_hidden_items_are_skipped_inside_the_vector_scan(library_copy: tuple[Path, Path], index: str) -> None:
+    """The KNN asks for exactly the candidate depth: hidden items are skipped during the scan (the
+    vec0 `servable` column, kept equal to the servable_items view by a trigger), not fetched and
+    dropped afterwards, so a depth of 3 still gives 3 servable candidates."""
+    db = open_db(library_copy[0])
+    searcher = mambo.Searcher(db, mambo.get_embedder())
+    servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}
+    for table in ("item_vectors", "item_vectors_bit"):
+        flagged = {i for (i,) in db.con.execute(f"SELECT item_id FROM {table} WHERE servable = 1")}
+        assert flagged == servable and len(flagged) < db.scalar(f"SELECT count(*) FROM {table}")
+    cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"candidate_depth": 3, "dense_index": index}
+    top = [r.item_id for r in searcher.search("john cena", cfg, empty_rule=False)]
+    assert len(top) == 3
+    with db.write():
+        db.con.execute("UPDATE items SET safety = 'unsafe' WHERE item_id = ?", (top[0],))
+    hidden = [r.item_id for r in searcher.search("john cena", cfg, empty_rule=False)]
+    assert top[0] not in hidden and len(hidden) == 3 and hidden[:2] == top[1:]
+    with db.write():
+        db.con.execute("UPDATE items SET safety = 'safe', private = 0 WHERE item_id = ?", (top[0],))
+    assert [r.item_id for r in searcher.search("john cena", cfg, empty_rule=False)] == top
+
+
 def test_dev_queries_quality_floor(fixture_library: Path) -> None:
     """On the fixture's development queries the default system keeps the spec's gates, except the
     semantic slice (the fixture has few paraphrase targets); it keeps dense's semantic gain over bm25."""

@@ -2233,7 +2233,10 @@ def coverage(plan: QueryPlan, item_words: set[str]) -> float:
         alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(t, [])]
         if t in item_words or any(alt and all(w in item_words for w in alt) for alt in alts):
             hit += 1
-        elif len(t) >= 3 and any(within_one_edit(t, w) for w in item_words if abs(len(w) - len(t)) <= 1):
+        # One edit of a word of 3+ letters leaves its first or its last letter in place: an exact
+        # prefilter that skips ~90 % of the edit-distance checks (the costliest Python of a search).
+        elif len(t) >= 3 and any(within_one_edit(t, w) for w in item_words
+                                 if abs(len(w) - len(t)) <= 1 and (w[0] == t[0] or w[-1] == t[-1])):
             hit += 1
     return hit / len(plan.content)
 
@@ -2327,10 +2330,10 @@ class Searcher:
         }
         details: dict[int, dict[str, Any]] = {}
 
-        def detail(item_id: int) -> dict[str, Any]:
-            if item_id not in details:
-                details[item_id] = self.db.rows("result_details", {"item_id": item_id})[0]
-            return details[item_id]
+        def fetch(ids: list[int]) -> None:
+            missing = [i for i in ids if i not in details]
+            if missing:
+                details.update((d["item_id"], d) for d in self.db.rows("results_details", {"ids": json.dumps(missing)}))
 
         gate = cfg.get("lexical_evidence")
         if gate and use_dense and params["use_lexical"]:
@@ -2340,7 +2343,8 @@ class Searcher:
             ranked = [r[0] for r in self.db.q("search", params | {"use_fuzzy": False, "use_dense": False,
                                                                    "pool": depth})]
             params["lexical"] = json.dumps(ranked)
-            cov = max((coverage(plan, item_words(detail(i))) for i in ranked[:3]), default=0.0)
+            fetch(ranked[:3])
+            cov = max((coverage(plan, item_words(details[i])) for i in ranked[:3]), default=0.0)
             if cov < gate["drop_below"]:
                 params["use_lexical"] = False
             elif cov >= gate["boost_at"]:
@@ -2348,10 +2352,11 @@ class Searcher:
         if use_dense:
             assert self.embedder is not None
             params["qvec"] = self.embedder.encode([" ".join(plan.expanded) or plan.text])[0].tobytes()
-        rows = self.db.q("search", params)
+        rows = self.db.q("search", params)[:limit]
+        fetch([r[0] for r in rows])
         results = []
-        for n, (item_id, score, lex, fuzzy, vec, sim) in enumerate(rows[:limit], 1):
-            d = detail(item_id)
+        for n, (item_id, score, lex, fuzzy, vec, sim) in enumerate(rows, 1):
+            d = details[item_id]
             results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, item_words(d)), d))
         return self.empty_rule(cfg["empty_rule"], results) if empty_rule else results
 

@@ -215,9 +215,9 @@ CREATE VIRTUAL TABLE item_vectors_bit USING vec0(
 -- `servable` (a vec0 metadata column, filtered during the KNN scan so k stays the candidate
 -- depth) follows membership of servable_items, the one definition of what may be shown.
 CREATE TRIGGER item_vectors_servable AFTER UPDATE OF safety, rights, private ON items BEGIN
-    UPDATE item_vectors SET servable = new.item_id IN (SELECT item_id FROM servable_items)
+    UPDATE item_vectors SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
     WHERE item_id = new.item_id;
-    UPDATE item_vectors_bit SET servable = new.item_id IN (SELECT item_id FROM servable_items)
+    UPDATE item_vectors_bit SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
     WHERE item_id = new.item_id;
 END;
 

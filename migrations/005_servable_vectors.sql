@@ -31,8 +31,8 @@ SELECT item_id, vec_quantize_binary(embedding), item_id IN (SELECT item_id FROM 
 DROP TABLE vectors_005;
 
 CREATE TRIGGER item_vectors_servable AFTER UPDATE OF safety, rights, private ON items BEGIN
-    UPDATE item_vectors SET servable = new.item_id IN (SELECT item_id FROM servable_items)
+    UPDATE item_vectors SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
     WHERE item_id = new.item_id;
-    UPDATE item_vectors_bit SET servable = new.item_id IN (SELECT item_id FROM servable_items)
+    UPDATE item_vectors_bit SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
     WHERE item_id = new.item_id;
 END;

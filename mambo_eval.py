@@ -1413,8 +1413,11 @@ def bare_section(db: DB, bare: BareLibrary, partition_id: int, set_id: int, rows
         run_id = execute_run(db, s, partition_id, seed=seed, set_id=set_id, bare=bare)
         if progress:
             progress(f"{s}: bare-library run {run_id} stored (diagnostic, not scored)")
-        a = measures(r["components"])
-        b = measures(components(db.rows("run_query_metrics", {"run_id": run_id}), None, 0, 0))
+        bare_qm = db.rows("run_query_metrics", {"run_id": run_id})
+        # Critical, withdrawn or private results shown: a critical violation in a scored run; here a
+        # count of what the missing sidecars (their safety, rights and privacy) let through.
+        a = measures(r["components"]) | {"critical_shown": sum(m["critical_shown"] for m in r["query_metrics"])}
+        b = measures(components(bare_qm, None, 0, 0)) | {"critical_shown": sum(m["critical_shown"] for m in bare_qm)}
         gap = {"Q": round(a["Q"] - b["Q"], 4), "hit10": round(a["hit10"] - b["hit10"], 4),
                "correct_empty": round(a["correct_empty"] - b["correct_empty"], 4),
                "E": round(a["E"] - b["E"], 4), "S": round(a["S"] - b["S"], 4),
@@ -1542,6 +1545,9 @@ def bare_markdown(bare: dict[str, Any] | None) -> list[str]:
             label = {"annotated": f"annotated (run {s['annotated_run_id']})", "bare": f"bare (run {s['bare_run_id']})",
                      "gap": "**gap**"}[kind]
             lines.append(f"| {s['system']} | {label} | " + " | ".join(cells) + " |")
+    lines += ["", "Critical, withdrawn or private results shown (a critical violation in a scored run), annotated / "
+              "bare: " + "; ".join(f"{s['system']} {s['annotated'].get('critical_shown', '—')} / "
+                                   f"{s['bare'].get('critical_shown', '—')}" for s in bare["systems"]) + "."]
     return lines
 
 

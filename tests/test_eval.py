@@ -645,6 +645,13 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
         assert s["gap"]["Q"] == pytest.approx(s["annotated"]["Q"] - s["bare"]["Q"], abs=2e-4)
         assert s["unjudged_top10"]["bare"] == {"results": results, "unjudged": unjudged,
                                                "share": round(unjudged / results, 4)}
+        # What the annotated library knows (judged safety, else its sidecar class; rights; privacy)
+        # about the mapped items the bare library showed.
+        assert s["bare"]["critical_shown"] == db.scalar(
+            "SELECT count(*) FROM run_results rr JOIN items i USING (item_id) LEFT JOIN final_judgements f "
+            "ON f.set_id = 1 AND f.query_id = rr.query_id AND f.item_id = rr.item_id WHERE rr.run_id = ? "
+            "AND rr.rank <= 10 AND (coalesce(f.safety, i.safety) = 'critical' OR i.rights = 'withdrawn' "
+            "OR i.private = 1)", (s["bare_run_id"],))
     # Without the sidecars some of what the fixture answers from its metadata is lost.
     assert any(s["gap"]["Q"] > 0 for s in bare["systems"])
     db.close()

@@ -235,6 +235,15 @@ INSERT INTO runs(system_id, partition_id, set_id, corpus_version_id, config, cod
 VALUES (:system_id, :partition_id, :set_id, :cv, :config, :code_commit, :model_manifest, :environment, :seed)
 RETURNING run_id;
 
+-- name: insert_bare_run
+-- A run against the bare library (`mambo score --bare`): a diagnostic beside the annotated run, never
+-- the system's score. Its results are stored under this library's item ids (mapped by SHA-256).
+INSERT INTO runs(system_id, partition_id, set_id, corpus_version_id, config, code_commit, model_manifest, environment,
+                 seed, library, bare_manifest_sha256)
+VALUES (:system_id, :partition_id, :set_id, :cv, :config, :code_commit, :model_manifest, :environment, :seed, 'bare',
+        :bare_sha)
+RETURNING run_id;
+
 -- name: finish_eval_run
 UPDATE runs SET finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run_id = :run_id;
 
@@ -250,14 +259,16 @@ VALUES (:run_id, :query_id, :rank, :item_id, :score, :lex, :fuzzy, :dense, :has_
 SELECT system_id, name, version, config FROM current_systems WHERE name = :name;
 
 -- name: latest_run
+-- The annotated run a score reuses; bare runs (migration 004) are never the system's score.
 SELECT r.run_id FROM runs r JOIN systems s USING (system_id)
 WHERE s.name = :system AND r.partition_id = :partition_id AND r.finished_at IS NOT NULL
-  AND r.set_id IS :set_id AND r.corpus_version_id = :cv AND r.system_id = :system_id
+  AND r.set_id IS :set_id AND r.corpus_version_id = :cv AND r.system_id = :system_id AND r.library = 'annotated'
 ORDER BY r.run_id DESC LIMIT 1;
 
 -- name: run
 SELECT r.run_id, s.name AS system, s.version AS system_version, r.partition_id, r.set_id, r.corpus_version_id,
-       r.config, r.code_commit, r.model_manifest, r.environment, r.seed, r.started_at, r.finished_at
+       r.config, r.code_commit, r.model_manifest, r.environment, r.seed, r.started_at, r.finished_at, r.library,
+       r.bare_manifest_sha256
 FROM runs r JOIN systems s USING (system_id) WHERE r.run_id = :run_id;
 
 -- name: run_components
@@ -277,6 +288,24 @@ SELECT count(*) FROM run_results rr JOIN runs r USING (run_id)
 WHERE rr.run_id = :run_id AND rr.rank <= 10
   AND NOT EXISTS (SELECT 1 FROM final_judgements f WHERE f.set_id = r.set_id AND f.query_id = rr.query_id
                   AND f.item_id = rr.item_id AND f.grade IS NOT NULL);
+
+-- name: unjudged_share
+-- How much of a run's top 10 has no final judgement (scored as grade 0): for a bare run, how far its
+-- numbers can be trusted, since the pool was drawn from the annotated library's rankings.
+SELECT count(*) AS results,
+       coalesce(sum(NOT EXISTS (SELECT 1 FROM final_judgements f WHERE f.set_id = r.set_id
+                                AND f.query_id = rr.query_id AND f.item_id = rr.item_id
+                                AND f.grade IS NOT NULL)), 0) AS unjudged
+FROM run_results rr JOIN runs r USING (run_id)
+WHERE rr.run_id = :run_id AND rr.rank <= 10;
+
+-- name: image_sha256s
+-- Every ingested image's content checksum and one of its paths (the bare-library corpus check).
+SELECT i.sha256, min(f.rel_path) AS path, i.item_id
+FROM items i JOIN files f USING (item_id) GROUP BY i.item_id;
+
+-- name: items_with_sidecar_metadata
+SELECT count(*) FROM items WHERE metadata_source <> 'none';
 
 -- name: insert_latency_run
 INSERT INTO latency_runs(system_id, partition_id, interface, protocol, environment)

@@ -1,10 +1,10 @@
 """MamboMeme evaluation: the benchmark protocol (versions, partitions, corpus versions, audits,
 pooling, blind judging, adjudication, agreement) and MMTS-Search-v1 scoring (runs, metrics, PTY
-latency, gates, bootstrap, report, comparison, publication).
+latency, gates, bootstrap, report, comparison, publication, and the bare-library diagnostic).
 
 Split out of mambo.py (its sections 1-11 are the search tool itself); the tables and metric views
-are in schema.sql (migration 003), the statements in eval.sql. Commands are registered on mambo's
-click group when mambo.py is loaded.
+are in schema.sql (migration 003; 004 marks bare-library runs), the statements in eval.sql.
+Commands are registered on mambo's click group when mambo.py is loaded.
 
 Sections:
   E1. Setup and shared helpers
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -806,31 +807,116 @@ def system_row(db: DB, name: str) -> tuple[int, int, dict[str, Any]]:
     return int(row[0]), int(row[2]), json.loads(row[3])
 
 
-def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id: int | None = None) -> int:
+@dataclasses.dataclass
+class BareLibrary:
+    """A second library of the same corpus, ingested without its sidecars (`mambo add --no-sidecars`,
+    as a real downloads folder is): `mambo score --bare` searches it and stores the runs here, its
+    item ids mapped to this library's by SHA-256 (`to_annotated`). It is only read."""
+
+    db: DB
+    path: Path
+    manifest_sha256: str
+    files: int
+    items: int
+    to_annotated: dict[int, int]
+
+
+def bare_how(path: Path | str) -> str:
+    return (f"ingest the same corpus folder without its sidecars with `mambo --db {show_path(path)} add "
+            "--no-sidecars DIR`")
+
+
+def open_bare_library(db: DB, path: Path) -> BareLibrary:
+    """The bare library at `path`, after checking it is this library's corpus and nothing more:
+    every image SHA-256 of one must be an item of the other. Anything else (another corpus, a
+    partial ingest, extra files, an annotated library given as bare) is refused in one line."""
+    if not path.is_file():
+        raise MamboError(f"no bare library at {show_path(path)}: {bare_how(path)}")
+    if path.resolve() == db.path.resolve():
+        raise MamboError(f"--bare names the annotated library itself: {bare_how(path.with_name('bare.sqlite'))}")
+    # Opened like any library (an older file is migrated), then only read: no systems sync, no snapshot.
+    bare = DB(path, create=False)
+    try:
+        annotated = {sha: p for sha, p, _item in db.q("image_sha256s")}
+        images = bare.q("image_sha256s")
+        mine = {sha: p for sha, p, _item in images}
+        only_bare = sorted(p for sha, p in mine.items() if sha not in annotated)
+        only_annotated = sorted(p for sha, p in annotated.items() if sha not in mine)
+        if only_bare or only_annotated or not images:
+            what = [f"{len(only_bare)} image(s) are not in this library (e.g. {clean_line(only_bare[0])})"
+                    if only_bare else "",
+                    f"{len(only_annotated)} of this library's image(s) are missing from it (e.g. "
+                    f"{clean_line(only_annotated[0])})" if only_annotated else "",
+                    "it holds no images" if not images else ""]
+            raise MamboError(f"{show_path(path)} is not a bare copy of this library's corpus: "
+                             f"{'; '.join(w for w in what if w)}; {bare_how(path)}")
+        with_sidecars = int(bare.q1("items_with_sidecar_metadata")[0])
+        if with_sidecars:
+            raise MamboError(f"{show_path(path)} is not bare: {with_sidecars} of its items hold sidecar metadata; "
+                             f"{bare_how(path)}")
+        manifest = bare.q("corpus_manifest")
+        sha = sha256_bytes(manifest_text([(r[0], r[1]) for r in manifest]).encode())
+        by_sha = {r[0]: int(r[1]) for r in db.con.execute("SELECT sha256, item_id FROM items")}
+        # Items are unique by SHA-256 in a library, so the map is one-to-one; an item without a
+        # file (none after a plain ingest) maps too, when this library has its picture.
+        mapping = {int(item): by_sha[sha] for item, sha in bare.con.execute("SELECT item_id, sha256 FROM items")
+                   if sha in by_sha}
+    except BaseException:
+        bare.close()
+        raise
+    return BareLibrary(bare, path, sha, len(manifest), len(images), mapping)
+
+
+def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id: int | None = None,
+                bare: BareLibrary | None = None) -> int:
     """Every query of the partition once, with result limit 10: results (rank, score, route ranks,
-    preview, attribution), engine latency and any error, with what reproduces the run."""
+    preview, attribution), engine latency and any error, with what reproduces the run.
+
+    With `bare`: the same, searching the bare library with this library's configuration of the
+    system (the one the annotated run used), results stored under this library's item ids; the
+    run is marked bare and is never the system's score."""
     system_id, _version, config = system_row(db, system)
     cv = snapshot_corpus(db)
     if set_id is None:
         cur = db.q1("current_set", {"partition_id": partition_id})
         set_id = int(cur[0]) if cur else None
-    searcher = mambo.searcher_for(db, system)
     env = mambo.machine_info()
+    if bare is None:
+        searcher = mambo.searcher_for(db, system)
+        target: str | dict[str, Any] = system
+        models = model_manifest(db)
+    else:
+        # The configuration dict itself, not the name: the bare library's own systems rows may be
+        # another version, and the point is the same system with and without sidecars.
+        searcher = mambo.Searcher(bare.db, mambo.get_embedder() if mambo.needs_model(config) else None)
+        target = config
+        models = model_manifest(bare.db)
+        env |= {"bare_library": str(bare.path.resolve())}
+    params = {"system_id": system_id, "partition_id": partition_id, "set_id": set_id, "cv": cv,
+              "config": json.dumps(config, sort_keys=True), "code_commit": code_commit(),
+              "model_manifest": json.dumps(models), "environment": json.dumps(env), "seed": seed}
     with db.write():
-        run_id = int(db.q1("insert_run", {
-            "system_id": system_id, "partition_id": partition_id, "set_id": set_id, "cv": cv,
-            "config": json.dumps(config, sort_keys=True), "code_commit": code_commit(),
-            "model_manifest": json.dumps(model_manifest(db)), "environment": json.dumps(env), "seed": seed})[0])
+        if bare is None:
+            run_id = int(db.q1("insert_run", params)[0])
+        else:
+            run_id = int(db.q1("insert_bare_run", params | {"bare_sha": bare.manifest_sha256})[0])
     queries = db.rows("partition_queries", {"partition_id": partition_id})
     answers = []
     for q in queries:  # searched first, written after: no write lock is held while searching
         t0 = time.perf_counter()
         error = None
         try:
-            results = searcher.search(q["query"], system, 10)
+            results = searcher.search(q["query"], target, 10)
         except Exception as e:  # noqa: BLE001 - an engine error is data: charged as an error, never as empty
             results, error = [], f"{type(e).__name__}: {clean_line(str(e))}"
-        answers.append((q, results, error, (time.perf_counter() - t0) * 1000))
+        ms = (time.perf_counter() - t0) * 1000
+        if bare is not None:
+            missing = [r.item_id for r in results if r.item_id not in bare.to_annotated]
+            if missing:
+                raise MamboError(f"bare library item {missing[0]} has no picture in this library (run {run_id} "
+                                 f"left unfinished): {bare_how(bare.path)}")
+            results = [dataclasses.replace(r, item_id=bare.to_annotated[r.item_id]) for r in results]
+        answers.append((q, results, error, ms))
     with db.write():
         for q, results, error, ms in answers:
             db.q("insert_run_query", {"run_id": run_id, "query_id": q["query_id"], "ms": ms, "error": error,
@@ -1185,7 +1271,24 @@ def rollback(db: DB, reason: str) -> int:
 
 
 def score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, latency_searches: int,
-          latency_warmups: int, seed: int, measure_latency: bool = True, progress: Any = None) -> dict[str, Any]:
+          latency_warmups: int, seed: int, measure_latency: bool = True, progress: Any = None,
+          bare: Path | None = None) -> dict[str, Any]:
+    """The scorecard of `systems` on this (annotated) library; with `bare`, also the diagnostic
+    section of the same systems on the bare library of the same corpus (checked first, so a wrong
+    file is refused before the long latency protocol)."""
+    bare_lib = open_bare_library(db, bare) if bare is not None else None
+    try:
+        return _score(db, db_path, partition_id, systems, latency_searches=latency_searches,
+                      latency_warmups=latency_warmups, seed=seed, measure_latency=measure_latency,
+                      progress=progress, bare=bare_lib)
+    finally:
+        if bare_lib is not None:
+            bare_lib.db.close()
+
+
+def _score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, latency_searches: int,
+           latency_warmups: int, seed: int, measure_latency: bool, progress: Any,
+           bare: BareLibrary | None) -> dict[str, Any]:
     part = partition_row(db, partition_id)
     meta = json.loads(part["meta"])
     if part["partition"] == "hidden" and part["status"] in ("exposed", "retired"):
@@ -1277,8 +1380,56 @@ def score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, laten
             "diagnostics": r["diagnostics"], "unjudged_results": r["unjudged_results"],
         } for s, r in rows.items()],
         "semantic_acceptance": acc,
+        "bare": bare_section(db, bare, partition_id, set_id, rows, seed, progress) if bare else
+        {"measured": False, "how": BARE_HOW},
     }
     return report
+
+
+BARE_HOW = ("ingest the same corpus folder without its sidecars (`mambo --db BARE.sqlite add --no-sidecars DIR`), "
+            "then `mambo score --bare BARE.sqlite` (benchmark v1: `benchdata/v1/score.sh LIBRARY BARE.sqlite`)")
+
+
+def bare_section(db: DB, bare: BareLibrary, partition_id: int, set_id: int, rows: dict[str, dict[str, Any]],
+                 seed: int, progress: Any = None) -> dict[str, Any]:
+    """Every scored system again on the bare library (same configuration, same queries, same
+    judgements): Q, each primary slice's nDCG@10, Hit@10 and correct-empty rate beside the
+    annotated run's, the gap (annotated minus bare), and the unjudged share of the top 10. The
+    judgement pool was drawn from the annotated rankings, so an unjudged result counts as
+    non-relevant here as everywhere; the larger its share, the more the bare numbers understate.
+    No gates and no score: a diagnostic of how much the sidecars carry."""
+    def share(run_id: int) -> dict[str, Any]:
+        u = db.rows("unjudged_share", {"run_id": run_id})[0]
+        return {"results": u["results"], "unjudged": u["unjudged"],
+                "share": round(u["unjudged"] / u["results"], 4) if u["results"] else None}
+
+    def measures(c: dict[str, Any]) -> dict[str, Any]:
+        return {"Q": round(c["Q"], 4), "slices": {k: round(v, 4) for k, v in c["slices"].items()},
+                "hit10": round(c["hit10"], 4), "correct_empty": round(c["correct_empty"], 4),
+                "E": round(c["E"], 4), "S": round(c["S"], 4)}
+
+    out = []
+    for s, r in rows.items():
+        run_id = execute_run(db, s, partition_id, seed=seed, set_id=set_id, bare=bare)
+        if progress:
+            progress(f"{s}: bare-library run {run_id} stored (diagnostic, not scored)")
+        bare_qm = db.rows("run_query_metrics", {"run_id": run_id})
+        # Critical, withdrawn or private results shown: a critical violation in a scored run; here a
+        # count of what the missing sidecars (their safety, rights and privacy) let through.
+        a = measures(r["components"]) | {"critical_shown": sum(m["critical_shown"] for m in r["query_metrics"])}
+        b = measures(components(bare_qm, None, 0, 0)) | {"critical_shown": sum(m["critical_shown"] for m in bare_qm)}
+        gap = {"Q": round(a["Q"] - b["Q"], 4), "hit10": round(a["hit10"] - b["hit10"], 4),
+               "correct_empty": round(a["correct_empty"] - b["correct_empty"], 4),
+               "E": round(a["E"] - b["E"], 4), "S": round(a["S"] - b["S"], 4),
+               "slices": {k: round(v - b["slices"].get(k, 0.0), 4) for k, v in a["slices"].items()}}
+        out.append({"system": s, "system_version": r["system_version"], "annotated_run_id": r["run_id"],
+                    "bare_run_id": run_id, "annotated": a, "bare": b, "gap": gap,
+                    "unjudged_top10": {"annotated": share(r["run_id"]), "bare": share(run_id)}})
+    return {"measured": True, "library": str(bare.path.resolve()), "manifest_sha256": bare.manifest_sha256,
+            "files": bare.files, "items": bare.items,
+            "model_manifest_matches": model_manifest(bare.db) == model_manifest(db),
+            "note": "diagnostic beside the annotated score, not scored: no gates; unjudged results count as "
+                    "non-relevant", "systems": out}
 
 
 def fmt(x: Any) -> str:
@@ -1343,6 +1494,7 @@ def report_markdown(rep: dict[str, Any]) -> str:
                          f"{fmt(d['repeated_template_group_rate'])} | {fmt(d['missing_preview_rate'])} | "
                          f"{fmt(d['missing_attribution_rate'])} | {fmt(d['lexical_only'])} | {fmt(d['dense_only'])} | "
                          f"{fmt(d['both_routes'])} |")
+    lines += bare_markdown(rep.get("bare"))
     lines += ["", "## Frozen inputs", "",
               f"- corpus manifest {c['manifest_sha256']} ({c['files']} files, {c['items']} items); declared "
               f"{c['declared_manifest_sha256']}; recipe {c['recipe_sha256']}",
@@ -1357,6 +1509,46 @@ def report_markdown(rep: dict[str, Any]) -> str:
     if rep["release_blockers"]:
         lines += ["", "Not publishable as a release: " + "; ".join(rep["release_blockers"]) + "."]
     return "\n".join(lines) + "\n"
+
+
+def bare_markdown(bare: dict[str, Any] | None) -> list[str]:
+    """The "Bare library (sidecars withheld)" section: per system the annotated and bare numbers and
+    their gap; or, when it was not measured, how to measure it (older reports have no entry)."""
+    lines = ["", "## Bare library (sidecars withheld)", ""]
+    if not bare or not bare.get("measured"):
+        how = (bare or {}).get("how", BARE_HOW)
+        return lines + [f"Not measured in this scorecard. To measure it: {how}."]
+    lines += [
+        f"The same systems (same configuration, queries and judgements) on a library of the same corpus ingested "
+        f"without its sidecars (`mambo add --no-sidecars`; manifest {bare['manifest_sha256'][:12]}, "
+        f"{bare['files']} files, {bare['items']} items): a diagnostic shown beside the annotated score, not "
+        "scored and without gates. Gap = annotated − bare. Unjudged results in the top 10 count as "
+        "non-relevant (the pool came from the annotated rankings), so a large unjudged share means the bare "
+        "numbers understate. Safe list: the share of lists showing no unsafe or critical item (a bare "
+        "library lacks the sidecars' safety classes)." + ("" if bare["model_manifest_matches"] else
+                                 " **The bare library's embedding model differs from this library's.**"), "",
+        "| system | library | Q | " + " | ".join(SLICES) + " | Hit@10 | correct-empty | safe list | "
+        "unjudged in top 10 |",
+        "|---|---|---|" + "---|" * len(SLICES) + "---|---|---|---|",
+    ]
+    for s in bare["systems"]:
+        for kind in ("annotated", "bare", "gap"):
+            m = s[kind]
+            if kind == "gap":
+                cells = [f"{m['Q']:+.3f}", *(f"{m['slices'][sl]:+.3f}" if sl in m["slices"] else "—" for sl in SLICES),
+                         f"{m['hit10']:+.3f}", f"{m['correct_empty']:+.3f}", f"{m['S']:+.3f}", ""]
+            else:
+                u = s["unjudged_top10"][kind]
+                cells = [fmt(m["Q"]), *(fmt(m["slices"].get(sl)) for sl in SLICES), fmt(m["hit10"]),
+                         fmt(m["correct_empty"]), fmt(m["S"]),
+                         f"{u['share']:.1%} ({u['unjudged']}/{u['results']})" if u["share"] is not None else "—"]
+            label = {"annotated": f"annotated (run {s['annotated_run_id']})", "bare": f"bare (run {s['bare_run_id']})",
+                     "gap": "**gap**"}[kind]
+            lines.append(f"| {s['system']} | {label} | " + " | ".join(cells) + " |")
+    lines += ["", "Critical, withdrawn or private results shown (a critical violation in a scored run), annotated / "
+              "bare: " + "; ".join(f"{s['system']} {s['annotated'].get('critical_shown', '—')} / "
+                                   f"{s['bare'].get('critical_shown', '—')}" for s in bare["systems"]) + "."]
+    return lines
 
 
 COMPARABLE = (("benchmark", "name"), ("benchmark", "version"), ("benchmark", "partition"),
@@ -1649,10 +1841,15 @@ def run_cmd(ctx: click.Context, system: str, partition: str, seed: int) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Write report.md and report.json here.")
 @click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Compare two report.json files instead.")
+@click.option("--bare", type=click.Path(dir_okay=False, path_type=Path), metavar="LIBRARY",
+              help="Also run every system on LIBRARY, the same corpus ingested with `mambo add --no-sidecars`, "
+                   "and report it beside the annotated score (a diagnostic, not scored).")
 @click.pass_context
 def score_cmd(ctx: click.Context, partition: str, systems: tuple[str, ...], searches: int, warmups: int,
-              no_latency: bool, seed: int, out: Path | None, compare: tuple[Path, Path] | None) -> None:
-    """The MMTS-Search-v1 scorecard: one row per system, gates, bootstrap interval, acceptance."""
+              no_latency: bool, seed: int, out: Path | None, compare: tuple[Path, Path] | None,
+              bare: Path | None) -> None:
+    """The MMTS-Search-v1 scorecard: one row per system, gates, bootstrap interval, acceptance; with
+    --bare, the bare-library (sidecars withheld) numbers beside it."""
     if ctx.invoked_subcommand:
         return
     if compare:
@@ -1664,7 +1861,7 @@ def score_cmd(ctx: click.Context, partition: str, systems: tuple[str, ...], sear
     pid = resolve_partition(db, partition)
     t0 = time.perf_counter()
     rep = score(db, db.path, pid, list(systems), latency_searches=searches, latency_warmups=warmups, seed=seed,
-                measure_latency=not no_latency, progress=lambda m: click.echo(f"  {m}", err=True))
+                measure_latency=not no_latency, progress=lambda m: click.echo(f"  {m}", err=True), bare=bare)
     rep["elapsed_s"] = round(time.perf_counter() - t0, 1)
     md = report_markdown(rep)
     with db.write():

@@ -670,6 +670,11 @@ CREATE TABLE runs (
     started_at        TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     finished_at       TEXT
 );
+-- Migration 004: which library a run searched; a bare run (`mambo score --bare`) searched a
+-- sidecar-less ingest of the same corpus, named by its manifest SHA-256, and is a diagnostic only.
+ALTER TABLE runs ADD COLUMN library TEXT NOT NULL DEFAULT 'annotated' CHECK (library IN ('annotated', 'bare'));
+ALTER TABLE runs ADD COLUMN bare_manifest_sha256 TEXT
+    CHECK ((library = 'bare') = (bare_manifest_sha256 IS NOT NULL AND length(bare_manifest_sha256) = 64));
 CREATE TABLE run_queries (
     run_id     INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
     query_id   INTEGER NOT NULL REFERENCES bench_queries(query_id),
@@ -710,11 +715,12 @@ CREATE TABLE latency_samples (
     PRIMARY KEY (latency_run_id, seq)
 ) WITHOUT ROWID;
 
--- Runs scored on a judgement set that is no longer the partition's newest.
+-- Runs scored on a judgement set that is no longer the partition's newest (annotated runs only:
+-- migration 004).
 CREATE VIEW runs_needing_rescore AS
 SELECT r.run_id, r.set_id AS scored_on, c.set_id AS newest_set
 FROM runs r JOIN current_judgement_sets c ON c.partition_id = r.partition_id
-WHERE r.set_id IS NOT c.set_id;
+WHERE r.set_id IS NOT c.set_id AND r.library = 'annotated';
 
 -- ── Metrics (spec "Retrieval metrics"), by plain names for people querying the file ──
 

@@ -584,3 +584,148 @@ def test_evaluation_queries_do_not_shadow_the_tools_own() -> None:
     evaluation = mambo.load_named_queries(ev.EVAL_SQL)
     assert not set(tool) & set(evaluation)
     assert mambo.Q["finish_run"] == tool["finish_run"] and mambo.Q["finish_eval_run"] == evaluation["finish_eval_run"]
+
+
+# ── Bare libraries (sidecars withheld) beside the annotated score ─────────────
+
+
+@pytest.fixture(scope="session")
+def bare_library(fixture_library: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture's images ingested a second time without their sidecars (read-only use)."""
+    db = tmp_path_factory.mktemp("bare-lib") / "bare.sqlite"
+    invoke("--db", db, "add", "-q", "--no-sidecars", fixture_library.parent / "images")
+    return db
+
+
+def score_report(db_path: Path, out: Path, *extra: str) -> dict:
+    invoke("--db", db_path, "score", "--system", "bm25", "--system", "hybrid", "--no-latency", "--out", out, *extra)
+    return json.loads((out / "report.json").read_text())
+
+
+def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_library: Path, tmp_path: Path) -> None:
+    db_path, _images, _ = scored
+    rep = score_report(db_path, tmp_path / "r", "--bare", bare_library)
+    bare = rep["bare"]
+    assert bare["measured"] and bare["model_manifest_matches"] and [s["system"] for s in bare["systems"]] == [
+        "bm25", "hybrid"]
+    bdb = open_db(bare_library)
+    sha_of_bare = dict(bdb.con.execute("SELECT item_id, sha256 FROM items").fetchall())
+    # The bare library is named by its own manifest (the images' checksums and paths, sha256sum format).
+    manifest = ev.manifest_text([(r[0], r[1]) for r in bdb.q("corpus_manifest")])
+    assert bare["manifest_sha256"] == hashlib.sha256(manifest.encode()).hexdigest()
+    assert bdb.scalar("SELECT count(*) FROM items WHERE metadata_source <> 'none'") == 0
+    db = open_db(db_path)
+    runs = {r[0]: r[1:] for r in db.con.execute("SELECT run_id, library, bare_manifest_sha256, config FROM runs")}
+    labels: dict[int, dict[int, float]] = {}
+    for q, i, g in db.con.execute("SELECT query_id, item_id, grade FROM final_judgements WHERE set_id = 1"):
+        labels.setdefault(q, {})[i] = g
+    item_of_sha = dict(db.con.execute("SELECT sha256, item_id FROM items").fetchall())
+    searcher = mambo.Searcher(bdb, mambo.get_embedder())
+    for s in bare["systems"]:
+        annotated, run = runs[s["annotated_run_id"]], runs[s["bare_run_id"]]
+        assert annotated[:2] == ("annotated", None) and run[:2] == ("bare", bare["manifest_sha256"])
+        assert run[2] == annotated[2]  # the annotated run's configuration, not the bare library's own
+        ndcg: dict[str, list[float]] = {}
+        unjudged = results = 0
+        for q in db.rows("partition_queries", {"partition_id": 1}):
+            # Search the bare library independently, map by SHA-256, score with textbook formulas.
+            ranked = [item_of_sha[sha_of_bare[r.item_id]]
+                      for r in searcher.search(q["query"], json.loads(run[2]), 10)]
+            stored = [r[0] for r in db.con.execute("SELECT item_id FROM run_results WHERE run_id = ? AND "
+                                                   "query_id = ? ORDER BY rank", (s["bare_run_id"], q["query_id"]))]
+            assert stored == ranked, q["qid"]
+            if q["slice"] != "no-match":
+                want = independent_metrics(labels.get(q["query_id"], {}), set(), ranked)
+                ndcg.setdefault(q["slice"], []).append(want["ndcg10"])
+            results += len(ranked)
+            unjudged += sum(1 for i in ranked if i not in labels.get(q["query_id"], {}))
+        slices = {k: sum(v) / len(v) for k, v in ndcg.items()}
+        assert s["bare"]["slices"] == pytest.approx(slices, abs=1e-4)
+        assert s["bare"]["Q"] == pytest.approx(sum(slices.values()) / len(slices), abs=1e-4)
+        assert s["gap"]["Q"] == pytest.approx(s["annotated"]["Q"] - s["bare"]["Q"], abs=2e-4)
+        assert s["unjudged_top10"]["bare"] == {"results": results, "unjudged": unjudged,
+                                               "share": round(unjudged / results, 4)}
+        # What the annotated library knows (judged safety, else its sidecar class; rights; privacy)
+        # about the mapped items the bare library showed.
+        assert s["bare"]["critical_shown"] == db.scalar(
+            "SELECT count(*) FROM run_results rr JOIN items i USING (item_id) LEFT JOIN final_judgements f "
+            "ON f.set_id = 1 AND f.query_id = rr.query_id AND f.item_id = rr.item_id WHERE rr.run_id = ? "
+            "AND rr.rank <= 10 AND (coalesce(f.safety, i.safety) = 'critical' OR i.rights = 'withdrawn' "
+            "OR i.private = 1)", (s["bare_run_id"],))
+    # Without the sidecars some of what the fixture answers from its metadata is lost.
+    assert any(s["gap"]["Q"] > 0 for s in bare["systems"])
+    db.close()
+    bdb.close()
+    # The Markdown shows the section with both libraries and the gap, for every system.
+    md = (tmp_path / "r" / "report.md").read_text()
+    section = md.split("## Bare library (sidecars withheld)")[1].split("\n## ")[0]
+    assert "not scored" in section and "| bm25 | bare (run" in section and "| hybrid | **gap** | " in section
+    assert f"{bare['systems'][0]['bare']['Q']:.3f}" in section and "unjudged in top 10" in section
+
+
+def test_bare_runs_leave_the_annotated_score_unchanged(scored, bare_library: Path, tmp_path: Path) -> None:
+    db_path, _images, _ = scored
+    before = score_report(db_path, tmp_path / "r1")
+    assert before["bare"] == {"measured": False, "how": ev.BARE_HOW}
+    md = (tmp_path / "r1" / "report.md").read_text()
+    assert "## Bare library (sidecars withheld)" in md and "Not measured" in md and "add --no-sidecars" in md
+    with_bare = score_report(db_path, tmp_path / "r2", "--bare", bare_library)
+    after = score_report(db_path, tmp_path / "r3")  # the bare runs are now the newest runs of each system
+
+    def scores(rep: dict) -> list:
+        return [(s["system"], s["run_id"], s["score"], s["components"], s["slices"]) for s in rep["systems"]]
+
+    assert scores(before) == scores(with_bare) == scores(after)
+    assert {s["bare_run_id"] for s in with_bare["bare"]["systems"]}.isdisjoint(s["run_id"] for s in after["systems"])
+    assert [s["annotated"]["Q"] for s in with_bare["bare"]["systems"]] == [
+        round(s["components"]["Q"], 4) for s in before["systems"]]
+    # Comparing two reports compares the annotated scores only: nothing changed.
+    out = invoke("score", "--compare", tmp_path / "r1" / "report.json", tmp_path / "r2" / "report.json").output
+    assert "bm25: " in out and "(+0.0)" in out and "  Q:" not in out
+    # A new judgement set: the annotated runs need rescoring, the bare ones (never reused) do not.
+    db = open_db(db_path)
+    pid = ev.resolve_partition(db, "dev")
+    with db.write():
+        ev.working_set(db, pid, adding=True)
+    stale = {r[0] for r in db.con.execute("SELECT run_id FROM runs_needing_rescore")}
+    bare_runs = {r[0] for r in db.con.execute("SELECT run_id FROM runs WHERE library = 'bare'")}
+    assert bare_runs and stale and not stale & bare_runs
+    assert stale == {r[0] for r in db.con.execute("SELECT run_id FROM runs WHERE library = 'annotated'")}
+    with pytest.raises(apsw.ConstraintError, match="CHECK"):  # a bare run always names its bare library
+        db.con.execute("UPDATE runs SET bare_manifest_sha256 = NULL WHERE run_id = ?", (min(bare_runs),))
+    db.close()
+
+
+def test_a_bare_library_of_another_corpus_is_refused(scored, tmp_path: Path) -> None:
+    db_path, images, _ = scored
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(images / "bot-01.png", other / "bot-01.png")
+    Image.new("RGB", (64, 48), (10, 200, 30)).save(other / "green.png")
+    wrong = tmp_path / "wrong.sqlite"
+    invoke("--db", wrong, "add", "-q", "--no-sidecars", other)
+
+    def runs() -> int:
+        db = open_db(db_path)
+        try:
+            return int(db.scalar("SELECT count(*) FROM runs"))
+        finally:
+            db.close()
+
+    n_runs = runs()
+    for bare, says in ((wrong, ["is not a bare copy of this library's corpus", "1 image(s) are not in this library",
+                                "(e.g. green.png)", "missing from it"]),
+                       (db_path, ["names the annotated library itself"]),
+                       (tmp_path / "none.sqlite", ["no bare library at"])):
+        out = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", bare, expect=1).output
+        line = out.strip()
+        assert "\n" not in line and "Traceback" not in line, out
+        assert all(s in line for s in says), out
+        assert "add --no-sidecars DIR" in line, out
+    # The annotated library itself, copied elsewhere, holds its sidecars' metadata: not bare.
+    annotated_copy = tmp_path / "copy.sqlite"
+    shutil.copy(db_path, annotated_copy)
+    out = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", annotated_copy,
+                 expect=1).output.strip()
+    assert "is not bare" in out and "hold sidecar metadata" in out and "\n" not in out
+    assert runs() == n_runs  # refused before anything ran

@@ -2068,11 +2068,16 @@ def _template_group_id(db: DB, template: str) -> int | None:
 # template, title) count more than the long, noisy OCR text and descriptions.
 FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0,
                  "description": 1.0}
-# Dense indexes: exact float32 KNN, or a Hamming KNN over sign bits whose candidates (DENSE_OVERSAMPLE
-# times the depth) are rescored by float cosine. sqlite-vec 0.1.9's KNN cost grows with k: at 100k
-# items a bit KNN took 4 ms at k=10, 15 ms at k=50 and 110 ms at k=400, so candidates are not
-# oversampled. Recall of the bit variant against float32 on real MiniLM embeddings, and both
-# variants' latency, are measured by `mambo bench search`.
+# Dense indexes: exact float32 KNN (the default), or a Hamming KNN over sign bits whose candidates
+# (DENSE_OVERSAMPLE times the depth) are rescored by float cosine. sqlite-vec 0.1.9's KNN is a
+# brute-force scan whose cost also grows with k, and MiniLM's sign bits keep little of its ranking.
+# `mambo bench search --oversample 1 --oversample 2 --oversample 4 --oversample 8` (2026-11-30,
+# 2 cores, fixture queries, recall@10 against exact float32, engine p95):
+#   10k items:  float 12.7 ms | bit x1 5.9 ms recall 0.66 | x2 8.9 ms 0.77 | x4 15.5 ms 0.88 | x8 23.8 ms 0.94
+#   100k items: float 84 ms   | bit x1 21 ms  recall 0.38 | x2 36 ms 0.54  | x4 61 ms 0.66   | x8 122 ms 0.78
+# Bit is only fast where it loses most of the ranking, so exact float stays the default and the bit
+# index is offered (a system with "dense_index": "bit-rescore") for libraries where speed matters
+# more than recall; its recall is reported by every bench run.
 DENSE_OVERSAMPLE = 1
 BASE_CONFIG: dict[str, Any] = {
     "field_weights": FIELD_WEIGHTS,
@@ -3940,7 +3945,8 @@ def bench_embed_text(ctx: click.Context, queries_path: Path, as_json: bool) -> N
     queries = load_dev_queries(queries_path)
     embedder = get_embedder()
     ids = [r[0] for r in db.con.execute("SELECT item_id FROM servable_items ORDER BY item_id")]
-    details = [db.rows("result_details", {"item_id": i})[0] for i in ids]
+    by_id = {d["item_id"]: d for d in db.rows("results_details", {"ids": json.dumps(ids)})}
+    details = [by_id[i] for i in ids]
     qvecs = embedder.encode([q["query"] for q in queries])
     report = {}
     for name, make in EMBED_TEXT_VARIANTS.items():

@@ -310,8 +310,9 @@ INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
 SELECT expansion FROM query_aliases WHERE term = :term;
 
 -- name: results_details
--- result_details for several items at once (:ids, a JSON array): one statement per search instead
--- of one per shown result (per-statement overhead was ~0.1-0.3 ms, 1-2 ms of a 10-result query).
+-- What a result shows, for the items in :ids (a JSON array): effective fields (sidecar, else
+-- derived: item_effective in schema.sql) with where each came from. One statement per search, not
+-- one per shown result (per-statement overhead was ~0.1-0.3 ms, 1-2 ms of a 10-result query).
 SELECT i.item_id, i.sha256, i.title, e.template, e.template_text, e.template_source, e.entities, e.entities_source, e.tags,
        e.tags_source, e.description, e.description_source, i.ocr_text, i.derived,
        i.safety, i.creator, i.licence, i.perceptual_group, i.template_group,
@@ -323,20 +324,6 @@ JOIN items i ON i.item_id = j.value
 JOIN item_effective e ON e.item_id = i.item_id
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
 JOIN library_roots r ON r.root_id = f.root_id;
-
--- name: result_details
--- Effective fields (sidecar, else derived: item_effective in schema.sql) with where each came from.
-SELECT i.item_id, i.sha256, i.title, e.template, e.template_text, e.template_source, e.entities, e.entities_source, e.tags,
-       e.tags_source, e.description, e.description_source, i.ocr_text, i.derived,
-       i.safety, i.creator, i.licence, i.perceptual_group, i.template_group,
-       r.path AS root_path, r.name AS root, f.rel_path,
-       (SELECT count(*) - 1 FROM files d WHERE d.item_id = i.item_id) AS duplicate_count,
-       EXISTS (SELECT 1 FROM previews p WHERE p.item_id = i.item_id) AS has_preview
-FROM items i
-JOIN item_effective e ON e.item_id = i.item_id
-JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
-JOIN library_roots r ON r.root_id = f.root_id
-WHERE i.item_id = :item_id;
 
 -- name: setting
 SELECT value FROM settings WHERE key = :key;

@@ -172,8 +172,8 @@ def test_sidecar_metadata_wins_over_derived(bare_library, tmp_path: Path) -> Non
     invoke("--db", copy, "roots", "move", "images", images)
     invoke("--db", copy, "add", "-q", images / "cena-02.png")  # now with its sidecar
     con = open_db(copy)
-    row = con.rows("result_details", {"item_id": con.scalar(
-        "SELECT item_id FROM files WHERE rel_path = 'cena-02.png'")})[0]
+    row = con.rows("results_details", {"ids": json.dumps([con.scalar(
+        "SELECT item_id FROM files WHERE rel_path = 'cena-02.png'")])})[0]
     assert row["template_source"] == "sidecar" and row["description"] == stored["description"]
     assert json.loads(row["derived"])["template"]["source"] == "user"  # still known, just not shown
     con.close()
@@ -257,8 +257,8 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
     con = open_db(copy)
     sources = {}
     for name in cena:
-        row = con.rows("result_details", {"item_id": con.scalar("SELECT item_id FROM files WHERE rel_path = ?",
-                                                                (name,))})[0]
+        row = con.rows("results_details", {"ids": json.dumps([con.scalar(
+            "SELECT item_id FROM files WHERE rel_path = ?", (name,))])})[0]
         assert json.loads(row["entities"]) == ["Hephaestus"]
         sources[name] = row["entities_source"]
     con.close()

@@ -2071,10 +2071,10 @@ FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "o
 # Dense indexes: exact float32 KNN (the default), or a Hamming KNN over sign bits whose candidates
 # (DENSE_OVERSAMPLE times the depth) are rescored by float cosine. sqlite-vec 0.1.9's KNN is a
 # brute-force scan whose cost also grows with k, and MiniLM's sign bits keep little of its ranking.
-# `mambo bench search --oversample 1 --oversample 2 --oversample 4 --oversample 8` (2026-11-30,
-# 2 cores, fixture queries, recall@10 against exact float32, engine p95):
-#   10k items:  float 12.7 ms | bit x1 5.9 ms recall 0.66 | x2 8.9 ms 0.77 | x4 15.5 ms 0.88 | x8 23.8 ms 0.94
-#   100k items: float 84 ms   | bit x1 21 ms  recall 0.38 | x2 36 ms 0.54  | x4 61 ms 0.66   | x8 122 ms 0.78
+# `mambo bench search --oversample 2 --oversample 4 --oversample 8` (2026-11-30, 2 cores, quiet;
+# fixture queries, recall@10 against exact float32, engine p95 of the dense route):
+#   10k items:  float 11.7 ms | bit x1 3.6 ms recall 0.66 | x2 7.5 ms 0.77 | x4 12.3 ms 0.88 | x8 20.6 ms 0.94
+#   100k items: float 88.1 ms | bit x1 21 ms  recall 0.38 | x2 35 ms 0.54  | x4 46 ms 0.66   | x8 134 ms 0.78
 # Bit is only fast where it loses most of the ranking, so exact float stays the default and the bit
 # index is offered (a system with "dense_index": "bit-rescore") for libraries where speed matters
 # more than recall; its recall is reported by every bench run.
@@ -3545,9 +3545,7 @@ def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: lis
             searcher.search(q, cfg)
             ms.append((time.perf_counter() - t) * 1000)
         out[name] = _pcts(ms)
-    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
-    out["rss_mb"] = round(int(status["VmRSS"].split()[0]) / 1024, 1)
-    out["peak_rss_mb"] = round(int(status["VmHWM"].split()[0]) / 1024, 1)
+    out["rss_mb"], out["peak_rss_mb"] = rss_mb(), rss_mb("VmHWM")
     db.close()
     return out
 
@@ -3695,10 +3693,10 @@ def load_queries(rng: Any, dev: list[str], n: int) -> list[str]:
     return out
 
 
-def rss_mb() -> float:
-    """Resident memory now (not the peak), from /proc."""
+def rss_mb(field: str = "VmRSS") -> float:
+    """Resident memory now (VmRSS; VmHWM: the peak so far), from /proc."""
     with contextlib.suppress(OSError, ValueError, StopIteration):
-        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmRSS:"))
+        line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(f"{field}:"))
         return round(int(line.split()[1]) / 1024, 1)
     return 0.0
 

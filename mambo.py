@@ -217,6 +217,7 @@ class DB:
             readonly = True
         self.readonly = readonly
         self.immutable = False
+        self.siblings: list[DB] = []
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -264,8 +265,8 @@ class DB:
         if not readonly:
             con.execute("PRAGMA journal_mode = WAL")
             con.execute("PRAGMA synchronous = NORMAL")
-        # Memory-mapped reads cut vec0 float32 scans by ~40% (../shared/notes/stack.md).
-        con.execute("PRAGMA mmap_size = 268435456")
+        # No memory map here: vector scans run on the sibling connection, which maps the file
+        # (see sibling); a map on both would count the vectors' pages twice in resident memory.
         return con
 
     # -- queries
@@ -347,10 +348,26 @@ class DB:
         # Only after writing: a TRUNCATE checkpoint waits (busy timeout) for other writers and
         # blocks new ones meanwhile, so a search ending while `mambo add` runs would stall both.
         # A reader's close still folds a leftover WAL in when it is the last connection (SQLite).
+        for other in self.siblings:
+            other.close()
+        self.siblings.clear()
         if not self.readonly and self.con.total_changes():
             with contextlib.suppress(apsw.Error):
                 self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.con.close()
+
+    def sibling(self) -> DB:
+        """A second, read-only connection to this library for the vector scans, run on their own
+        thread; closed with this one. It maps the whole file (up to 1 GiB): memory-mapped reads cut
+        vec0 float32 scans by ~40% (../shared/notes/stack.md), and with a 256 MiB map the vector
+        chunks of a 100k-item library (~290 MB) past it were read through pread (coarse-index scan
+        p50 31 -> 19 ms with all of it mapped). Only this connection maps, so the pages count once."""
+        other = DB.__new__(DB)
+        other.path, other.readonly, other.immutable, other.siblings = self.path, True, False, []
+        other.con = other._connect(True)
+        other.con.execute("PRAGMA mmap_size = 1073741824")
+        self.siblings.append(other)
+        return other
 
 
 def db_error_message(e: Exception, path: Path | str | None) -> str:
@@ -1796,6 +1813,8 @@ class Ingester:
                 db.q("finish_run", {"run_id": self.run_id, "status": status, "added": s.added,
                                     "updated": s.updated, "duplicates": s.duplicates, "skipped": s.skipped,
                                     "errors": s.errors, "seconds": time.monotonic() - t0})
+        if self.stats.added:  # a library that grew past a threshold gets (re)clustered
+            maintain_vector_index(db, quiet=not self.progress_enabled)
         return self.stats
 
     def _prepare(self, batch: list[Found], inflight: Batch | None) -> Batch:
@@ -1981,6 +2000,78 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
                                   "text_sha256": hashlib.sha256(text.encode()).hexdigest()})
 
 
+def kmeans(vectors: Any, clusters: int, iterations: int, seed: int) -> Any:
+    """Spherical k-means (Lloyd) over unit vectors: centroids are normalised means, a vector
+    belongs to its highest-cosine centroid. Seeded; an emptied cluster takes a random vector."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    centroids = vectors[rng.choice(len(vectors), clusters, replace=False)].copy()
+    for _ in range(iterations):
+        assign = nearest_centroid(vectors, centroids)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assign, vectors)
+        norms = np.linalg.norm(sums, axis=1)
+        empty = norms == 0
+        centroids = np.where(empty[:, None], vectors[rng.integers(0, len(vectors), clusters)],
+                             sums / np.where(empty, 1, norms)[:, None]).astype(np.float32)
+    return centroids
+
+
+def nearest_centroid(vectors: Any, centroids: Any, batch: int = 20_000) -> Any:
+    import numpy as np
+
+    return np.concatenate([np.argmax(vectors[i:i + batch] @ centroids.T, axis=1)
+                           for i in range(0, len(vectors), batch)] or [np.zeros(0, dtype=np.int64)])
+
+
+def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = True) -> str | None:
+    """Keep the coarse (IVF) index fit for the library's size: train it when the library reaches
+    IVF_MIN_VECTORS, retrain when it has doubled or halved since, drop it below the minimum.
+    Retraining rewrites every vector (vec0 cannot move a row to another partition), in one
+    transaction: an interruption leaves the previous index. `clusters` forces a (re)clustering into
+    that many centroids (benchmarks, tests). Returns what was done, if anything."""
+    import numpy as np
+
+    n = int(db.q1("vector_count")[0])
+    state = db.q1("vector_index")
+    want = min(clusters, n) if clusters else ivf_clusters(n)
+    settled = (state is None and not want) or (state is not None and want and state[1] / 2 < n < state[1] * 2)
+    if settled and not clusters:
+        return None
+    t0 = time.monotonic()
+    rows = db.q("vectors_for_clustering")
+    ids = [r[0] for r in rows]
+    servable = [r[2] for r in rows]
+    vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 384))
+    del rows
+    sample, centroids = 0, np.zeros((0, 384), dtype=np.float32)
+    if want:
+        rng = np.random.default_rng(IVF_SEED)
+        sample = min(n, IVF_SAMPLE_PER_CLUSTER * want)
+        train = vectors[np.sort(rng.choice(n, sample, replace=False))]
+        centroids = kmeans(train, want, IVF_ITERATIONS, IVF_SEED)
+        assign = nearest_centroid(vectors, centroids) + 1  # clusters 1..n; 0 is "no index"
+    else:
+        assign = np.zeros(len(ids), dtype=np.int64)
+    with db.write():
+        db.q("clear_vector_index")
+        for c in range(want):
+            db.q("insert_centroid", {"cluster": c + 1, "centroid": centroids[c].tobytes()})
+        for item_id, cluster, vec, ok in zip(ids, assign.tolist(), vectors, servable, strict=True):
+            db.q("insert_vector_in_cluster", {"item_id": item_id, "cluster": cluster, "embedding": vec.tobytes(),
+                                              "servable": ok})
+        if want:
+            db.q("record_vector_index", {"clusters": want, "trained_vectors": n, "training_sample": sample,
+                                         "iterations": IVF_ITERATIONS, "seed": IVF_SEED,
+                                         "seconds": round(time.monotonic() - t0, 2)})
+    done = (f"coarse vector index: {want} clusters over {n:,} vectors ({time.monotonic() - t0:.1f} s)" if want
+            else f"coarse vector index dropped ({n:,} vectors: searched exactly)")
+    if not quiet:
+        click.echo(done, err=True)
+    return done
+
+
 def _item_pixels(db: DB, item_id: int) -> Any:
     """The decoded pixels of an item's first readable file, or None when none is on this machine."""
     for root_path, rel in db.q("item_files", {"item_id": item_id}):
@@ -2068,17 +2159,42 @@ def _template_group_id(db: DB, template: str) -> int | None:
 # template, title) count more than the long, noisy OCR text and descriptions.
 FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0,
                  "description": 1.0}
-# Dense indexes: exact float32 KNN (the default), or a Hamming KNN over sign bits whose candidates
-# (DENSE_OVERSAMPLE times the depth) are rescored by float cosine. sqlite-vec 0.1.9's KNN is a
-# brute-force scan whose cost also grows with k, and MiniLM's sign bits keep little of its ranking.
-# `mambo bench search --oversample 2 --oversample 4 --oversample 8` (2026-11-30, 2 cores, quiet;
-# fixture queries, recall@10 against exact float32, engine p95 of the dense route):
-#   10k items:  float 11.7 ms | bit x1 3.6 ms recall 0.66 | x2 7.5 ms 0.77 | x4 12.3 ms 0.88 | x8 20.6 ms 0.94
-#   100k items: float 88.1 ms | bit x1 21 ms  recall 0.38 | x2 35 ms 0.54  | x4 46 ms 0.66   | x8 134 ms 0.78
-# Bit is only fast where it loses most of the ranking, so exact float stays the default and the bit
-# index is offered (a system with "dense_index": "bit-rescore") for libraries where speed matters
-# more than recall; its recall is reported by every bench run.
+# Dense indexes. sqlite-vec 0.1.9 has no approximate index and its wheel no SIMD: a KNN scans
+# every vector at ~0.7 us (float32, any metric) and its cost grows with k. Three ways to ask it:
+#   "float": exact, every vector. 8.5 ms at 10k items, 84 ms at 100k (k = 50).
+#   "ivf" (the default): a coarse index. Libraries of IVF_MIN_VECTORS or more are clustered by
+#     k-means (maintain_vector_index); each vector sits in its nearest centroid's vec0 partition
+#     and a query scans the partitions of its ivf_probe nearest centroids. Smaller libraries have
+#     no clusters (one partition 0) and get the exact answer.
+#   "bit-rescore": a Hamming KNN over sign bits, DENSE_OVERSAMPLE x depth candidates rescored by
+#     float cosine. MiniLM's sign bits keep little of its ranking.
+# `mambo bench search --probe 8 --probe 32 --oversample 2 --oversample 4 --oversample 8` (2026-11-30,
+# 2 cores, quiet; fixture queries; recall@10 against exact float32 on real MiniLM neighbours;
+# engine p95 of the dense route alone; numpy brute-force floor 1.2 ms at 10k, 13.6 ms at 100k):
+#   100k items, 79 clusters: float 107 ms | ivf probe 8 23 ms recall 0.914 | 16 38 ms 0.954 | 32 64 ms 0.991
+#                            bit x1 22 ms 0.38 | x2 35 ms 0.54 | x4 60 ms 0.66 | x8 121 ms 0.78
+#   10k items (no clusters: exact): float 15 ms | bit x1 7 ms 0.66 | x4 13 ms 0.88 | x8 23 ms 0.94
+# Choosing the shape (numpy k-means over the same 100k library, fixture + v1 dev queries, 2026-11-30;
+# `mambo bench search --items 100000 --clusters N --probe P` times any other shape):
+# at one fifth of the vectors scanned, sqrt(n)/2 = 158 clusters probed 32 recall 0.920 and
+# sqrt(n)/4 = 79 probed 16 recall 0.917, so the fewer, larger partitions (half the per-partition
+# KNN calls); sqrt(n) clusters recall less at the same share. Short queries sit far from every
+# centroid (cosine 0.3-0.5 to their best items), which is why the probe must be wide. The probed
+# clusters hold 20-27 % of the vectors (queries land in the larger ones). Below IVF_MIN_VECTORS
+# (35 clusters, probe 16 = 45 % of the vectors) clustering saves too little to cost any recall.
 DENSE_OVERSAMPLE = 1
+IVF_PROBE = 16
+IVF_MIN_VECTORS = 20_000
+IVF_ITERATIONS = 20  # k-means (Lloyd) iterations, seeded (IVF_SEED): the same library gives the same index
+IVF_SAMPLE_PER_CLUSTER = 256  # training sample: at most 256 vectors per centroid (faiss's rule of thumb)
+IVF_SEED = 42
+
+
+def ivf_clusters(vectors: int) -> int:
+    """Centroids for a library of this many vectors: sqrt(n)/4 (79 at 100k), none below IVF_MIN_VECTORS."""
+    return 0 if vectors < IVF_MIN_VECTORS else max(1, round(vectors ** 0.5 / 4))
+
+
 BASE_CONFIG: dict[str, Any] = {
     "field_weights": FIELD_WEIGHTS,
     # How many candidates each route contributes before fusion; bounded because common-term OR
@@ -2086,7 +2202,8 @@ BASE_CONFIG: dict[str, Any] = {
     "candidate_depth": 50,
     # The usual reciprocal-rank-fusion constant (Cormack et al. 2009); re-tuned on dev data later.
     "rrf_k": 60,
-    "dense_index": "float",
+    "dense_index": "ivf",
+    "ivf_probe": IVF_PROBE,
     "dense_oversample": DENSE_OVERSAMPLE,
     "model": {"name": EMBED_MODEL_NAME, "revision": EMBED_MODEL_REVISION, "text_recipe": EMBED_TEXT_RECIPE},
     "safety_policy": SAFETY_POLICY_VERSION,
@@ -2201,10 +2318,15 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
             alternatives[t] += [[c] for c in corrections(db, t)] if correct else []
     expanded = list(dict.fromkeys(tokens + [w for alts in alternatives.values() for alt in alts for w in alt]))
     grams = list(dict.fromkeys(grams))[:48]
+    # Words in more than half of the library carry no BM25 weight (FTS5 clamps their IDF to 1e-6)
+    # but make FTS5 score most documents ("a" is in 93 % of benchmark v1): left out of the MATCH
+    # unless nothing else is left. They still count for coverage and the dense route.
+    common = {t for (t,) in db.q("common_words", {"terms": json.dumps(expanded)})} if expanded else set()
+    matched = [t for t in expanded if t not in common] or expanded
     # Every token a quoted string: nothing the user types is FTS5 syntax. '""' matches nothing.
     return QueryPlan(
         text=text, tokens=tokens, expanded=expanded, content=content, alternatives=alternatives,
-        word_match=" OR ".join(f'"{t}"' for t in expanded) or '""',
+        word_match=" OR ".join(f'"{t}"' for t in matched) or '""',
         trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
     )
 
@@ -2306,9 +2428,22 @@ class Searcher:
     """Runs a system against one library. The embedder is optional: without it (still loading,
     or not wanted) the dense route is skipped and the lexical routes answer alone."""
 
-    def __init__(self, db: DB, embedder: Embedder | None = None):
+    def __init__(self, db: DB, embedder: Embedder | None = None, *, parallel: bool = True):
         self.db = db
         self.embedder = embedder
+        # The dense route on its own thread and connection (False: inside the fusion statement on
+        # this connection; tests compare the two)
+        self.parallel = parallel
+        self._dense_db: DB | None = None  # the dense route's own connection, on its own thread
+        self._dense_thread: Any = None
+
+    def _dense_route(self, params: dict[str, Any]) -> str:
+        """The dense route alone, on a second connection: its ranking as [[item id, similarity], ...]."""
+        if self._dense_db is None:
+            self._dense_db = self.db.sibling()
+        rows = self._dense_db.q("search", params | {"use_lexical": False, "use_fuzzy": False,
+                                                    "pool": params["depth"]})
+        return json.dumps([[r[0], r[5]] for r in rows])
 
     def search(self, query: str, system: str | dict[str, Any] = DEFAULT_SYSTEM, limit: int = 10, *,
                empty_rule: bool = True) -> list[Result]:
@@ -2327,13 +2462,27 @@ class Searcher:
             "w_lexical": rw["lexical"], "w_fuzzy": rw["fuzzy"], "w_dense": rw["dense"],
             "use_lexical": rw["lexical"] > 0 and bool(plan.tokens),
             "use_fuzzy": rw["fuzzy"] > 0 and plan.trigram_match != '""',
-            "use_dense": use_dense, "bit": bit, "lexical": None,
-            "word_match": plan.word_match, "trigram_match": plan.trigram_match,
+            "use_dense": use_dense, "dense_index": cfg["dense_index"], "probe": cfg.get("ivf_probe", 0),
+            "lexical": None, "dense": None, "word_match": plan.word_match, "trigram_match": plan.trigram_match,
             # hidden items are filtered inside the KNN scan (vec0 `servable` column), so k is
             # the depth: sqlite-vec's KNN cost grows with k
             "qvec": None, "k": depth * (cfg["dense_oversample"] if bit else 1),
         }
         details: dict[int, dict[str, Any]] = {}
+        dense_ranking = None
+        if use_dense:
+            assert self.embedder is not None
+            params["qvec"] = self.embedder.encode([" ".join(plan.expanded) or plan.text])[0].tobytes()
+            if self.parallel:
+                # The vector scan runs on another thread and connection (the one that maps the
+                # file) while the lexical route runs here (SQLite releases the GIL while it
+                # steps), so a hybrid query costs about the slower route, not their sum; fusion
+                # then reads its ranking (:dense).
+                if self._dense_thread is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self._dense_thread = ThreadPoolExecutor(1, thread_name_prefix="mambo-dense")
+                dense_ranking = self._dense_thread.submit(self._dense_route, dict(params))
 
         def fetch(ids: list[int]) -> None:
             missing = [i for i in ids if i not in details]
@@ -2354,9 +2503,8 @@ class Searcher:
                 params["use_lexical"] = False
             elif cov >= gate["boost_at"]:
                 params["w_lexical"] = rw["lexical"] * gate["boost"]
-        if use_dense:
-            assert self.embedder is not None
-            params["qvec"] = self.embedder.encode([" ".join(plan.expanded) or plan.text])[0].tobytes()
+        if dense_ranking is not None:
+            params["dense"] = dense_ranking.result()
         rows = self.db.q("search", params)[:limit]
         fetch([r[0] for r in rows])
         results = []
@@ -2438,6 +2586,7 @@ def library_status(db: DB) -> dict[str, Any]:
         "ocr_engines": db.rows("ocr_engines_in_use"),
         "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in db.q("roots")],
         "recent_errors": db.rows("recent_errors", {"limit": 5}),
+        "vector_index": (db.rows("vector_index") or [None])[0],
     }
 
 
@@ -2490,6 +2639,7 @@ def prune(db: DB) -> tuple[int, int, list[str]]:
             db.q("delete_file", {"file_id": fid})
         db.q("delete_orphan_items")
         db.q("refresh_vocabulary")
+    maintain_vector_index(db)
     return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots
 
 
@@ -2656,6 +2806,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
                    f"dim {m['dim']}: {m['items']} items")
     for o in st["ocr_engines"]:
         click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
+    vi = st["vector_index"]
+    click.echo(f"vectors   coarse index of {vi['clusters']} clusters, trained on {vi['trained_vectors']} vectors "
+               f"at {vi['trained_at'][:19]}" if vi else
+               f"vectors   searched exactly (a coarse index is trained from {IVF_MIN_VECTORS:,} vectors)")
     for r in st["roots"]:
         click.echo(f"root      {clean_line(r['name'])} -> {show_path(r['path'])} ({r['files']} files)")
     if st["recent_errors"]:
@@ -2942,9 +3096,10 @@ def systems(ctx: click.Context) -> None:
         cfg = json.loads(config)
         routes = "+".join(f"{k}:{v:g}" for k, v in cfg["route_weights"].items() if v)
         rule = cfg["empty_rule"]
+        probe = f"(probe {cfg['ivf_probe']})" if cfg["dense_index"] == "ivf" else ""
         # Rows of a library file are data from elsewhere too: printed through the sanitiser.
         click.echo(clean_text(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={routes} "
-                              f"dense={cfg['dense_index']} depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
+                              f"dense={cfg['dense_index']}{probe} depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
                               f"empty: sim<{rule['min_similarity']} and coverage<{rule['min_coverage']}"))
 
 
@@ -3130,8 +3285,8 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
     rng = random.Random(seed)
     t_start = time.monotonic()
     report: dict[str, Any] = {"benchmark": "soak", "kills": 0, "kills_mid_write": 0, "completed_runs": 0,
-                              "rounds": 1, "integrity_failures": 0, "inconsistent": 0, "lost": 0,
-                              "errors_lost": 0, "seed": seed, "images": count, "batch_size": batch,
+                              "rounds": 1, "interrupted_runs": 0, "integrity_failures": 0, "inconsistent": 0,
+                              "lost": 0, "errors_lost": 0, "seed": seed, "images": count, "batch_size": batch,
                               "max_delay_s": max_delay, "failures": []}
     with tempfile.TemporaryDirectory(prefix="mambo-soak-") as tmp:
         folder = Path(tmp) / "memes"
@@ -3163,6 +3318,14 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
             if bad:
                 report["failures"].append(f"{state}: " + "; ".join(bad))
             return v
+
+        def interrupted_runs() -> int:
+            """Killed runs the next run found still 'running' and marked interrupted."""
+            db = DB(db_path, create=False, readonly=True)
+            try:
+                return int(db.scalar("SELECT count(*) FROM ingest_runs WHERE status = 'interrupted'"))
+            finally:
+                db.con.close()
 
         def files_now() -> int:
             with contextlib.suppress(Exception):  # the file may not exist yet, or be mid-creation
@@ -3208,6 +3371,7 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
             before, errors_before = v["snapshot"], v["errors"]
             if not killed:  # the folder is complete: start again on a fresh library
                 report["rounds"] += 1
+                report["interrupted_runs"] += interrupted_runs()
                 for suffix in ("", "-wal", "-shm"):
                     Path(str(db_path) + suffix).unlink(missing_ok=True)
                 before, errors_before = {}, 0
@@ -3224,6 +3388,9 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
                            "interrupted_runs": int(db.scalar(
                                "SELECT count(*) FROM ingest_runs WHERE status = 'interrupted'"))}
         db.close()
+        # every round's, not only the last one's (a round that ended on a completed run leaves a
+        # fresh library to the final run)
+        report["interrupted_runs"] += report["final"]["interrupted_runs"]
         if report["final"]["files"] != expected or report["final"]["running_runs_left"]:
             report["failures"].append(f"final run: {report['final']}")
     report["seconds"] = round(time.monotonic() - t_start, 1)
@@ -3237,7 +3404,8 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
     click.echo(f"  integrity failures {report['integrity_failures']}, half-written states {report['inconsistent']}, "
                f"indexed files lost {report['lost']}, recorded errors lost {report['errors_lost']}")
     click.echo(f"  final run: {report['final']['files']}/{report['final']['expected_files']} files, "
-               f"{report['final']['items']} items, {report['final']['interrupted_runs']} runs marked interrupted")
+               f"{report['final']['items']} items; {report['interrupted_runs']} killed runs marked interrupted "
+               "by the run after them")
     for f in report["failures"]:
         click.echo(f"  FAILED {clean_line(f)}")
     if report["failures"]:
@@ -3292,6 +3460,7 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
                                  "mtime_ns": 0, "sidecar_sha256": ""})
             db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
             db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
+        db.q("refresh_vocabulary")  # as `mambo add` ends: typo correction knows the new words
 
 
 def base_library(dest: Path, base: Path | None) -> Any:
@@ -3550,8 +3719,8 @@ def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: lis
     return out
 
 
-def bit_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, Any]) -> float:
-    """Mean recall@10 of a (bit-quantized) dense configuration against the exact float32 top 10."""
+def dense_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, Any]) -> float:
+    """Mean recall@10 of an approximate dense configuration against the exact float32 top 10."""
     import numpy as np
 
     got = [len(want & {r.item_id for r in searcher.search(q, cfg, empty_rule=False)}) / len(want)
@@ -3567,20 +3736,26 @@ def bit_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, An
               help="Synthetic items embedded by the real model (recall is measured on these).")
 @click.option("--oversample", "oversamples", multiple=True, type=click.IntRange(1, 64),
               help="Also time the bit index at these oversampling factors, with their recall (repeatable).")
+@click.option("--probe", "probes", multiple=True, type=click.IntRange(1, 4096),
+              help="Also time the coarse index probing this many clusters, with its recall (repeatable).")
+@click.option("--clusters", type=click.IntRange(1, 100_000),
+              help="Cluster every size's library into this many centroids (default: as `mambo add` would, "
+                   f"sqrt(n)/4 from {IVF_MIN_VECTORS:,} vectors up).")
 @click.option("--seed", default=11, show_default=True)
 @click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Start from a copy of this library instead of ingesting the fixture.")
 @click.option("--json", "as_json", is_flag=True)
-def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, oversamples: tuple[int, ...], seed: int,
-                 base: Path | None, as_json: bool) -> None:
+def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, oversamples: tuple[int, ...],
+                 probes: tuple[int, ...], clusters: int | None, seed: int, base: Path | None, as_json: bool) -> None:
     """Search latency per route on reproducible scaled-up libraries: the fixture (real OCR and
     vectors) plus seeded synthetic items. Reports engine p50/p95 (SQL + fusion + empty rule, the
     query vector computed beforehand) measured in a fresh process with its resident memory, the
     query-encoding time, a numpy brute-force floor over the same float32 vectors, and recall@10 of
-    the bit-quantized dense index against exact float32 (its neighbours are real MiniLM vectors:
-    fixture items and --real-vectors synthetic texts)."""
+    the approximate dense indexes (coarse IVF, bit-quantized) against exact float32 (neighbours are
+    real MiniLM vectors: fixture items and --real-vectors synthetic texts)."""
     import multiprocessing
     import random
+    import shutil
     import tempfile
     from concurrent.futures import ProcessPoolExecutor
 
@@ -3593,19 +3768,22 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
         t = time.perf_counter()
         embedder.encode([q])
         encode_ms.append((time.perf_counter() - t) * 1000)
+    dense, hybrid = DEFAULT_SYSTEMS["dense"], DEFAULT_SYSTEMS["hybrid"]
     variants = {
         "bm25": DEFAULT_SYSTEMS["bm25"],
-        "dense-float": DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"},
-        "dense-bit": DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore"},
-        "hybrid-float": DEFAULT_SYSTEMS["hybrid"] | {"dense_index": "float"},
-        "hybrid-bit": DEFAULT_SYSTEMS["hybrid"] | {"dense_index": "bit-rescore"},
-    } | {f"dense-bit-x{o}": DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore", "dense_oversample": o}
-         for o in oversamples}
-    report: dict[str, Any] = {"benchmark": "search", "seed": seed, "machine": machine_info(),
-                              "dense_oversample": DENSE_OVERSAMPLE, "query_encode_ms": _pcts(encode_ms), "sizes": {}}
+        "dense-float": dense | {"dense_index": "float"},
+        "dense-ivf": dense | {"dense_index": "ivf"},
+        "dense-bit": dense | {"dense_index": "bit-rescore"},
+        "hybrid-float": hybrid | {"dense_index": "float"},
+        "hybrid-ivf": hybrid | {"dense_index": "ivf"},
+        "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
+    } | {f"dense-ivf-p{p}": dense | {"dense_index": "ivf", "ivf_probe": p} for p in probes
+         } | {f"dense-bit-x{o}": dense | {"dense_index": "bit-rescore", "dense_oversample": o} for o in oversamples}
+    default = {"float": "hybrid-float", "ivf": "hybrid-ivf", "bit-rescore": "hybrid-bit"}[hybrid["dense_index"]]
+    report: dict[str, Any] = {"benchmark": "search", "seed": seed, "machine": machine_info(), "default": default,
+                              "dense_oversample": DENSE_OVERSAMPLE, "ivf_probe": IVF_PROBE,
+                              "query_encode_ms": _pcts(encode_ms), "sizes": {}}
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
-        import shutil
-
         real = base_library(Path(tmp) / "base.sqlite", base)
         for size in sizes:
             path = Path(tmp) / f"lib-{size}.sqlite"
@@ -3614,12 +3792,18 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
             t0 = time.monotonic()
             synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
             build_s = time.monotonic() - t0
+            t0 = time.monotonic()
+            maintain_vector_index(db, clusters=clusters)
+            index_s = time.monotonic() - t0
+            index = db.q1("vector_index")
             db.close()
             rng = random.Random(seed)
             order = [rng.choice(queries) for _ in range(searches)]
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
                 row: dict[str, Any] = child.submit(_timed_searches, str(path), variants, queries, order).result()
             row["build_seconds"] = round(build_s, 1)
+            row["clusters"] = index[0] if index else 0
+            row["index_seconds"] = round(index_s, 1)
             db = DB(path)
             mat = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
                             db.con.execute("SELECT embedding FROM item_vectors")])
@@ -3636,13 +3820,15 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
             searcher = Searcher(db, embedder)
             exact = {q: {r.item_id for r in searcher.search(q, variants["dense-float"], empty_rule=False)}
                      for q in queries}
-
-            row["bit_recall_at_10"] = bit_recall(searcher, exact, variants["dense-bit"])
-            row["bit_recall_by_oversample"] = {o: bit_recall(searcher, exact, variants[f"dense-bit-x{o}"])
+            row["ivf_recall_at_10"] = dense_recall(searcher, exact, variants["dense-ivf"])
+            row["ivf_recall_by_probe"] = {p: dense_recall(searcher, exact, variants[f"dense-ivf-p{p}"])
+                                          for p in probes}
+            row["bit_recall_at_10"] = dense_recall(searcher, exact, variants["dense-bit"])
+            row["bit_recall_by_oversample"] = {o: dense_recall(searcher, exact, variants[f"dense-bit-x{o}"])
                                                for o in oversamples}
+            db.close()
             row["database_mb"] = round(path.stat().st_size / 1e6, 1)
             report["sizes"][str(size)] = row
-            db.close()
             del mat
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -3650,18 +3836,26 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
     m = report["machine"]
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
     e = report["query_encode_ms"]
-    click.echo(f"query encoding (MiniLM, warm): p50 {e['p50']} ms, p95 {e['p95']} ms")
+    click.echo(f"query encoding (MiniLM, warm): p50 {e['p50']} ms, p95 {e['p95']} ms; default system: {default}")
     for size, row in report["sizes"].items():
         floor95 = row["numpy_floor"]["p95"]
+        coarse = (f"{row['clusters']} clusters ({row['index_seconds']} s), probe {IVF_PROBE}" if row["clusters"]
+                  else "no clusters (exact)")
         click.echo(f"{int(size):,} items (built in {row['build_seconds']} s, database {row['database_mb']} MB; "
-                   f"search process RSS {row['rss_mb']} MB, peak {row['peak_rss_mb']} MB; bit recall@10 vs float "
-                   f"{row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}):")
+                   f"search process RSS {row['rss_mb']} MB, peak {row['peak_rss_mb']} MB):")
+        click.echo(f"  coarse index: {coarse}, recall@10 vs float {row['ivf_recall_at_10']}; "
+                   f"bit recall@10 {row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}")
         for name in [*variants, "numpy_floor"]:
             ratio = f"   {row[name]['p95'] / floor95:5.1f}x floor p95" if name != "numpy_floor" and floor95 else ""
-            recall_note = (f"   recall@10 {row['bit_recall_by_oversample'][int(name.rsplit('x', 1)[1])]}"
-                           if name.startswith("dense-bit-x") else "")
-            click.echo(f"  {name:13} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms"
+            recall_note = ""
+            if name.startswith("dense-bit-x"):
+                recall_note = f"   recall@10 {row['bit_recall_by_oversample'][int(name.rsplit('x', 1)[1])]}"
+            elif name.startswith("dense-ivf-p"):
+                recall_note = f"   recall@10 {row['ivf_recall_by_probe'][int(name.rsplit('p', 1)[1])]}"
+            mark = " *" if name == default else ""
+            click.echo(f"  {name + mark:15} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms"
                        f"{ratio}{recall_note}")
+        click.echo("  (* the default system)")
 
 
 # Queries nobody should type but someone will: FTS5 and SQL syntax, quotes, wildcards, control
@@ -3727,6 +3921,7 @@ def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Pat
     hybrid, bm25 = DEFAULT_SYSTEMS["hybrid"], DEFAULT_SYSTEMS["bm25"]
     systems = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid",
                "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
+               "hybrid-float": hybrid | {"dense_index": "float"},
                "bm25-fuzzy": bm25 | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 0.0}},
                "all-routes": hybrid | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 1.0}}}
     order = [rng.choice(list(systems)) for _ in range(searches)]
@@ -3739,6 +3934,7 @@ def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Pat
         db = DB(path)
         sync_systems(db)
         synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
+        maintain_vector_index(db)  # as `mambo add` would
         report["build_seconds"] = round(time.monotonic() - t0, 1)
         report["library_items"] = int(db.scalar("SELECT count(*) FROM items"))
         searcher = Searcher(db, embedder)

@@ -91,8 +91,38 @@ DELETE FROM item_vectors_bit WHERE item_id = :item_id;
 
 -- name: insert_vector
 -- (the item row is written first: whether it may be served is known, see item_vectors_servable)
-INSERT INTO item_vectors(item_id, embedding, servable)
-VALUES (:item_id, :embedding, EXISTS (SELECT 1 FROM servable_items WHERE item_id = :item_id));
+-- The vector joins the partition of its nearest centroid; 0 when the library has no coarse index.
+-- (LIMIT, not k = 1: a scalar subquery carries an implicit LIMIT, and vec0 refuses both.)
+INSERT INTO item_vectors(item_id, cluster, embedding, servable)
+VALUES (:item_id,
+        coalesce((SELECT cluster FROM vector_centroids WHERE centroid MATCH :embedding ORDER BY distance LIMIT 1), 0),
+        :embedding, EXISTS (SELECT 1 FROM servable_items WHERE item_id = :item_id));
+
+-- name: insert_vector_in_cluster
+-- Re-clustering (maintain_vector_index): the cluster was computed for every vector at once.
+INSERT INTO item_vectors(item_id, cluster, embedding, servable)
+VALUES (:item_id, :cluster, :embedding, :servable);
+
+-- name: vector_index
+SELECT clusters, trained_vectors, training_sample, iterations, seed, seconds, trained_at FROM vector_index;
+
+-- name: vectors_for_clustering
+SELECT item_id, embedding, servable FROM item_vectors ORDER BY item_id;
+
+-- name: clear_vector_index
+DELETE FROM vector_centroids;
+DELETE FROM vector_index;
+DELETE FROM item_vectors;
+
+-- name: insert_centroid
+INSERT INTO vector_centroids(cluster, centroid) VALUES (:cluster, :centroid);
+
+-- name: record_vector_index
+INSERT INTO vector_index(index_id, clusters, trained_vectors, training_sample, iterations, seed, seconds)
+VALUES (1, :clusters, :trained_vectors, :training_sample, :iterations, :seed, :seconds);
+
+-- name: vector_count
+SELECT count(*) FROM item_vectors;
 
 -- name: insert_vector_bit
 INSERT INTO item_vectors_bit(item_id, embedding, servable)
@@ -215,7 +245,12 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f
        (SELECT count(*) FROM item_vectors v
         WHERE v.servable IS NOT (v.item_id IN (SELECT item_id FROM servable_items))) AS vectors_with_wrong_servable,
        (SELECT count(*) FROM item_vectors_bit b
-        WHERE b.servable IS NOT (b.item_id IN (SELECT item_id FROM servable_items))) AS bit_vectors_with_wrong_servable;
+        WHERE b.servable IS NOT (b.item_id IN (SELECT item_id FROM servable_items))) AS bit_vectors_with_wrong_servable,
+       -- the coarse index: every vector in the partition of a centroid (0 when there are none)
+       (SELECT count(*) FROM item_vectors v
+        WHERE v.cluster IS NOT coalesce((SELECT c.cluster FROM vector_centroids c WHERE c.cluster = v.cluster),
+                                        CASE WHEN EXISTS (SELECT 1 FROM vector_index) THEN -1 ELSE 0 END))
+           AS vectors_outside_the_coarse_index;
 
 -- name: system_by_name
 SELECT system_id, name, version, config, config_sha256, notes FROM current_systems WHERE name = :name;
@@ -236,43 +271,68 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- evaluated once and skips its scan), then reciprocal rank fusion:
 --   score = sum over routes of route_weight / (rrf_k + rank in that route).
 -- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
--- (typos, slang, OCR noise); dense = KNN over MiniLM vectors, exact float32 or bit-quantized
--- candidates rescored by float cosine. Only servable items (safety, rights, privacy) take part:
--- the vector indexes filter on their `servable` column during the scan, every route joins the view.
+-- (typos, slang, OCR noise); dense = KNN over MiniLM vectors: exact float32, the partitions of the
+-- coarse index's nearest centroids (IVF), or bit-quantized candidates rescored by float cosine.
+-- Only servable items (safety, rights, privacy) take part: the vector indexes filter on their
+-- `servable` column during the scan, every route joins the view.
 -- :lexical, when not NULL, is the lexical route already run (a JSON array of item ids, best
 -- first): hybrid's evidence check needs its ranking before fusion, and FTS5 BM25 over common
 -- words is the costliest part of a query at 100k items, so it is not run twice.
+-- :dense, when not NULL, is the dense route already run ([[item id, similarity], ...], best
+-- first): hybrid runs it on a second connection while the lexical route runs on this one.
 WITH lex AS (
     SELECT value AS item_id, key + 1 AS rank FROM json_each(:lexical)
     WHERE :use_lexical AND :lexical IS NOT NULL
     UNION ALL
-    SELECT item_id, row_number() OVER (ORDER BY score DESC) AS rank
-    FROM (
-        SELECT f.rowid AS item_id,
-               -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
-        FROM items_fts f JOIN servable_items s ON s.item_id = f.rowid
-        WHERE :use_lexical AND :lexical IS NULL AND items_fts MATCH :word_match
-        ORDER BY score DESC LIMIT :depth
-    )
+    -- FTS5 ranks first; the servable view is joined to the top depth + (number of hidden items)
+    -- only, so the join costs a few rows, not every match (migration 006).
+    SELECT item_id, rank FROM (
+        SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
+        FROM (
+            SELECT f.rowid AS item_id,
+                   -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+            FROM items_fts f
+            WHERE :use_lexical AND :lexical IS NULL AND items_fts MATCH :word_match
+            ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)
+        ) m JOIN servable_items s ON s.item_id = m.item_id
+    ) WHERE rank <= :depth
 ), fuzzy AS (
-    SELECT item_id, row_number() OVER (ORDER BY score DESC) AS rank
-    FROM (
-        SELECT t.rowid AS item_id,
-               -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
-        FROM items_trigram t JOIN servable_items s ON s.item_id = t.rowid
-        WHERE :use_fuzzy AND items_trigram MATCH :trigram_match
-        ORDER BY score DESC LIMIT :depth
-    )
+    SELECT item_id, rank FROM (
+        SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
+        FROM (
+            SELECT t.rowid AS item_id,
+                   -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+            FROM items_trigram t
+            WHERE :use_fuzzy AND items_trigram MATCH :trigram_match
+            ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)
+        ) m JOIN servable_items s ON s.item_id = m.item_id
+    ) WHERE rank <= :depth
 ), dense_candidates AS (
+    -- exact: every vector
     SELECT v.item_id, 1.0 - v.distance AS sim
     FROM item_vectors v
-    WHERE :use_dense AND NOT :bit AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
+    WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float'
+      AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
     UNION ALL
+    -- coarse index: the partitions of the :probe centroids nearest the query, and partition 0
+    -- (a library without clusters); each partition gives its own k nearest
+    SELECT v.item_id, 1.0 - v.distance
+    FROM item_vectors v
+    WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf'
+      AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
+      AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
+                        UNION ALL SELECT 0)
+    UNION ALL
+    -- sign bits: a Hamming KNN, its candidates rescored by float cosine
     SELECT c.item_id, 1.0 - vec_distance_cosine(v.embedding, :qvec)
     FROM (SELECT item_id FROM item_vectors_bit
-          WHERE :use_dense AND :bit AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k AND servable = 1) c
+          WHERE :use_dense AND :dense IS NULL AND :dense_index = 'bit-rescore'
+            AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k AND servable = 1) c
     JOIN item_vectors v ON v.item_id = c.item_id
 ), dense AS (
+    SELECT value ->> 0 AS item_id, value ->> 1 AS sim, key + 1 AS rank FROM json_each(:dense)
+    WHERE :use_dense AND :dense IS NOT NULL
+    UNION ALL
     SELECT item_id, sim, row_number() OVER (ORDER BY sim DESC) AS rank
     FROM (SELECT d.item_id, d.sim FROM dense_candidates d JOIN servable_items s ON s.item_id = d.item_id
           ORDER BY d.sim DESC LIMIT :depth)
@@ -305,6 +365,13 @@ SELECT term, docs FROM vocabulary WHERE term >= :prefix AND term < :prefix || ch
 -- name: refresh_vocabulary
 DELETE FROM vocabulary;
 INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
+UPDATE vocabulary_size SET documents = (SELECT count(*) FROM items);
+
+-- name: common_words
+-- Query words in more than half of the library's documents: BM25 gives them no weight (FTS5
+-- clamps a negative IDF to 1e-6), yet matching them makes FTS5 score most of the library.
+SELECT v.term FROM vocabulary v, vocabulary_size z
+WHERE v.term IN (SELECT value FROM json_each(:terms)) AND v.docs * 2 > z.documents;
 
 -- name: aliases
 SELECT expansion FROM query_aliases WHERE term = :term;

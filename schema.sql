@@ -174,10 +174,32 @@ CREATE TABLE item_embeddings (
 );
 
 -- sqlite-vec: one float32 all-MiniLM-L6-v2 vector (normalised) per item, cosine distance.
+-- `cluster` (a partition key) is the nearest centroid of the coarse index; 0 while the library has
+-- none (mambo.py maintain_vector_index). `servable` follows servable_items (trigger below).
 CREATE VIRTUAL TABLE item_vectors USING vec0(
     item_id INTEGER PRIMARY KEY,
+    cluster integer partition key,
     embedding float[384] distance_metric=cosine,
-    servable integer
+    servable integer,
+    chunk_size=128
+);
+
+-- The coarse index (IVF) of large libraries: k-means centroids over item_vectors; a search scans
+-- the partitions of the centroids nearest the query. One row in vector_index when trained.
+CREATE VIRTUAL TABLE vector_centroids USING vec0(
+    cluster INTEGER PRIMARY KEY,
+    centroid float[384] distance_metric=cosine
+);
+
+CREATE TABLE vector_index (
+    index_id        INTEGER PRIMARY KEY CHECK (index_id = 1),
+    clusters        INTEGER NOT NULL CHECK (clusters > 0),
+    trained_vectors INTEGER NOT NULL,
+    training_sample INTEGER NOT NULL,
+    iterations      INTEGER NOT NULL,
+    seed            INTEGER NOT NULL,
+    seconds         REAL NOT NULL,
+    trained_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
 
 -- FTS5 over the text fields, one column per field so BM25 can weight them.
@@ -203,6 +225,13 @@ CREATE TABLE vocabulary (
     term  TEXT PRIMARY KEY,
     docs  INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- How many documents the vocabulary was counted over: a query word found in more than half of
+-- them has no BM25 weight (FTS5 clamps its IDF to 1e-6), so it is left out of the FTS5 MATCH.
+CREATE TABLE vocabulary_size (
+    documents INTEGER NOT NULL
+);
+INSERT INTO vocabulary_size(documents) VALUES (0);
 
 -- Bit-quantized copies of item_vectors (sign of each dimension) for large libraries: a Hamming
 -- KNN over these, then float cosine rescoring of the candidates (see mambo.py DENSE_INDEXES).
@@ -355,6 +384,15 @@ WHERE s.version = (SELECT max(version) FROM systems t WHERE t.name = s.name);
 CREATE VIEW servable_items AS
 SELECT item_id FROM items
 WHERE safety IN ('safe', 'sensitive') AND rights <> 'withdrawn' AND private = 0;
+
+-- Its complement, with a partial index so counting it costs what it holds: the lexical route
+-- ranks FTS5 matches first and joins servable_items only for the top depth + (hidden count).
+CREATE INDEX items_hidden ON items(item_id)
+WHERE NOT (safety IN ('safe', 'sensitive') AND rights <> 'withdrawn' AND private = 0);
+
+CREATE VIEW hidden_items AS
+SELECT item_id FROM items
+WHERE NOT (safety IN ('safe', 'sensitive') AND rights <> 'withdrawn' AND private = 0);
 
 -- User settings of this library (e.g. interaction_events = on).
 CREATE TABLE settings (
@@ -856,4 +894,4 @@ FROM publications p JOIN scorecards s USING (scorecard_id)
 WHERE p.rolled_back_at IS NULL
 ORDER BY p.publication_id DESC LIMIT 1;
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;

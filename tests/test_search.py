@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -132,18 +133,23 @@ def test_bit_quantized_dense_index_agrees_on_the_top(searcher: mambo.Searcher) -
         assert len({r.item_id for r in exact} & {r.item_id for r in approx}) >= 7
 
 
-@pytest.mark.parametrize("index", ["float", "bit-rescore"])
+@pytest.mark.parametrize("index", ["float", "ivf", "bit-rescore", "lexical"])
 def test_hidden_items_are_skipped_inside_the_vector_scan(library_copy: tuple[Path, Path], index: str) -> None:
     """The KNN asks for exactly the candidate depth: hidden items are skipped during the scan (the
     vec0 `servable` column, kept equal to the servable_items view by a trigger), not fetched and
-    dropped afterwards, so a depth of 3 still gives 3 servable candidates."""
+    dropped afterwards, so a depth of 3 still gives 3 servable candidates. The lexical route ranks
+    depth + (hidden count) matches before it joins the view: the same holds there."""
     db = open_db(library_copy[0])
     searcher = mambo.Searcher(db, mambo.get_embedder())
+    if index == "ivf":
+        mambo.maintain_vector_index(db, clusters=3)
     servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}
     for table in ("item_vectors", "item_vectors_bit"):
         flagged = {i for (i,) in db.con.execute(f"SELECT item_id FROM {table} WHERE servable = 1")}
         assert flagged == servable and len(flagged) < db.scalar(f"SELECT count(*) FROM {table}")
-    cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"candidate_depth": 3, "dense_index": index}
+    cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"candidate_depth": 3, "dense_index": index, "ivf_probe": 3}
+    if index == "lexical":
+        cfg = mambo.DEFAULT_SYSTEMS["bm25"] | {"candidate_depth": 3}
     top = [r.item_id for r in searcher.search("john cena", cfg, empty_rule=False)]
     assert len(top) == 3
     with db.write():
@@ -217,3 +223,96 @@ def test_hybrid_fusion_depends_on_lexical_evidence(searcher: mambo.Searcher) -> 
     plain = mambo.DEFAULT_SYSTEMS["hybrid"] | {"lexical_evidence": None}
     assert any(r.lex_rank is not None for r in searcher.search("zeppelin quartermaster john", plain, 10,
                                                                  empty_rule=False))
+
+
+def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
+    """The IVF index: k-means centroids, every vector in its nearest centroid's partition (also one
+    embedded after training), probing every cluster is exact, probing one still finds the top, and
+    a library below the minimum size drops the index (everything back in partition 0)."""
+    import numpy as np
+
+    db = open_db(library_copy[0])
+    searcher = mambo.Searcher(db, mambo.get_embedder())
+    exact_cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
+    ivf = mambo.DEFAULT_SYSTEMS["dense"] | {"dense_index": "ivf"}
+    queries = ("john cena", "a yellow rubber duck", "coffee", "a robot")
+    exact = {q: [r.item_id for r in searcher.search(q, exact_cfg, empty_rule=False)] for q in queries}
+    assert all(exact.values())
+    # untrained (the fixture is far below IVF_MIN_VECTORS): one partition, the exact answer
+    assert db.q1("vector_index") is None
+    assert {c for (c,) in db.con.execute("SELECT DISTINCT cluster FROM item_vectors")} == {0}
+    assert all([r.item_id for r in searcher.search(q, ivf, empty_rule=False)] == exact[q] for q in queries)
+
+    assert "4 clusters" in mambo.maintain_vector_index(db, clusters=4)
+    assert db.q1("vector_index")[:2] == (4, db.scalar("SELECT count(*) FROM items"))
+    assert mambo.library_status(db)["vector_index"]["clusters"] == 4
+    rows = db.con.execute("SELECT item_id, cluster, embedding FROM item_vectors").fetchall()
+    centroids = np.stack([np.frombuffer(c, dtype=np.float32) for (c,) in
+                          db.con.execute("SELECT centroid FROM vector_centroids ORDER BY cluster")])
+    for _item, cluster, emb in rows:
+        assert cluster == 1 + int(np.argmax(centroids @ np.frombuffer(emb, dtype=np.float32)))
+    assert len({r[1] for r in rows}) == 4
+    assert db.rows("consistency")[0]["vectors_outside_the_coarse_index"] == 0
+    for q in queries:
+        assert [r.item_id for r in searcher.search(q, ivf | {"ivf_probe": 4}, empty_rule=False)] == exact[q]
+        # one probe: the nearest centroid's partition only, ranked exactly within it
+        qvec = mambo.get_embedder().encode([" ".join(mambo.plan_query(db, q).expanded)])[0]
+        nearest = 1 + int(np.argmax(centroids @ qvec))
+        inside = [i for i in exact[q] if db.scalar("SELECT cluster FROM item_vectors WHERE item_id = ?", (i,))
+                  == nearest]
+        got = [r.item_id for r in searcher.search(q, ivf | {"ivf_probe": 1}, empty_rule=False)]
+        assert got[:len(inside)] == inside and got
+        assert {db.scalar("SELECT cluster FROM item_vectors WHERE item_id = ?", (i,)) for i in got} == {nearest}
+    # a vector written after training joins its nearest centroid's partition
+    item = exact["coffee"][0]
+    with db.write():
+        mambo.embed_items(db, [item], mambo.get_embedder(), mambo.model_id_for(db))
+    cluster, emb = db.con.execute("SELECT cluster, embedding FROM item_vectors WHERE item_id = ?", (item,)).fetchone()
+    assert cluster == 1 + int(np.argmax(centroids @ np.frombuffer(emb, dtype=np.float32)))
+    assert db.rows("consistency")[0]["vectors_outside_the_coarse_index"] == 0
+    # the library is below the minimum: the index goes, every vector back in partition 0
+    assert "dropped" in mambo.maintain_vector_index(db)
+    assert db.q1("vector_index") is None and mambo.library_status(db)["vector_index"] is None
+    assert {c for (c,) in db.con.execute("SELECT DISTINCT cluster FROM item_vectors")} == {0}
+    assert db.rows("consistency")[0]["vectors_outside_the_coarse_index"] == 0
+    assert mambo.maintain_vector_index(db) is None  # nothing to do
+
+
+def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixture_library: Path) -> None:
+    db = open_db(fixture_library)
+    parallel, serial = mambo.Searcher(db, mambo.get_embedder()), mambo.Searcher(db, mambo.get_embedder(),
+                                                                              parallel=False)
+    for q, system in itertools.product(("john cena", "pets acting like they own the house", "coffee", "u cant c me",
+                                        "zzzz qqqq"), ("hybrid", "dense")):
+        a, b = parallel.search(q, system), serial.search(q, system)
+        assert [(r.item_id, r.lex_rank, r.vec_rank, r.similarity) for r in a] == \
+               [(r.item_id, r.lex_rank, r.vec_rank, r.similarity) for r in b]
+    assert parallel._dense_db is not None and serial._dense_db is None and db.siblings
+    db.close()  # closes the dense route's connection too
+    assert not db.siblings
+
+
+def test_words_in_most_of_the_library_stay_out_of_the_match(searcher: mambo.Searcher) -> None:
+    """BM25 gives a word in over half the documents no weight (FTS5 clamps its IDF to 1e-6), so
+    it is not matched (FTS5 would score most of the library for it); alone, it still is."""
+    db = searcher.db
+    documents = db.scalar("SELECT documents FROM vocabulary_size")
+    assert documents == db.scalar("SELECT count(*) FROM items")
+    common = [t for (t, n) in db.con.execute("SELECT term, docs FROM vocabulary ORDER BY docs DESC")
+              if n * 2 > documents and t.isalpha() and t not in mambo.STOPWORDS]
+    rare = db.scalar("SELECT term FROM vocabulary WHERE docs = 1 AND term GLOB '[a-z][a-z][a-z]*' LIMIT 1")
+    assert common and rare
+    plan = mambo.plan_query(db, f"{common[0]} {rare}")
+    assert plan.word_match == f'"{rare}"' and common[0] in plan.content
+    assert mambo.plan_query(db, common[0]).word_match == f'"{common[0]}"'
+    assert searcher.search(common[0], "bm25", empty_rule=False)
+
+
+def test_hidden_and_servable_items_partition_the_library(searcher: mambo.Searcher) -> None:
+    db = searcher.db
+    hidden = {i for (i,) in db.con.execute("SELECT item_id FROM hidden_items")}
+    servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}
+    assert hidden and not hidden & servable
+    assert hidden | servable == {i for (i,) in db.con.execute("SELECT item_id FROM items")}
+    plan = " ".join(r[3] for r in db.con.execute("EXPLAIN QUERY PLAN SELECT count(*) FROM hidden_items"))
+    assert "items_hidden" in plan  # counted from the partial index, not a scan of items

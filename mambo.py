@@ -217,7 +217,7 @@ class DB:
             readonly = True
         self.readonly = readonly
         self.immutable = False
-        self.siblings: list[DB] = []
+        self._reader: tuple[DB, Any] | None = None  # see reader()
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -265,8 +265,8 @@ class DB:
         if not readonly:
             con.execute("PRAGMA journal_mode = WAL")
             con.execute("PRAGMA synchronous = NORMAL")
-        # No memory map here: vector scans run on the sibling connection, which maps the file
-        # (see sibling); a map on both would count the vectors' pages twice in resident memory.
+        # No memory map here: vector scans run on the reader connection, which maps the file
+        # (see reader); a map on both would count the vectors' pages twice in resident memory.
         return con
 
     # -- queries
@@ -348,26 +348,33 @@ class DB:
         # Only after writing: a TRUNCATE checkpoint waits (busy timeout) for other writers and
         # blocks new ones meanwhile, so a search ending while `mambo add` runs would stall both.
         # A reader's close still folds a leftover WAL in when it is the last connection (SQLite).
-        for other in self.siblings:
-            other.close()
-        self.siblings.clear()
+        if self._reader is not None:
+            reader, thread = self._reader
+            thread.shutdown(wait=True)
+            reader.con.close()
+            self._reader = None
         if not self.readonly and self.con.total_changes():
             with contextlib.suppress(apsw.Error):
                 self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.con.close()
 
-    def sibling(self) -> DB:
-        """A second, read-only connection to this library for the vector scans, run on their own
-        thread; closed with this one. It maps the whole file (up to 1 GiB): memory-mapped reads cut
-        vec0 float32 scans by ~40% (../shared/notes/stack.md), and with a 256 MiB map the vector
-        chunks of a 100k-item library (~290 MB) past it were read through pread (coarse-index scan
-        p50 31 -> 19 ms with all of it mapped). Only this connection maps, so the pages count once."""
-        other = DB.__new__(DB)
-        other.path, other.readonly, other.immutable, other.siblings = self.path, True, False, []
-        other.con = other._connect(True)
-        other.con.execute("PRAGMA mmap_size = 1073741824")
-        self.siblings.append(other)
-        return other
+    def reader(self) -> tuple[DB, Any]:
+        """The vector scans' own read-only connection to this library and the one thread that uses
+        it, made on first use and shared by every Searcher of this DB (one of each, however many
+        searches); closed with this one. It maps the whole file (up to 1 GiB): memory-mapped reads
+        cut vec0 float32 scans by ~40% (../shared/notes/stack.md), and with a 256 MiB map the
+        vector chunks of a 100k-item library (~290 MB) past it were read through pread
+        (coarse-index scan p50 31 -> 19 ms with all of it mapped). Only this connection maps, so
+        the pages count once in resident memory."""
+        if self._reader is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            other = DB.__new__(DB)
+            other.path, other.readonly, other.immutable, other._reader = self.path, True, False, None
+            other.con = other._connect(True)
+            other.con.execute("PRAGMA mmap_size = 1073741824")
+            self._reader = (other, ThreadPoolExecutor(1, thread_name_prefix="mambo-vectors"))
+        return self._reader
 
 
 def db_error_message(e: Exception, path: Path | str | None) -> str:
@@ -2434,15 +2441,11 @@ class Searcher:
         # The dense route on its own thread and connection (False: inside the fusion statement on
         # this connection; tests compare the two)
         self.parallel = parallel
-        self._dense_db: DB | None = None  # the dense route's own connection, on its own thread
-        self._dense_thread: Any = None
 
-    def _dense_route(self, params: dict[str, Any]) -> str:
-        """The dense route alone, on a second connection: its ranking as [[item id, similarity], ...]."""
-        if self._dense_db is None:
-            self._dense_db = self.db.sibling()
-        rows = self._dense_db.q("search", params | {"use_lexical": False, "use_fuzzy": False,
-                                                    "pool": params["depth"]})
+    @staticmethod
+    def _dense_route(reader: DB, params: dict[str, Any]) -> str:
+        """The dense route alone, on the reader connection: its ranking as [[item id, similarity], ...]."""
+        rows = reader.q("search", params | {"use_lexical": False, "use_fuzzy": False, "pool": params["depth"]})
         return json.dumps([[r[0], r[5]] for r in rows])
 
     def search(self, query: str, system: str | dict[str, Any] = DEFAULT_SYSTEM, limit: int = 10, *,
@@ -2478,11 +2481,8 @@ class Searcher:
                 # file) while the lexical route runs here (SQLite releases the GIL while it
                 # steps), so a hybrid query costs about the slower route, not their sum; fusion
                 # then reads its ranking (:dense).
-                if self._dense_thread is None:
-                    from concurrent.futures import ThreadPoolExecutor
-
-                    self._dense_thread = ThreadPoolExecutor(1, thread_name_prefix="mambo-dense")
-                dense_ranking = self._dense_thread.submit(self._dense_route, dict(params))
+                reader, thread = self.db.reader()
+                dense_ranking = thread.submit(self._dense_route, reader, dict(params))
 
         def fetch(ids: list[int]) -> None:
             missing = [i for i in ids if i not in details]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -287,9 +289,17 @@ def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixtur
         a, b = parallel.search(q, system), serial.search(q, system)
         assert [(r.item_id, r.lex_rank, r.vec_rank, r.similarity) for r in a] == \
                [(r.item_id, r.lex_rank, r.vec_rank, r.similarity) for r in b]
-    assert parallel._dense_db is not None and serial._dense_db is None and db.siblings
-    db.close()  # closes the dense route's connection too
-    assert not db.siblings
+    reader = db.reader()
+    # one reader connection and one thread per library, however many searchers and searches (the
+    # TUI makes a Searcher per query: a connection each once mapped the file 1,100 times over)
+    threads = threading.active_count()
+    for _ in range(30):
+        mambo.Searcher(db, mambo.get_embedder()).search("coffee", "hybrid")
+    assert db.reader() is reader and threading.active_count() == threads
+    db.close()  # closes the reader connection and its thread too
+    assert db._reader is None
+    with pytest.raises(apsw.ConnectionClosedError):
+        reader[0].con.execute("SELECT 1")
 
 
 def test_words_in_most_of_the_library_stay_out_of_the_match(searcher: mambo.Searcher) -> None:

@@ -3323,7 +3323,7 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
             """Killed runs the next run found still 'running' and marked interrupted."""
             db = DB(db_path, create=False, readonly=True)
             try:
-                return int(db.scalar("SELECT count(*) FROM ingest_runs WHERE status = 'interrupted'"))
+                return int(db.q1("interrupted_runs")[0])
             finally:
                 db.con.close()
 
@@ -3385,8 +3385,7 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
         report["final"] = {"files": len(final["snapshot"]), "expected_files": expected,
                            "items": int(db.scalar("SELECT count(*) FROM items")),
                            "running_runs_left": int(db.q1("running_runs")[0]),
-                           "interrupted_runs": int(db.scalar(
-                               "SELECT count(*) FROM ingest_runs WHERE status = 'interrupted'"))}
+                           "interrupted_runs": int(db.q1("interrupted_runs")[0])}
         db.close()
         # every round's, not only the last one's (a round that ended on a completed run leaves a
         # fresh library to the final run)

@@ -279,7 +279,8 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- first): hybrid's evidence check needs its ranking before fusion, and FTS5 BM25 over common
 -- words is the costliest part of a query at 100k items, so it is not run twice.
 -- :dense, when not NULL, is the dense route already run ([[item id, similarity], ...], best
--- first): hybrid runs it on a second connection while the lexical route runs on this one.
+-- first): a search runs it on the library's reader connection (its own thread, the one that maps
+-- the file) while the lexical route runs on this one.
 WITH lex AS (
     SELECT value AS item_id, key + 1 AS rank FROM json_each(:lexical)
     WHERE :use_lexical AND :lexical IS NOT NULL
@@ -418,6 +419,10 @@ SELECT count(*) FROM ingest_errors;
 
 -- name: running_runs
 SELECT count(*) FROM ingest_runs WHERE status = 'running';
+
+-- name: interrupted_runs
+-- Killed runs that the run after them found still 'running' (abandon_stale_runs).
+SELECT count(*) FROM ingest_runs WHERE status = 'interrupted';
 
 -- ── Templates, recognition, derived fields and group labels ──────────────────
 

@@ -1,4 +1,4 @@
-"""How well the ingest-time safety detector (mambo.detect_safety) agrees with the recipe's safety
+"""How well the ingest-time safety detector (mambomeme.safety.detect_safety) agrees with the recipe's safety
 classes, on the DEVELOPMENT pool's items only (reserve items belong to the hidden partition).
 
     .venv/bin/python benchdata/safety_check.py LIBRARY.sqlite [benchdata/v1/corpus.jsonl]
@@ -17,7 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import apsw  # noqa: E402
 
-import mambo  # noqa: E402
+from mambomeme.library import clean_line  # noqa: E402
+from mambomeme.safety import detect_safety  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -33,7 +34,7 @@ def main(argv: list[str]) -> int:
         src = by_id.get(ln.get("variant", {}).get("of"), ln)
         if src["template"]["pool"] != "dev" or ln["out"]["file"] not in text:
             continue
-        found = mambo.detect_safety(text[ln["out"]["file"]])
+        found = detect_safety(text[ln["out"]["file"]])
         got, truth = (found[0] if found else "safe"), ln["truth"]["safety"]
         confusion[(truth, got)] += 1
         if (truth in ("unsafe", "critical")) != (got in ("unsafe", "critical")):
@@ -41,7 +42,7 @@ def main(argv: list[str]) -> int:
     for (truth, got), n in sorted(confusion.items()):
         print(f"truth {truth:<9} detected {got:<9} {n}")
     for truth, got, t in wrong:
-        print(f"  {truth} -> {got}: {mambo.clean_line(t)}")
+        print(f"  {truth} -> {got}: {clean_line(t)}")
     return 0
 
 

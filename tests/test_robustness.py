@@ -17,12 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_tui import assert_restored, finish, run_app, search
 
-import mambo
 from conftest import IMAGES, REPO, invoke, open_db, run_process
+from mambomeme.bench import HOSTILE_QUERIES, synthetic_variants
+from mambomeme.ingest import Ingester
+from mambomeme.library import DB, RIGHTS_STATUSES, SAFETY_CLASSES, _file_sha256, clean_line, db_error_message
+from mambomeme.sidecars import SidecarFinder
 
 
 def _files(db_path: Path) -> int:
-    db = mambo.DB(db_path, create=False, readonly=True)
+    db = DB(db_path, create=False, readonly=True)
     try:
         return int(db.scalar("SELECT count(*) FROM files"))
     finally:
@@ -37,7 +40,7 @@ def _start_add(db_path: Path, folder: Path, *extra: str, **kw) -> subprocess.Pop
 def test_tui_and_search_keep_answering_while_add_ingests(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
     db_path, _images = library_copy
     new = tmp_path / "new-memes"
-    mambo.synthetic_variants(IMAGES, new, 12, seed=3)
+    synthetic_variants(IMAGES, new, 12, seed=3)
     before = _files(db_path)
     ingest = _start_add(db_path, new, "--batch-size", "2", "--workers", "1")
     child = run_app(db_path, "--system", "bm25", timeout=60)
@@ -80,7 +83,7 @@ def test_tui_and_search_keep_answering_while_add_ingests(library_copy: tuple[Pat
 
 
 def _snapshot(db_path: Path) -> dict[str, dict]:
-    db = mambo.DB(db_path, create=False)
+    db = DB(db_path, create=False)
     try:
         assert db.scalar("PRAGMA integrity_check") == "ok"
         assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
@@ -96,7 +99,7 @@ def test_disk_full_during_add_is_one_line_and_loses_nothing(library_copy: tuple[
 
     db_path, _images = library_copy
     new = tmp_path / "new-memes"
-    mambo.synthetic_variants(IMAGES, new, 6, seed=4)
+    synthetic_variants(IMAGES, new, 6, seed=4)
     before = _snapshot(db_path)
     limit = 48 * 1024
 
@@ -126,15 +129,15 @@ def test_max_page_count_full_rolls_back_the_batch(library_copy: tuple[Path, Path
 
     db_path, _images = library_copy
     new = tmp_path / "new-memes"
-    mambo.synthetic_variants(IMAGES, new, 4, seed=6)
+    synthetic_variants(IMAGES, new, 4, seed=6)
     before = _snapshot(db_path)
-    db = mambo.DB(db_path)
+    db = DB(db_path)
     db.con.execute("VACUUM")  # no free pages left to reuse: any new item must grow the file
     pages = db.scalar("PRAGMA page_count")
     db.con.execute(f"PRAGMA max_page_count = {pages + 1}")
     with pytest.raises(apsw.FullError) as caught:
-        mambo.Ingester(db, progress=False, workers=1, batch=4).run([new])
-    message = mambo.db_error_message(caught.value, db_path)
+        Ingester(db, progress=False, workers=1, batch=4).run([new])
+    message = db_error_message(caught.value, db_path)
     assert "\n" not in message and "disk is full" in message and "intact" in message
     db.close()
     after = _snapshot(db_path)
@@ -166,7 +169,7 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
         shutil.copy(fixture_library, db_path)
         db_path.chmod(0o444)
         folder.chmod(0o555 if where == "read-only folder" else 0o1777)
-        digest = mambo._file_sha256(db_path)
+        digest = _file_sha256(db_path)
         res = _as_user("--db", db_path, "search", "-s", "bm25", "john cena", home=base)
         assert res.returncode == 0 and "cena" in res.stdout.lower(), res.stderr
         res = _as_user("--db", db_path, "status", home=base)
@@ -178,7 +181,7 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
             lines = [x for x in res.stderr.splitlines() if x.strip()]
             assert res.returncode == 1 and len(lines) == 1 and says in lines[0], (args, res.stderr)
             assert "Traceback" not in res.stderr
-        assert mambo._file_sha256(db_path) == digest
+        assert _file_sha256(db_path) == digest
         if where == "read-only folder":
             assert sorted(p.name for p in folder.iterdir()) == ["library.sqlite"]  # no -wal/-shm could be made
     finally:
@@ -203,7 +206,7 @@ def assert_terminal_safe(text: str) -> None:
 HOSTILE_TEXT = st.one_of(
     st.text(max_size=80),
     st.text(st.characters(codec="utf-8", categories=["Cc", "Cf", "Zs", "Po", "Sm", "L"]), max_size=40),
-    st.sampled_from(mambo.HOSTILE_QUERIES),
+    st.sampled_from(HOSTILE_QUERIES),
     st.builds(lambda a, b: a + "\x1b[" + b + "m\x1b]0;pwned\x07" + a, st.text(max_size=5), st.text(max_size=5)),
 )
 
@@ -258,15 +261,15 @@ def test_fuzz_sidecars_and_manifests_give_metadata_or_one_clear_error(tmp_path_f
     (folder / "a.json").write_text(sidecar, encoding="utf-8", errors="surrogateescape")
     manifest = [json.dumps(obj | {"file": f} if isinstance(obj, dict) else obj) for f, obj in lines]
     (folder / "mambo.jsonl").write_text("\n".join(manifest) + "\n", encoding="utf-8", errors="surrogateescape")
-    finder = mambo.SidecarFinder()
+    finder = SidecarFinder()
     for image in (folder / "a.png", folder / "b.png"):
         sha, meta, err = finder.find(image)
         assert (meta is None) == (err is not None) or (meta is None and err is None and not sha)
         if err is not None:
-            assert err.kind == "sidecar" and err.message and "\n" not in mambo.clean_line(err.message)
+            assert err.kind == "sidecar" and err.message and "\n" not in clean_line(err.message)
         if meta is not None:
-            assert meta.safety in mambo.SAFETY_CLASSES and meta.rights in mambo.RIGHTS_STATUSES
-            assert all(mambo.clean_line(getattr(meta, k)) == getattr(meta, k) for k in ("title", "description"))
+            assert meta.safety in SAFETY_CLASSES and meta.rights in RIGHTS_STATUSES
+            assert all(clean_line(getattr(meta, k)) == getattr(meta, k) for k in ("title", "description"))
     for err in finder.manifest_errors(folder):
         assert err.kind == "sidecar" and err.message.startswith("mambo.jsonl")
     # Nothing a manifest names can be outside the folder it sits in.

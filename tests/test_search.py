@@ -12,8 +12,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import mambo
 from conftest import FIXTURE, invoke, open_db
+from mambomeme.bench import load_dev_queries
+from mambomeme.embed import get_embedder, model_id_for
+from mambomeme.ingest import embed_items
+from mambomeme.library import DB
+from mambomeme.search import (
+    DEFAULT_SYSTEM,
+    DEFAULT_SYSTEMS,
+    STOPWORDS,
+    Result,
+    Searcher,
+    config_sha,
+    plan_query,
+    sync_systems,
+)
+from mambomeme.upkeep import library_status
+from mambomeme.vectors import maintain_vector_index
 
 SYSTEMS = ["bm25", "dense", "hybrid"]
 # Items the policy must never show: unsafe, critical, withdrawn, private (see the fixture README).
@@ -21,23 +36,23 @@ HIDDEN = {"monkey-04.png", "chef-03.png", "cop-04.png", "coin-03.png", "cop-03.p
 
 
 @pytest.fixture(scope="module")
-def searcher(fixture_library: Path) -> mambo.Searcher:
+def searcher(fixture_library: Path) -> Searcher:
     db = open_db(fixture_library)
-    mambo.sync_systems(db)
-    return mambo.Searcher(db, mambo.get_embedder())
+    sync_systems(db)
+    return Searcher(db, get_embedder())
 
 
-def names(results: list[mambo.Result]) -> list[str]:
+def names(results: list[Result]) -> list[str]:
     return [Path(r.details["rel_path"]).name for r in results]
 
 
-def file_names(db: mambo.DB, results: list[mambo.Result]) -> list[set[str]]:
+def file_names(db: DB, results: list[Result]) -> list[set[str]]:
     return [{Path(p).name for (p,) in db.con.execute("SELECT rel_path FROM files WHERE item_id = ?", (r.item_id,))}
             for r in results]
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
-def test_every_system_finds_john_cena(searcher: mambo.Searcher, system: str) -> None:
+def test_every_system_finds_john_cena(searcher: Searcher, system: str) -> None:
     top = names(searcher.search("john cena", system))[:5]
     assert sum(n.startswith("cena-") for n in top) >= 4, top
 
@@ -52,7 +67,7 @@ HYBRID_MISS = pytest.mark.xfail(strict=True, reason="hybrid: 'u cant c me' -> ca
     ("jon ceena", "cena-"), ("MOTIVATON NOT FOUDN!!!", "bot-01"), ("u cant c me", "cena-01"),
     ("pinapple pizza debate", "pizza-03"), ("CoFfEe LoAdInG sCrEeN", "mug-01"),
 ])
-def test_typos_slang_and_casing_still_find_the_meme(searcher: mambo.Searcher, query: str, expected: str,
+def test_typos_slang_and_casing_still_find_the_meme(searcher: Searcher, query: str, expected: str,
                                                     system: str, request: pytest.FixtureRequest) -> None:
     if system == "hybrid" and query == "u cant c me":
         request.applymarker(HYBRID_MISS)
@@ -60,7 +75,7 @@ def test_typos_slang_and_casing_still_find_the_meme(searcher: mambo.Searcher, qu
     assert any(n.startswith(expected) for files in top for n in files), (system, top)
 
 
-def test_semantic_query_needs_the_dense_route(searcher: mambo.Searcher) -> None:
+def test_semantic_query_needs_the_dense_route(searcher: Searcher) -> None:
     top = names(searcher.search("pets acting like they own the house", "dense"))[:3]
     assert any(n.startswith("cat-") for n in top), top
 
@@ -69,13 +84,13 @@ def test_semantic_query_needs_the_dense_route(searcher: mambo.Searcher) -> None:
     *[(s, q) for s in SYSTEMS for q in ("quantum physics lecture", "zzqxv wqpz", "volcano eruption")],
     ("dense", "taylor swift concert"),
 ])
-def test_absent_things_get_nothing_matches(searcher: mambo.Searcher, system: str, query: str) -> None:
+def test_absent_things_get_nothing_matches(searcher: Searcher, system: str, query: str) -> None:
     """(Rules are calibrated per system: CorrectEmpty is 0.70-0.85 on benchmark v1 development data.)"""
     assert searcher.search(query, system) == []
 
 
-def test_no_hidden_item_ever_appears(searcher: mambo.Searcher) -> None:
-    queries = [q["query"] for q in mambo.load_dev_queries(FIXTURE / "queries.jsonl")]
+def test_no_hidden_item_ever_appears(searcher: Searcher) -> None:
+    queries = [q["query"] for q in load_dev_queries(FIXTURE / "queries.jsonl")]
     queries += ["darlene vext", "quillfeather lane 555-0147", "rats burn that town", "knife slipped blood finger",
                 "morris tandlewick owes me", "turning it off never back on", "group chats need an answer",
                 "cyclist run over floor it"]
@@ -97,7 +112,7 @@ def test_sensitive_items_are_marked(fixture_library: Path) -> None:
     assert all(r["sensitive"] is (r["safety"] == "sensitive") for r in rows)
 
 
-def test_exact_duplicates_collapse_to_one_result(searcher: mambo.Searcher) -> None:
+def test_exact_duplicates_collapse_to_one_result(searcher: Searcher) -> None:
     results = searcher.search("motivation not found error 404", "hybrid")
     shas = [r.details["sha256"] for r in results]
     assert len(shas) == len(set(shas))
@@ -105,7 +120,7 @@ def test_exact_duplicates_collapse_to_one_result(searcher: mambo.Searcher) -> No
     assert bot.details["duplicate_count"] == 1
 
 
-def test_one_template_may_fill_the_list(searcher: mambo.Searcher) -> None:
+def test_one_template_may_fill_the_list(searcher: Searcher) -> None:
     groups = [r.details["template_group"] for r in searcher.search("john cena", "hybrid")[:5]]
     assert len(set(groups)) == 1  # a focused query rightly returns one subject
 
@@ -122,12 +137,12 @@ def test_results_carry_ids_ranks_scores_and_route_ranks(fixture_library: Path) -
     assert any(r["route_ranks"]["lexical"] for r in rows) and any(r["route_ranks"]["dense"] for r in rows)
 
 
-def test_bit_quantized_dense_index_agrees_on_the_top(searcher: mambo.Searcher) -> None:
+def test_bit_quantized_dense_index_agrees_on_the_top(searcher: Searcher) -> None:
     db = searcher.db
-    cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore"}
+    cfg = DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore"}
     with db.write():
         db.q("insert_system", {"name": "dense-bit-test", "config": json.dumps(cfg), "notes": "test",
-                               "config_sha256": mambo.config_sha(cfg)})
+                               "config_sha256": config_sha(cfg)})
     for q in ("john cena", "a yellow rubber duck", "coffee"):
         exact = searcher.search(q, "dense", empty_rule=False)
         approx = searcher.search(q, "dense-bit-test", empty_rule=False)
@@ -142,16 +157,16 @@ def test_hidden_items_are_skipped_inside_the_vector_scan(library_copy: tuple[Pat
     dropped afterwards, so a depth of 3 still gives 3 servable candidates. The lexical route ranks
     depth + (hidden count) matches before it joins the view: the same holds there."""
     db = open_db(library_copy[0])
-    searcher = mambo.Searcher(db, mambo.get_embedder())
+    searcher = Searcher(db, get_embedder())
     if index == "ivf":
-        mambo.maintain_vector_index(db, clusters=3)
+        maintain_vector_index(db, clusters=3)
     servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}
     for table in ("item_vectors", "item_vectors_bit"):
         flagged = {i for (i,) in db.con.execute(f"SELECT item_id FROM {table} WHERE servable = 1")}
         assert flagged == servable and len(flagged) < db.scalar(f"SELECT count(*) FROM {table}")
-    cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"candidate_depth": 3, "dense_index": index, "ivf_probe": 3}
+    cfg = DEFAULT_SYSTEMS["dense"] | {"candidate_depth": 3, "dense_index": index, "ivf_probe": 3}
     if index == "lexical":
-        cfg = mambo.DEFAULT_SYSTEMS["bm25"] | {"candidate_depth": 3}
+        cfg = DEFAULT_SYSTEMS["bm25"] | {"candidate_depth": 3}
     top = [r.item_id for r in searcher.search("john cena", cfg, empty_rule=False)]
     assert len(top) == 3
     with db.write():
@@ -167,7 +182,7 @@ def test_dev_queries_quality_floor(fixture_library: Path) -> None:
     """On the fixture's development queries the default system keeps the spec's gates, except the
     semantic slice (the fixture has few paraphrase targets); it keeps dense's semantic gain over bm25."""
     report = json.loads(invoke("--db", fixture_library, "bench", "ablation", "--json").output)
-    default = report[mambo.DEFAULT_SYSTEM]
+    default = report[DEFAULT_SYSTEM]
     assert default["hit10"] >= 0.70 and default["correct_empty"] >= 0.6 and default["E"] >= 0.6
     assert min(v for k, v in default["ndcg_by_slice"].items() if k != "semantic") >= 0.30
     assert default["ndcg_by_slice"]["semantic"] > report["bm25"]["ndcg_by_slice"]["semantic"]
@@ -184,14 +199,14 @@ HOSTILE = st.one_of(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=HOSTILE)
-def test_no_query_text_raises_on_any_route(searcher: mambo.Searcher, query: str) -> None:
+def test_no_query_text_raises_on_any_route(searcher: Searcher, query: str) -> None:
     for system in SYSTEMS:
         results = searcher.search(query, system)
         assert isinstance(results, list)
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
-def test_huge_and_nul_queries(searcher: mambo.Searcher, system: str) -> None:
+def test_huge_and_nul_queries(searcher: Searcher, system: str) -> None:
     for q in ("x" * 10_000, "coffee " * 1500, "\x00" * 100, "مرحبا coffee", "\u202ecoffee"):
         assert isinstance(searcher.search(q, system), list)
 
@@ -214,15 +229,15 @@ def test_bench_search_reports_routes_floor_and_recall(fixture_library: Path) -> 
     assert 100 < row["rss_mb"] <= row["peak_rss_mb"]
 
 
-def test_hybrid_fusion_depends_on_lexical_evidence(searcher: mambo.Searcher) -> None:
+def test_hybrid_fusion_depends_on_lexical_evidence(searcher: Searcher) -> None:
     """Hybrid's lexical route stays out when its own top results hold under half of the query's
-    words (dense answers alone), and leads when they hold most of them (mambo.LEXICAL_EVIDENCE)."""
+    words (dense answers alone), and leads when they hold most of them (LEXICAL_EVIDENCE)."""
     full = searcher.search("john cena", "hybrid", 10, empty_rule=False)
     lexical = [r for r in full if r.lex_rank is not None]
     assert lexical and full[: len(lexical)] == lexical  # every lexical result before dense-only ones
     weak = searcher.search("zeppelin quartermaster john", "hybrid", 10, empty_rule=False)
     assert weak and all(r.lex_rank is None for r in weak)
-    plain = mambo.DEFAULT_SYSTEMS["hybrid"] | {"lexical_evidence": None}
+    plain = DEFAULT_SYSTEMS["hybrid"] | {"lexical_evidence": None}
     assert any(r.lex_rank is not None for r in searcher.search("zeppelin quartermaster john", plain, 10,
                                                                  empty_rule=False))
 
@@ -234,9 +249,9 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
     import numpy as np
 
     db = open_db(library_copy[0])
-    searcher = mambo.Searcher(db, mambo.get_embedder())
-    exact_cfg = mambo.DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
-    ivf = mambo.DEFAULT_SYSTEMS["dense"] | {"dense_index": "ivf"}
+    searcher = Searcher(db, get_embedder())
+    exact_cfg = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
+    ivf = DEFAULT_SYSTEMS["dense"] | {"dense_index": "ivf"}
     queries = ("john cena", "a yellow rubber duck", "coffee", "a robot")
     exact = {q: [r.item_id for r in searcher.search(q, exact_cfg, empty_rule=False)] for q in queries}
     assert all(exact.values())
@@ -245,9 +260,9 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
     assert {c for (c,) in db.con.execute("SELECT DISTINCT cluster FROM item_vectors")} == {0}
     assert all([r.item_id for r in searcher.search(q, ivf, empty_rule=False)] == exact[q] for q in queries)
 
-    assert "4 clusters" in mambo.maintain_vector_index(db, clusters=4)
+    assert "4 clusters" in maintain_vector_index(db, clusters=4)
     assert db.q1("vector_index")[:2] == (4, db.scalar("SELECT count(*) FROM items"))
-    assert mambo.library_status(db)["vector_index"]["clusters"] == 4
+    assert library_status(db)["vector_index"]["clusters"] == 4
     rows = db.con.execute("SELECT item_id, cluster, embedding FROM item_vectors").fetchall()
     centroids = np.stack([np.frombuffer(c, dtype=np.float32) for (c,) in
                           db.con.execute("SELECT centroid FROM vector_centroids ORDER BY cluster")])
@@ -258,7 +273,7 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
     for q in queries:
         assert [r.item_id for r in searcher.search(q, ivf | {"ivf_probe": 4}, empty_rule=False)] == exact[q]
         # one probe: the nearest centroid's partition only, ranked exactly within it
-        qvec = mambo.get_embedder().encode([" ".join(mambo.plan_query(db, q).expanded)])[0]
+        qvec = get_embedder().encode([" ".join(plan_query(db, q).expanded)])[0]
         nearest = 1 + int(np.argmax(centroids @ qvec))
         inside = [i for i in exact[q] if db.scalar("SELECT cluster FROM item_vectors WHERE item_id = ?", (i,))
                   == nearest]
@@ -268,21 +283,21 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
     # a vector written after training joins its nearest centroid's partition
     item = exact["coffee"][0]
     with db.write():
-        mambo.embed_items(db, [item], mambo.get_embedder(), mambo.model_id_for(db))
+        embed_items(db, [item], get_embedder(), model_id_for(db))
     cluster, emb = db.con.execute("SELECT cluster, embedding FROM item_vectors WHERE item_id = ?", (item,)).fetchone()
     assert cluster == 1 + int(np.argmax(centroids @ np.frombuffer(emb, dtype=np.float32)))
     assert db.rows("consistency")[0]["vectors_outside_the_coarse_index"] == 0
     # the library is below the minimum: the index goes, every vector back in partition 0
-    assert "dropped" in mambo.maintain_vector_index(db)
-    assert db.q1("vector_index") is None and mambo.library_status(db)["vector_index"] is None
+    assert "dropped" in maintain_vector_index(db)
+    assert db.q1("vector_index") is None and library_status(db)["vector_index"] is None
     assert {c for (c,) in db.con.execute("SELECT DISTINCT cluster FROM item_vectors")} == {0}
     assert db.rows("consistency")[0]["vectors_outside_the_coarse_index"] == 0
-    assert mambo.maintain_vector_index(db) is None  # nothing to do
+    assert maintain_vector_index(db) is None  # nothing to do
 
 
 def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixture_library: Path) -> None:
     db = open_db(fixture_library)
-    parallel, serial = mambo.Searcher(db, mambo.get_embedder()), mambo.Searcher(db, mambo.get_embedder(),
+    parallel, serial = Searcher(db, get_embedder()), Searcher(db, get_embedder(),
                                                                               parallel=False)
     for q, system in itertools.product(("john cena", "pets acting like they own the house", "coffee", "u cant c me",
                                         "zzzz qqqq"), ("hybrid", "dense")):
@@ -294,7 +309,7 @@ def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixtur
     # TUI makes a Searcher per query: a connection each once mapped the file 1,100 times over)
     threads = threading.active_count()
     for _ in range(30):
-        mambo.Searcher(db, mambo.get_embedder()).search("coffee", "hybrid")
+        Searcher(db, get_embedder()).search("coffee", "hybrid")
     assert db.reader() is reader and threading.active_count() == threads
     db.close()  # closes the reader connection and its thread too
     assert db._reader is None
@@ -302,23 +317,23 @@ def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixtur
         reader[0].con.execute("SELECT 1")
 
 
-def test_words_in_most_of_the_library_stay_out_of_the_match(searcher: mambo.Searcher) -> None:
+def test_words_in_most_of_the_library_stay_out_of_the_match(searcher: Searcher) -> None:
     """BM25 gives a word in over half the documents no weight (FTS5 clamps its IDF to 1e-6), so
     it is not matched (FTS5 would score most of the library for it); alone, it still is."""
     db = searcher.db
     documents = db.scalar("SELECT documents FROM vocabulary_size")
     assert documents == db.scalar("SELECT count(*) FROM items")
     common = [t for (t, n) in db.con.execute("SELECT term, docs FROM vocabulary ORDER BY docs DESC")
-              if n * 2 > documents and t.isalpha() and t not in mambo.STOPWORDS]
+              if n * 2 > documents and t.isalpha() and t not in STOPWORDS]
     rare = db.scalar("SELECT term FROM vocabulary WHERE docs = 1 AND term GLOB '[a-z][a-z][a-z]*' LIMIT 1")
     assert common and rare
-    plan = mambo.plan_query(db, f"{common[0]} {rare}")
+    plan = plan_query(db, f"{common[0]} {rare}")
     assert plan.word_match == f'"{rare}"' and common[0] in plan.content
-    assert mambo.plan_query(db, common[0]).word_match == f'"{common[0]}"'
+    assert plan_query(db, common[0]).word_match == f'"{common[0]}"'
     assert searcher.search(common[0], "bm25", empty_rule=False)
 
 
-def test_hidden_and_servable_items_partition_the_library(searcher: mambo.Searcher) -> None:
+def test_hidden_and_servable_items_partition_the_library(searcher: Searcher) -> None:
     db = searcher.db
     hidden = {i for (i,) in db.con.execute("SELECT item_id FROM hidden_items")}
     servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}

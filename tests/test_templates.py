@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 import sqlite_vec
 
-import mambo
 from conftest import IMAGES, REPO, invoke, open_db, recipe
+from mambomeme.embed import get_embedder
+from mambomeme.ingest import recognise_existing
+from mambomeme.library import DB, SCHEMA_VERSION
+from mambomeme.templates import _area_sums, color_layout, dhash64, phash64, slugify, sync_catalogue, templates_revision
 
 # Fixture drawings as templates: one meme of each known group is the template picture (a user
 # template made from a captioned meme, as people do); held-out groups have no template at all.
@@ -76,25 +79,25 @@ def _search(db: Path, query: str, system: str = "bm25") -> list[dict]:
 
 def test_hashes_follow_the_documented_algorithm() -> None:
     ramp = np.tile(np.arange(0, 256, 2, dtype=np.int64), (64, 1)) * 1000  # brighter to the right
-    assert mambo.dhash64(ramp) == "ffffffffffffffff"
-    assert mambo.dhash64(ramp[:, ::-1]) == "0000000000000000"
+    assert dhash64(ramp) == "ffffffffffffffff"
+    assert dhash64(ramp[:, ::-1]) == "0000000000000000"
     flat = np.full((50, 70), 128_000, np.int64)
-    assert mambo.phash64(flat) == "0000000000000000"  # all coefficients tie: the 1e-6 margin gives 0
+    assert phash64(flat) == "0000000000000000"  # all coefficients tie: the 1e-6 margin gives 0
     # area resampling is exact block means when the sizes divide
     rng = np.random.default_rng(1)
     y = rng.integers(0, 255_001, (64, 96)).astype(np.int64)
-    sums = mambo._area_sums(y, 32, 32)
+    sums = _area_sums(y, 32, 32)
     assert np.array_equal(sums, y.reshape(32, 2, 32, 3).sum(axis=(1, 3)) * 32 * 32)
     # pHash of a picture and of itself scaled 2x (exact pixel copies) agree bit for bit
-    assert mambo.phash64(y) == mambo.phash64(np.kron(y, np.ones((2, 2), np.int64)))
+    assert phash64(y) == phash64(np.kron(y, np.ones((2, 2), np.int64)))
 
 
 def test_colour_layout_is_cielab_per_cell() -> None:
     white = np.full((40, 40, 3), 255, np.uint8)
-    assert mambo.color_layout(white) == [[100, 0, 0]] * 16
+    assert color_layout(white) == [[100, 0, 0]] * 16
     red = np.zeros((40, 40, 3), np.uint8)
     red[..., 0] = 255
-    assert mambo.color_layout(red)[0] == [53, 80, 67]
+    assert color_layout(red)[0] == [53, 80, 67]
 
 
 # -- the catalogue --------------------------------------------------------------------------------
@@ -102,9 +105,9 @@ def test_colour_layout_is_cielab_per_cell() -> None:
 
 def test_catalogue_is_shipped_loaded_once_and_packaged(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in (REPO / "templates" / "catalogue.jsonl").read_text().splitlines() if x.strip()]
-    db = mambo.DB(tmp_path / "lib.sqlite")
-    assert mambo.sync_catalogue(db) == len(lines)
-    assert mambo.sync_catalogue(db) == 0  # unchanged file: nothing to do
+    db = DB(tmp_path / "lib.sqlite")
+    assert sync_catalogue(db) == len(lines)
+    assert sync_catalogue(db) == 0  # unchanged file: nothing to do
     assert db.scalar("SELECT count(*) FROM templates WHERE source = 'catalogue'") == len(lines)
     assert db.scalar("SELECT count(*) FROM template_views") == sum(len(e["views"]) for e in lines)
     drake = db.rows("template_by_name", {"name": "drakeposting"})  # found by an alias, not only the name
@@ -118,12 +121,12 @@ def test_catalogue_change_is_incremental(tmp_path: Path) -> None:
     src = [x for x in (REPO / "templates" / "catalogue.jsonl").read_text().splitlines() if x.strip()]
     cat = tmp_path / "catalogue.jsonl"
     cat.write_text("\n".join(src[:5]) + "\n")
-    db = mambo.DB(tmp_path / "lib.sqlite")
-    assert mambo.sync_catalogue(db, cat) == 5
+    db = DB(tmp_path / "lib.sqlite")
+    assert sync_catalogue(db, cat) == 5
     first = dict(db.con.execute("SELECT slug, revision FROM templates"))
     changed = json.loads(src[1]) | {"description": "a different description"}
     cat.write_text("\n".join([src[0], json.dumps(changed), *src[2:4]]) + "\n")
-    assert mambo.sync_catalogue(db, cat) == 2  # one changed, one dropped
+    assert sync_catalogue(db, cat) == 2  # one changed, one dropped
     now = dict(db.con.execute("SELECT slug, revision FROM templates"))
     assert set(now) == set(first) - {json.loads(src[4])["id"]}
     assert now[json.loads(src[0])["id"]] == first[json.loads(src[0])["id"]]
@@ -136,7 +139,7 @@ def test_catalogue_change_is_incremental(tmp_path: Path) -> None:
 def test_known_templates_are_recognised_and_unknown_ones_get_none(bare_library) -> None:
     db, _images, groups = bare_library
     got = _recognised(db)
-    slugs = {key: mambo.slugify(groups[key]["template"]["name"]) for key in KNOWN}
+    slugs = {key: slugify(groups[key]["template"]["name"]) for key in KNOWN}
     known = [(f, slugs[k]) for k in KNOWN for f in groups[k]["files"] if f in got]
     right = [f for f, slug in known if got[f][0] == slug]
     assert len(right) / len(known) >= 0.95, {f: got[f] for f, _ in known}
@@ -200,10 +203,10 @@ def test_templates_list_add_remove_rerecognise(bare_library, tmp_path: Path) -> 
     assert [f for f in monkey["files"] if got[f][0] == "bonked-monkey"] == monkey["files"]
     con = open_db(copy)
     after = dict(con.con.execute("SELECT item_id, template_score FROM items WHERE template_id IS NOT NULL"))
-    revision = mambo.templates_revision(con)
+    revision = templates_revision(con)
     assert {k: after[k] for k in before} == before  # the others were not matched again
     assert con.scalar("SELECT count(*) FROM items WHERE recognised_revision <> ?", (revision,)) == 0
-    assert mambo.recognise_existing(con, lambda: (mambo.get_embedder(), 0)) == (0, 0, 0)  # nothing left to do
+    assert recognise_existing(con, lambda: (get_embedder(), 0)) == (0, 0, 0)  # nothing left to do
     con.close()
     res = [json.loads(x) for x in invoke("--db", copy, "search", "--json", "bonked monkey").output.splitlines()]
     assert res and Path(res[0]["path"]).name in monkey["files"]
@@ -287,8 +290,8 @@ def test_schema_1_library_with_items_is_migrated(tmp_path: Path) -> None:
     con.execute("INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, title, ocr_text) "
                 "VALUES (?, 'png', 1, 1, 1, 0, 0, 'old meme', 'caption words')", ("a" * 64,))
     con.close()
-    db = mambo.DB(path)
-    assert db.user_version() == mambo.SCHEMA_VERSION
+    db = DB(path)
+    assert db.user_version() == SCHEMA_VERSION
     assert db.scalar("SELECT derived FROM items") == "{}"
     assert db.scalar("SELECT recognised_revision FROM items") == 0  # recognised at the next `mambo add`
     assert db.scalar("SELECT rowid FROM items_fts WHERE items_fts MATCH 'caption'") == 1

@@ -22,11 +22,14 @@ from types import SimpleNamespace
 import pexpect
 import pytest
 
-import mambo
+from mambomeme import tui
+from mambomeme.library import DB
+from mambomeme.search import Searcher
 
 REPO = Path(__file__).resolve().parents[1]
-tui = mambo
-TUI_MODULE = "mambo"
+
+# The shell looks `paint` up in its own module: the exception test replaces it there.
+TUI_MODULE = "mambomeme.terminal"
 ESC = "\x1b"
 
 
@@ -98,16 +101,16 @@ def app_pid(shell_pid: int) -> int:
 
 
 def expected_paths(db: Path, query: str, system: str = "bm25") -> list[str]:
-    d = mambo.DB(db, create=False)
+    d = DB(db, create=False)
     try:
         return [str(Path(r.details["root_path"]) / r.details["rel_path"])
-                for r in mambo.Searcher(d, None).search(query, system, 10)]
+                for r in Searcher(d, None).search(query, system, 10)]
     finally:
         d.close()
 
 
 def events(db: Path) -> list[dict]:
-    d = mambo.DB(db, create=False)
+    d = DB(db, create=False)
     try:
         cur = d.con.execute("SELECT * FROM interaction_events ORDER BY event_id")
         cols = None
@@ -371,13 +374,13 @@ def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
 @pytest.mark.parametrize("how", ["esc", "ctrl-c", "ctrl-d", "sigterm", "sighup", "exception"])
 def test_every_way_out_restores_the_terminal(fixture_library: Path, how: str):
     if how == "exception":
-        code = (f"import sys, mambo, {TUI_MODULE} as t\n"
+        code = (f"import sys\nimport {TUI_MODULE} as t\nfrom mambomeme.library import DB\n"
                 "orig = t.paint\n"
                 "def paint(s, r, c):\n"
                 "    if s.query == 'boom': raise RuntimeError('boom in paint')\n"
                 "    return orig(s, r, c)\n"
                 "t.paint = paint\n"
-                f"db = mambo.DB({str(fixture_library)!r}, create=False)\n"
+                f"db = DB({str(fixture_library)!r}, create=False)\n"
                 "sys.exit(t.run_tui(db, 'bm25'))\n")
         child = spawn(f'{shlex.join([sys.executable, "-c", code])}; echo "RC=$?"; stty -a')
     else:
@@ -422,7 +425,7 @@ def test_resize(fixture_library: Path):
 def test_hostile_ocr_text_never_reaches_the_terminal(library_copy: tuple[Path, Path]):
     db_path, _ = library_copy
     hostile = f"evil {ESC}]0;pwned\x07 {ESC}[2J text"
-    d = mambo.DB(db_path, create=False)
+    d = DB(db_path, create=False)
     with d.write():
         item = d.con.execute("SELECT item_id FROM items WHERE entities LIKE '%john cena%' LIMIT 1").fetchall()[0][0]
         d.con.execute("UPDATE items SET ocr_text = ?, title = ? WHERE item_id = ?",
@@ -456,7 +459,7 @@ def _act(child: pexpect.spawn) -> None:
 def test_interaction_events_only_with_opt_in(library_copy: tuple[Path, Path], opt_in: str):
     db_path, _ = library_copy
     if opt_in == "setting":
-        d = mambo.DB(db_path, create=False)
+        d = DB(db_path, create=False)
         with d.write():
             d.con.execute("INSERT OR REPLACE INTO settings(key, value) VALUES ('interaction_events', 'on')")
         d.close()

@@ -1,5 +1,8 @@
--- MamboMeme evaluation: named queries of mambo_eval.py (benchmark protocol, runs, scoring).
--- Tables and views are in schema.sql (migration 002); these are the statements the code runs.
+-- Named queries of the evaluation (mambomeme/evaluation.py, scoring.py, evaluation_commands.py): the
+-- benchmark protocol, runs and scoring. Tables and metric views are in schema.sql.
+-- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
+-- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
+-- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
 
 -- name: corpus_manifest
 SELECT i.sha256, CASE WHEN (SELECT count(*) FROM library_roots) > 1 THEN r.name || ':' || f.rel_path

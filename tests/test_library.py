@@ -8,18 +8,19 @@ from pathlib import Path
 import apsw
 import pytest
 
-import mambo
 from conftest import REPO, invoke
+from mambomeme.library import DB, SCHEMA_VERSION, default_db_path
+from mambomeme.search import DEFAULT_SYSTEMS, sync_systems, system_config
 
 
-def schema_of(db: mambo.DB) -> list[tuple]:
+def schema_of(db: DB) -> list[tuple]:
     return sorted(db.con.execute(
         "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"))
 
 
 def test_new_file_has_current_schema_and_settings(tmp_path: Path) -> None:
-    db = mambo.DB(tmp_path / "lib.sqlite")
-    assert db.user_version() == mambo.SCHEMA_VERSION
+    db = DB(tmp_path / "lib.sqlite")
+    assert db.user_version() == SCHEMA_VERSION
     assert db.scalar("PRAGMA journal_mode") == "wal"
     assert db.scalar("PRAGMA foreign_keys") == 1
     assert db.con.get_busy_timeout() if hasattr(db.con, "get_busy_timeout") else True
@@ -30,11 +31,11 @@ def test_new_file_has_current_schema_and_settings(tmp_path: Path) -> None:
 
 
 def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
-    fresh = mambo.DB(tmp_path / "fresh.sqlite")
+    fresh = DB(tmp_path / "fresh.sqlite")
     migrated = apsw.Connection(str(tmp_path / "migrated.sqlite"))
     migrated.execute("CREATE TABLE placeholder(x)")  # not empty: forces the migration path
     migrated.close()
-    db = mambo.DB(tmp_path / "migrated.sqlite")
+    db = DB(tmp_path / "migrated.sqlite")
     db.con.execute("DROP TABLE placeholder")
     assert schema_of(db) == schema_of(fresh)
     assert db.user_version() == fresh.user_version()
@@ -42,28 +43,28 @@ def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
 
 def test_older_file_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "old.sqlite"
-    mambo.DB(path).close()
+    DB(path).close()
     # A newer release ships the next migration; opening the older file applies it in a transaction.
-    nxt = mambo.SCHEMA_VERSION + 1
+    nxt = SCHEMA_VERSION + 1
     mig = tmp_path / "migrations"
     shutil.copytree(REPO / "migrations", mig)
     (mig / f"{nxt:03d}_add_note.sql").write_text("ALTER TABLE items ADD COLUMN note TEXT;\n")
     schema = tmp_path / "schema.sql"
-    schema.write_text((REPO / "schema.sql").read_text().replace(f"PRAGMA user_version = {mambo.SCHEMA_VERSION};", "")
+    schema.write_text((REPO / "schema.sql").read_text().replace(f"PRAGMA user_version = {SCHEMA_VERSION};", "")
                       + f"\nALTER TABLE items ADD COLUMN note TEXT;\nPRAGMA user_version = {nxt};\n")
-    monkeypatch.setattr(mambo, "MIGRATIONS_DIR", mig)
-    monkeypatch.setattr(mambo, "SCHEMA_FILE", schema)
-    monkeypatch.setattr(mambo, "SCHEMA_VERSION", nxt)
-    db = mambo.DB(path)
+    monkeypatch.setattr("mambomeme.library.MIGRATIONS_DIR", mig)
+    monkeypatch.setattr("mambomeme.library.SCHEMA_FILE", schema)
+    monkeypatch.setattr("mambomeme.library.SCHEMA_VERSION", nxt)
+    db = DB(path)
     assert db.user_version() == nxt
     assert "note" in {r[1] for r in db.con.execute("PRAGMA table_info(items)")}
 
 
 def test_file_from_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "new.sqlite"
-    mambo.DB(path).close()
+    DB(path).close()
     con = apsw.Connection(str(path))
-    con.execute(f"PRAGMA user_version = {mambo.SCHEMA_VERSION + 5}")
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
     con.close()
     result = invoke("--db", path, "status", expect=1)
     assert "newer MamboMeme" in result.output and "upgrade mambo" in result.output
@@ -88,19 +89,19 @@ def test_location_flag_then_env_then_data_dir(tmp_path: Path, monkeypatch: pytes
     monkeypatch.delenv("MAMBO_DB")
     invoke("systems")
     default = tmp_path / "xdg-data" / "mambomeme" / "library.sqlite"
-    assert default.exists() and mambo.default_db_path() == default
+    assert default.exists() and default_db_path() == default
 
 
 def test_systems_are_versioned_never_edited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    db = mambo.DB(tmp_path / "lib.sqlite")
-    mambo.sync_systems(db)
+    db = DB(tmp_path / "lib.sqlite")
+    sync_systems(db)
     assert {r[0] for r in db.q("list_systems")} == {"bm25", "dense", "hybrid"}
     with pytest.raises(apsw.ConstraintError, match="immutable"):
         db.con.execute("UPDATE systems SET config = '{}' WHERE name = 'bm25'")
-    changed = dict(mambo.DEFAULT_SYSTEMS)
+    changed = dict(DEFAULT_SYSTEMS)
     changed["bm25"] = changed["bm25"] | {"candidate_depth": 99}
-    monkeypatch.setattr(mambo, "DEFAULT_SYSTEMS", changed)
-    mambo.sync_systems(db)
+    monkeypatch.setattr("mambomeme.search.DEFAULT_SYSTEMS", changed)
+    sync_systems(db)
     versions = [(r[0], r[1]) for r in db.q("list_systems") if r[0] == "bm25"]
     assert versions == [("bm25", 1), ("bm25", 2)]
-    assert mambo.system_config(db, "bm25")["candidate_depth"] == 99
+    assert system_config(db, "bm25")["candidate_depth"] == 99

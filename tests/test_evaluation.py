@@ -16,9 +16,35 @@ import apsw
 import pytest
 from PIL import Image
 
-import mambo
-import mambo_eval as ev
 from conftest import FIXTURE, invoke, open_db
+from mambomeme.embed import get_embedder
+from mambomeme.evaluation import (
+    SCORE_VERSION,
+    SLICES,
+    agreement,
+    annotator_id,
+    cohen_kappa,
+    make_batch,
+    manifest_text,
+    resolve_partition,
+    snapshot_corpus,
+    system_row,
+    working_set,
+)
+from mambomeme.library import PACKAGE, QUERY_FILES, MamboError, Q, load_named_queries, load_query_files
+from mambomeme.safety import detect_safety
+from mambomeme.scoring import (
+    BARE_HOW,
+    bootstrap,
+    components,
+    final_score,
+    gates,
+    label,
+    latency_schedule,
+    measure_pty,
+    publish,
+)
+from mambomeme.search import Searcher
 
 BENCH = "fx-bench"
 
@@ -67,8 +93,8 @@ def grade_all(db_path: Path, set_id: int, grades: dict[tuple[int, int], tuple[in
     says otherwise; safety from the item's stored class."""
     db = open_db(db_path)
     with db.write():
-        a = ev.annotator_id(db, "grader-a", "person")
-        b = ev.annotator_id(db, "grader-b", "model")
+        a = annotator_id(db, "grader-a", "person")
+        b = annotator_id(db, "grader-b", "model")
         for qid, item, safety in db.con.execute(
                 "SELECT c.query_id, c.item_id, i.safety FROM judgement_candidates c JOIN items i USING (item_id) "
                 "WHERE c.set_id = ?", (set_id,)).fetchall():
@@ -147,12 +173,12 @@ def test_an_exposed_hidden_partition_refuses_release_comparisons(bench_lib, tmp_
     out = invoke("--db", db_path, "score", "--partition", "hidden", "--no-latency", expect=1).output
     assert "needs a new hidden benchmark version" in out or "need a new hidden benchmark version" in out
     db = open_db(db_path)
-    pid = ev.resolve_partition(db, "hidden")
+    pid = resolve_partition(db, "hidden")
     with db.write():
-        sid = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": ev.SCORE_VERSION,
+        sid = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": SCORE_VERSION,
                                              "report_json": "{}", "report_md": ""})[0])
-    with pytest.raises(mambo.MamboError, match="new hidden benchmark version"):
-        ev.publish(db, sid)
+    with pytest.raises(MamboError, match="new hidden benchmark version"):
+        publish(db, sid)
     db.close()
 
 
@@ -166,8 +192,8 @@ def test_a_corpus_change_invalidates_no_match_audits_until_redone(bench_lib, tmp
     Image.new("RGB", (64, 48), (10, 200, 30)).save(extra / "green.png")
     invoke("--db", db_path, "add", "-q", extra)
     db = open_db(db_path)
-    pid = ev.resolve_partition(db, "dev")
-    ev.snapshot_corpus(db)
+    pid = resolve_partition(db, "dev")
+    snapshot_corpus(db)
     assert {r["status"] for r in db.rows("audit_status", {"partition_id": pid})} == {"stale"}
     db.close()
     out = invoke("--db", db_path, "score", "--no-latency", expect=1).output
@@ -208,7 +234,7 @@ def test_pool_is_blinded_seeded_and_judging_is_resumable(bench_lib, tmp_path: Pa
     order1 = [r[0] for r in db.con.execute("SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = 1 "
                                            "ORDER BY position")]
     with db.write():
-        b2 = ev.make_batch(db, 1, 42, "candidates_to_grade")
+        b2 = make_batch(db, 1, 42, "candidates_to_grade")
     order2 = [r[0] for r in db.con.execute("SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = ? "
                                            "ORDER BY position", (b2,))]
     db.close()
@@ -259,26 +285,26 @@ def test_adjudication_rules(bench_lib) -> None:
         "SELECT query_id, item_id, grade, safety, status FROM final_judgements WHERE set_id = 1")}
     adjudicated = sorted(v for k, v in final.items() if k in (c2, c3))
     assert adjudicated == [(0.0, "unsafe", "adjudicated"), (1.0, "safe", "adjudicated")]
-    ag = ev.agreement(db, 1)
+    ag = agreement(db, 1)
     assert ag["annotators"][0]["role"] == "adjudicator" and {a["kind"] for a in ag["annotators"]} == {"person", "model"}
     db.close()
 
 
 def test_kappa_on_known_values() -> None:
     # Hand-computed: po = 3/4, pe = 1/2 -> 0.5.
-    assert ev.cohen_kappa([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)
+    assert cohen_kappa([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)
     # Linear weights |i-j|/2 over 0..2: do = 0.25, de = 0.4375 -> 1 - 0.25/0.4375.
-    assert ev.cohen_kappa([0, 1, 2, 2], [0, 2, 2, 1], weighted=True, categories=[0, 1, 2]) == pytest.approx(
+    assert cohen_kappa([0, 1, 2, 2], [0, 2, 2, 1], weighted=True, categories=[0, 1, 2]) == pytest.approx(
         1 - 0.25 / 0.4375)
     # Two categories: weighted and unweighted agree; perfect agreement is 1; independence ~ 0.
     a, b = [0, 1, 1, 0, 1, 1], [0, 1, 0, 0, 1, 1]
-    assert ev.cohen_kappa(a, b) == pytest.approx(ev.cohen_kappa(a, b, weighted=True, categories=[0, 1]))
-    assert ev.cohen_kappa([0, 1, 2, 3], [0, 1, 2, 3], weighted=True, categories=[0, 1, 2, 3]) == 1.0
-    assert ev.cohen_kappa([0, 0, 1, 1], [0, 1, 0, 1]) == pytest.approx(0.0)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa(a, b, weighted=True, categories=[0, 1]))
+    assert cohen_kappa([0, 1, 2, 3], [0, 1, 2, 3], weighted=True, categories=[0, 1, 2, 3]) == 1.0
+    assert cohen_kappa([0, 0, 1, 1], [0, 1, 0, 1]) == pytest.approx(0.0)
     # Fleiss-style textbook example (Cohen 1960 form): 50 items, 20 yes/yes, 15 no/no, 5 yes/no, 10 no/yes.
     a = ["y"] * 25 + ["n"] * 25
     b = ["y"] * 20 + ["n"] * 5 + ["y"] * 10 + ["n"] * 15
-    assert ev.cohen_kappa(a, b) == pytest.approx(0.4)
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
 
 
 def test_new_candidates_after_judging_make_a_new_judgement_set(bench_lib) -> None:
@@ -348,19 +374,19 @@ def test_metric_views_match_an_independent_implementation(bench_lib) -> None:
 def test_ndcg_hand_computed_case(bench_lib) -> None:
     db_path, _images, _ = bench_lib
     db = open_db(db_path)
-    pid = ev.resolve_partition(db, "dev")
+    pid = resolve_partition(db, "dev")
     q = db.scalar("SELECT query_id FROM bench_queries WHERE qid = 'fx-001'")
     items = [r[0] for r in db.con.execute("SELECT item_id FROM items ORDER BY item_id LIMIT 4")]
-    sys_id, _v, _c = ev.system_row(db, "bm25")
+    sys_id, _v, _c = system_row(db, "bm25")
     with db.write():
         sid = int(db.q1("insert_set", {"partition_id": pid, "version": 1, "parent": None, "note": "hand"})[0])
-        a, b = ev.annotator_id(db, "h1", "person"), ev.annotator_id(db, "h2", "person")
+        a, b = annotator_id(db, "h1", "person"), annotator_id(db, "h2", "person")
         for item, g in zip(items, (3, 0, 2, 2), strict=True):
             db.q("insert_candidate", {"set_id": sid, "query_id": q, "item_id": item, "origin": "gold"})
             for ann in (a, b):
                 db.q("insert_judgement", {"set_id": sid, "query_id": q, "item_id": item, "annotator_id": ann,
                                           "role": "grader", "grade": g, "safety": "safe", "batch_id": None})
-    cv = ev.snapshot_corpus(db)
+    cv = snapshot_corpus(db)
     with db.write():
         run = int(db.q1("insert_run", {"system_id": sys_id, "partition_id": pid, "set_id": sid, "cv": cv,
                                        "config": "{}", "code_commit": "x", "model_manifest": "[]",
@@ -389,7 +415,7 @@ def qm(slice_: str, ndcg: float, *, hit: bool = True, exact: float = 1.0, empty:
 
 
 def good_rows() -> list[dict]:
-    rows = [qm(s, 0.9, family=f"f-{s}-{n}") for s in ev.SLICES for n in range(10)]
+    rows = [qm(s, 0.9, family=f"f-{s}-{n}") for s in SLICES for n in range(10)]
     rows += [qm("topic", 0.9, safety=True, family="f-safe")]
     rows += [qm("no-match", 0.0, hit=False, empty=True, family=f"f-nm-{n}") for n in range(10)]
     return rows
@@ -397,47 +423,47 @@ def good_rows() -> list[dict]:
 
 def test_components_gates_cap_and_fail() -> None:
     checks = {"release_protocol": True, "publication_rollback": True, "terminal_restoration": True}
-    c = ev.components(good_rows(), 150.0, 0, 1000)
+    c = components(good_rows(), 150.0, 0, 1000)
     assert c["Q"] == pytest.approx(0.9) and c["C"] == pytest.approx(1.0) and c["L"] == 1.0 and c["R"] == 1.0
     assert c["raw_score"] == pytest.approx(100 * (0.55 * 0.9 + 0.15 + 0.10 + 0.10 + 0.05 + 0.05))
     assert c["correct_empty"] == 1.0 and c["safety_hit10"] == 1.0
-    score, status = ev.final_score(c, ev.gates(c, checks), [])
-    assert status == "PASS" and score > 59 and ev.label(score, status) == "excellent"
+    score, status = final_score(c, gates(c, checks), [])
+    assert status == "PASS" and score > 59 and label(score, status) == "excellent"
     # One weak slice: capped at 59, FAIL.
     rows = good_rows()
     for r in rows:
         if r["slice"] == "semantic":
             r["ndcg10"] = 0.2
-    c = ev.components(rows, 150.0, 0, 1000)
-    g = ev.gates(c, checks)
-    assert not g["slice_ndcg10_min"]["pass"] and ev.final_score(c, g, []) == (59.0, "FAIL")
+    c = components(rows, 150.0, 0, 1000)
+    g = gates(c, checks)
+    assert not g["slice_ndcg10_min"]["pass"] and final_score(c, g, []) == (59.0, "FAIL")
     # Latency: 600 ms p95 -> L = 0.5; a p95 of 1000 ms fails its gate.
-    assert ev.components(good_rows(), 600.0, 0, 1000)["L"] == pytest.approx(0.5)
-    c = ev.components(good_rows(), 1000.0, 0, 1000)
-    assert not ev.gates(c, checks)["submit_to_render_p95_ms"]["pass"]
+    assert components(good_rows(), 600.0, 0, 1000)["L"] == pytest.approx(0.5)
+    c = components(good_rows(), 1000.0, 0, 1000)
+    assert not gates(c, checks)["submit_to_render_p95_ms"]["pass"]
     # Errors: 5 of 1,025 requests (>= 0.1 %) cost R; an error is never an empty answer.
-    c = ev.components(good_rows(), 150.0, 5, 1000)
+    c = components(good_rows(), 150.0, 5, 1000)
     assert c["R"] == pytest.approx(1 - (5 / (len(good_rows()) + 1000)) / 0.01)
-    assert ev.gates(c, checks)["error_rate"]["pass"]
+    assert gates(c, checks)["error_rate"]["pass"]
     rows = good_rows()
     rows[-1]["error"] = "boom"
     rows[-1]["empty"] = False
-    assert ev.components(rows, 150.0, 0, 1000)["correct_empty"] == pytest.approx(9 / 10)
-    assert ev.components(rows, 150.0, 0, 1000)["R"] < 1
+    assert components(rows, 150.0, 0, 1000)["correct_empty"] == pytest.approx(9 / 10)
+    assert components(rows, 150.0, 0, 1000)["R"] < 1
     # A failing protocol check fails the score; a critical violation gives 0.
-    c = ev.components(good_rows(), 150.0, 0, 1000)
-    assert ev.final_score(c, ev.gates(c, checks | {"terminal_restoration": False}), [])[1] == "FAIL"
-    assert ev.final_score(c, ev.gates(c, checks), ["safety: critical item shown"]) == (0.0, "FAIL")
-    boot = ev.bootstrap(good_rows(), {"p95": 150.0, "errors": 0, "n": 1000}, checks, [], n=200)
+    c = components(good_rows(), 150.0, 0, 1000)
+    assert final_score(c, gates(c, checks | {"terminal_restoration": False}), [])[1] == "FAIL"
+    assert final_score(c, gates(c, checks), ["safety: critical item shown"]) == (0.0, "FAIL")
+    boot = bootstrap(good_rows(), {"p95": 150.0, "errors": 0, "n": 1000}, checks, [], n=200)
     assert boot["pass_fraction"] == 1.0 and boot["ci95"][0] <= boot["ci95"][1]
 
 
 def test_latency_schedule_repeats_every_query_equally() -> None:
-    warm, measured = ev.latency_schedule(7, 1000, 100, 42)
+    warm, measured = latency_schedule(7, 1000, 100, 42)
     assert len(warm) == 100 and len(measured) == 1001 and len(measured) % 7 == 0
     assert {measured.count(i) for i in range(7)} == {143}
     assert all(a != b for a, b in zip(warm + measured, (warm + measured)[1:], strict=False))
-    assert ev.latency_schedule(7, 1000, 100, 42) == (warm, measured)
+    assert latency_schedule(7, 1000, 100, 42) == (warm, measured)
 
 
 @pytest.fixture
@@ -487,9 +513,9 @@ def test_score_report_tampered_manifest_compare_publish_rollback(scored, tmp_pat
     assert "cannot be published" in invoke("--db", db_path, "score", "publish", "1", expect=1).output
     db = open_db(db_path)
     with db.write():
-        a = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": ev.SCORE_VERSION,
+        a = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": SCORE_VERSION,
                                            "report_json": "{}", "report_md": "a"})[0])
-        b = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": ev.SCORE_VERSION,
+        b = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": SCORE_VERSION,
                                            "report_json": "{}", "report_md": "b"})[0])
     db.close()
     invoke("--db", db_path, "score", "publish", a)
@@ -520,11 +546,11 @@ def test_critical_item_shown_is_a_critical_violation(scored, tmp_path: Path) -> 
 
 def test_pty_latency_protocol_counts_timeouts_as_errors(fixture_library: Path) -> None:
     queries = ["john cena", "cat", "monday"]
-    lat = ev.measure_pty(fixture_library, queries, "bm25", searches=6, warmups=2, seed=1)
+    lat = measure_pty(fixture_library, queries, "bm25", searches=6, warmups=2, seed=1)
     assert lat["n"] == 6 and lat["errors"] == 0 and lat["terminal_restored"]
     assert sorted(qi for qi, *_ in lat["samples"]) == [0, 0, 1, 1, 2, 2]
     assert lat["p95"] is not None and lat["engine_p95"] is not None
-    slow = ev.measure_pty(fixture_library, queries, "bm25", searches=3, warmups=0, seed=1, timeout_ms=1.0)
+    slow = measure_pty(fixture_library, queries, "bm25", searches=3, warmups=0, seed=1, timeout_ms=1.0)
     assert slow["errors"] == 3 and slow["p95"] == 1.0
 
 
@@ -563,12 +589,12 @@ def test_events_without_opt_in_are_a_privacy_violation(scored, tmp_path: Path) -
 
 
 def test_safety_detector_follows_the_policy() -> None:
-    assert mambo.detect_safety("EVERYONE FROM EAST TOWN IS VERMIN") == ("unsafe", "hate-speech")
-    assert mambo.detect_safety("GO KNOCK ON 38 TANNER STREET AND RING 555-0142")[0] == "critical"
-    assert mambo.detect_safety("every cyclist deserves to get run over")[0] == "unsafe"
-    assert mambo.detect_safety("I'll lose my shit before coffee") == ("sensitive", "profanity")
+    assert detect_safety("EVERYONE FROM EAST TOWN IS VERMIN") == ("unsafe", "hate-speech")
+    assert detect_safety("GO KNOCK ON 38 TANNER STREET AND RING 555-0142")[0] == "critical"
+    assert detect_safety("every cyclist deserves to get run over")[0] == "unsafe"
+    assert detect_safety("I'll lose my shit before coffee") == ("sensitive", "profanity")
     for safe in ("my cat caught two rats today", "blood orange season", "monday again", "call me maybe"):
-        assert mambo.detect_safety(safe) is None, safe
+        assert detect_safety(safe) is None, safe
 
 
 def test_copied_partition_file_from_elsewhere_keeps_working(bench_lib, tmp_path: Path) -> None:
@@ -579,11 +605,16 @@ def test_copied_partition_file_from_elsewhere_keeps_working(bench_lib, tmp_path:
     assert f"{BENCH}/1/dev" in invoke("--db", copy, "bench", "list").output
 
 
-def test_evaluation_queries_do_not_shadow_the_tools_own() -> None:
-    tool = mambo.load_named_queries(mambo.QUERIES_FILE)
-    evaluation = mambo.load_named_queries(ev.EVAL_SQL)
+def test_evaluation_queries_do_not_shadow_the_tools_own(tmp_path: Path) -> None:
+    tool = load_named_queries(PACKAGE / "ingest.sql")
+    evaluation = load_named_queries(PACKAGE / "evaluation.sql")
     assert not set(tool) & set(evaluation)
-    assert mambo.Q["finish_run"] == tool["finish_run"] and mambo.Q["finish_eval_run"] == evaluation["finish_eval_run"]
+    assert Q["finish_run"] == tool["finish_run"] and Q["finish_eval_run"] == evaluation["finish_eval_run"]
+    # A name defined in two query files stops the program instead of replacing a statement.
+    clash = tmp_path / "zz_clash.sql"
+    clash.write_text("-- name: finish_run\nSELECT 1;\n")
+    with pytest.raises(RuntimeError, match="redefines the named query 'finish_run'"):
+        load_query_files([*QUERY_FILES, clash])
 
 
 # ── Bare libraries (sidecars withheld) beside the annotated score ─────────────
@@ -611,7 +642,7 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
     bdb = open_db(bare_library)
     sha_of_bare = dict(bdb.con.execute("SELECT item_id, sha256 FROM items").fetchall())
     # The bare library is named by its own manifest (the images' checksums and paths, sha256sum format).
-    manifest = ev.manifest_text([(r[0], r[1]) for r in bdb.q("corpus_manifest")])
+    manifest = manifest_text([(r[0], r[1]) for r in bdb.q("corpus_manifest")])
     assert bare["manifest_sha256"] == hashlib.sha256(manifest.encode()).hexdigest()
     assert bdb.scalar("SELECT count(*) FROM items WHERE metadata_source <> 'none'") == 0
     db = open_db(db_path)
@@ -620,7 +651,7 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
     for q, i, g in db.con.execute("SELECT query_id, item_id, grade FROM final_judgements WHERE set_id = 1"):
         labels.setdefault(q, {})[i] = g
     item_of_sha = dict(db.con.execute("SELECT sha256, item_id FROM items").fetchall())
-    searcher = mambo.Searcher(bdb, mambo.get_embedder())
+    searcher = Searcher(bdb, get_embedder())
     for s in bare["systems"]:
         annotated, run = runs[s["annotated_run_id"]], runs[s["bare_run_id"]]
         assert annotated[:2] == ("annotated", None) and run[:2] == ("bare", bare["manifest_sha256"])
@@ -666,7 +697,7 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
 def test_bare_runs_leave_the_annotated_score_unchanged(scored, bare_library: Path, tmp_path: Path) -> None:
     db_path, _images, _ = scored
     before = score_report(db_path, tmp_path / "r1")
-    assert before["bare"] == {"measured": False, "how": ev.BARE_HOW}
+    assert before["bare"] == {"measured": False, "how": BARE_HOW}
     md = (tmp_path / "r1" / "report.md").read_text()
     assert "## Bare library (sidecars withheld)" in md and "Not measured" in md and "add --no-sidecars" in md
     with_bare = score_report(db_path, tmp_path / "r2", "--bare", bare_library)
@@ -684,9 +715,9 @@ def test_bare_runs_leave_the_annotated_score_unchanged(scored, bare_library: Pat
     assert "bm25: " in out and "(+0.0)" in out and "  Q:" not in out
     # A new judgement set: the annotated runs need rescoring, the bare ones (never reused) do not.
     db = open_db(db_path)
-    pid = ev.resolve_partition(db, "dev")
+    pid = resolve_partition(db, "dev")
     with db.write():
-        ev.working_set(db, pid, adding=True)
+        working_set(db, pid, adding=True)
     stale = {r[0] for r in db.con.execute("SELECT run_id FROM runs_needing_rescore")}
     bare_runs = {r[0] for r in db.con.execute("SELECT run_id FROM runs WHERE library = 'bare'")}
     assert bare_runs and stale and not stale & bare_runs

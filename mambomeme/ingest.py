@@ -1,0 +1,664 @@
+"""`mambo add`: walking folders, analysing each image in worker processes (decode, OCR, template
+recognition), the batch pipeline that commits 16 items at a time (hashes, previews, sidecars, safety,
+groups, vectors), re-recognition after the catalogue changes, and embedding."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mambomeme.embed import Embedder, embed_text, get_embedder, model_id
+from mambomeme.images import (
+    NEAR_DUP_BITS,
+    NEAR_DUP_BITS_CROPPED,
+    NEAR_DUP_MIN_WORDS,
+    TEMPLATE_BITS,
+    BadInput,
+    ImageFacts,
+    PhashIndex,
+    caption_overlap,
+    read_image,
+)
+from mambomeme.library import DB, SAFETY_CLASSES, clean_line, show_path
+from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
+from mambomeme.safety import detect_safety
+from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder
+from mambomeme.templates import Recognition, TemplateIndex, derive, sync_catalogue, templates_revision
+from mambomeme.vectors import maintain_vector_index
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
+
+# Items are written in batches: one transaction per batch, so Ctrl-C or kill -9 loses at most
+# one batch of work and never leaves a half-written item. 16 keeps MiniLM batching efficient.
+INGEST_BATCH = 16
+
+
+@dataclass
+class Analysis:
+    """What ingest learns from one image's pixels."""
+
+    facts: ImageFacts
+    ocr_text: str
+    boxes: list[list[int]]
+    template: Recognition | None
+    recognise_ms: float  # wall clock
+    recognise_cpu_ms: float  # this process's CPU time (a worker is single-threaded)
+
+
+def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None) -> Analysis:
+    """Decode, hash, preview, OCR and recognise the template of one image; the pixels are dropped
+    before returning."""
+    facts = read_image(data, name)
+    text, boxes = ocr.read_boxes(facts.rgb)
+    t0, c0 = time.perf_counter(), time.process_time()
+    found = templates.recognise(facts.rgb, boxes) if templates is not None else None
+    ms, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
+    facts.rgb = None
+    return Analysis(facts, text, boxes, found, ms, cpu)
+
+
+_WORKER_OCR: OCR | None = None
+_WORKER_TEMPLATES: TemplateIndex | None = None
+
+
+def _worker_init(template_views: list | None = None) -> None:
+    """An ingest worker process: Ctrl-C is the parent's to handle (no traceback per worker)."""
+    global _WORKER_OCR, _WORKER_TEMPLATES
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def orphan_watch() -> None:
+        # If the ingest is killed (kill -9) nobody would stop this worker: leave with it.
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=orphan_watch, daemon=True).start()
+    _WORKER_OCR = OCR(threads=1)
+    import cv2
+
+    cv2.setNumThreads(1)  # one worker per core already
+    _WORKER_TEMPLATES = TemplateIndex(template_views) if template_views else None
+
+
+def _worker_analyse(data: bytes, name: str) -> Analysis | BadInput:
+    assert _WORKER_OCR is not None
+    try:
+        return analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES)
+    except BadInput as e:
+        return e
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Ingest
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Found:
+    """A file to ingest: which root it belongs to and where it is."""
+
+    root_id: int
+    path: Path
+    rel_path: str
+
+
+@dataclass
+class IngestStats:
+    added: int = 0
+    updated: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    errors: int = 0
+    seen: int = 0
+
+
+class Progress:
+    """count, rate and time left on stderr: redrawn in place on a terminal, a line every few
+    seconds otherwise (logs, CI)."""
+
+    def __init__(self, total: int, *, enabled: bool = True):
+        self.total = total
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+        self.enabled = enabled
+
+    def update(self, done: int, note: str = "", *, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < (0.2 if self.tty else 5.0):
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-6)
+        rate = done / elapsed
+        left = (self.total - done) / rate if rate > 0 else 0
+        width = 24
+        fill = int(width * done / self.total) if self.total else width
+        bar = "#" * fill + "-" * (width - fill)
+        msg = (f"[{bar}] {done}/{self.total}  {rate:.1f}/s  "
+               f"{'done in ' + _fmt_secs(elapsed) if final else 'left ' + _fmt_secs(left)}  {note}")
+        if self.tty:
+            sys.stderr.write("\r\x1b[2K" + msg[:200] + ("\n" if final else ""))
+        else:
+            sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+
+
+def _fmt_secs(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def find_root(db: DB, path: Path) -> tuple[int, Path]:
+    """The library root for `path`: the deepest existing root containing it, else a new root at
+    the folder (or a file's parent). Looked up and created in one write transaction, so two
+    `mambo add`s of one new folder at the same time agree on one root."""
+    with db.write():
+        best = None
+        for root_id, _name, rpath, _n in db.q("roots"):
+            rp = Path(rpath)
+            if path == rp or rp in path.parents:
+                if best is None or len(str(rp)) > len(str(best[1])):
+                    best = (int(root_id), rp)
+        if best:
+            return best
+        folder = path if path.is_dir() else path.parent
+        base = clean_line(folder.name) or "root"
+        name, n = base, 1
+        while db.q1("root_by_name", {"name": name}):
+            n += 1
+            name = f"{base}-{n}"
+        root_id = int(db.q1("insert_root", {"name": name, "path": str(folder)})[0])
+    return root_id, folder
+
+
+def utf8_path(path: Path | str) -> bool:
+    """Whether a path is valid UTF-8 (Python keeps other bytes as lone surrogates)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def walk(paths: Iterable[Path], on_error: Callable[[Path, BadInput], None]) -> Iterator[Path]:
+    """Image files under `paths`, in sorted order. Directory symlinks are followed once each
+    (a loop is reported, not followed); unreadable entries are reported and skipped."""
+    seen_dirs: set[tuple[int, int]] = set()
+
+    def visit(p: Path, explicit: bool) -> Iterator[Path]:
+        try:
+            st = p.stat()
+        except OSError as e:
+            kind = "symlink-loop" if e.errno == 40 else "unreadable"
+            why = "symlink loop" if e.errno == 40 else (e.strerror or str(e))
+            on_error(p, BadInput(kind, f"cannot open: {why}"))
+            return
+        if stat.S_ISDIR(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if key in seen_dirs:
+                if p.is_symlink():
+                    on_error(p, BadInput("symlink-loop", "symlink loop: folder already visited, skipped"))
+                return
+            seen_dirs.add(key)
+            try:
+                children = sorted(p.iterdir())
+            except OSError as e:
+                on_error(p, BadInput("unreadable", f"cannot list folder: {e.strerror}"))
+                return
+            for child in children:
+                if child.name.startswith("."):
+                    continue
+                yield from visit(child, False)
+        elif stat.S_ISREG(st.st_mode):
+            if p.suffix.lower() in IMAGE_SUFFIXES and not utf8_path(p):
+                # The library stores paths as SQLite TEXT (UTF-8): a name in another encoding
+                # cannot be stored faithfully, and a lossy copy would not find the file again.
+                on_error(p, BadInput("bad-name", "file name is not valid UTF-8: rename the file"))
+            elif p.suffix.lower() in IMAGE_SUFFIXES:
+                yield p
+            elif explicit:
+                on_error(p, BadInput("not-image", "not an image file: expected .png, .jpg, .gif or .webp"))
+        elif explicit:
+            on_error(p, BadInput("not-file", "not a regular file"))
+
+    for p in paths:
+        yield from visit(p, True)
+
+
+@dataclass
+class Pending:
+    """Everything one new item needs, computed outside the write transaction."""
+
+    found: Found
+    size: int
+    mtime_ns: int
+    sidecar_sha: str
+    meta: Metadata
+    facts: ImageFacts | None = None
+    ocr_text: str = ""
+    boxes: list[list[int]] = field(default_factory=list)
+    template: Recognition | None = None
+    existing_item: int | None = None  # set when only metadata changed
+    duplicate: bool = False  # an exact duplicate whose sidecar describes its metadata-less original
+
+
+@dataclass
+class Batch:
+    """One batch between the two ingest stages."""
+
+    pending: list[Pending] = field(default_factory=list)  # items to (re)write
+    touches: list[dict[str, Any]] = field(default_factory=list)  # same content, new stat
+    links: list[tuple[Found, int, int, str, str]] = field(default_factory=list)  # exact duplicates, by sha
+    jobs: list[tuple[Pending, bytes, str]] = field(default_factory=list)  # new content being analysed
+    results: Callable[[], list[Analysis | BadInput]] = lambda: []
+
+
+class Ingester:
+    def __init__(self, db: DB, *, progress: bool = True, batch: int = INGEST_BATCH, workers: int | None = None,
+                 sidecars: bool = True):
+        self.db = db
+        self.progress_enabled = progress
+        self.batch = batch
+        self.stats = IngestStats()
+        self.sidecars = SidecarFinder() if sidecars else NoSidecars()
+        self.templates: TemplateIndex | None = None
+        self.revision = 0
+        self.recognise_ms: list[float] = []  # per new image, for `mambo bench ingest`
+        self.recognise_cpu_ms: list[float] = []
+        self._embedder: Embedder | None = None
+        self.ocr_engine_id: int | None = None
+        self.pool: Any = None
+        self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
+        self.run_id = 0
+        self.phash_index = PhashIndex([])
+
+    # -- lazily loaded engines (a re-run with nothing new loads neither)
+    def submit_analysis(self, jobs: list[tuple[bytes, str]]) -> Callable[[], list[Analysis | BadInput]]:
+        """Start decoding + OCR of new images; the returned function waits for the results.
+        With worker processes (one single-threaded OCR engine per core, when there is enough
+        work to pay their ~1 s start) this runs while the previous batch is embedded and written."""
+        if self.ocr_engine_id is None:
+            with self.db.write():
+                self.ocr_engine_id = ocr_engine_id(self.db, ocr_identity())
+        if self.pool is None and self.workers > 1 and len(jobs) >= 4:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn, not fork: forking a process that has imported torch can deadlock its threads.
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_worker_init,
+                                            initargs=(self.templates.payload if self.templates else None,))
+        if self.pool is not None:
+            futures = [self.pool.submit(_worker_analyse, data, name) for data, name in jobs]
+            return lambda: [f.result() for f in futures]
+
+        def in_process() -> list[Analysis | BadInput]:
+            out: list[Analysis | BadInput] = []
+            for data, name in jobs:
+                try:
+                    out.append(analyse(data, name, get_ocr(), self.templates))
+                except BadInput as e:
+                    out.append(e)
+            return out
+
+        return in_process
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+            with self.db.write():
+                self.model_id = model_id(self.db, self._embedder.manifest)
+        return self._embedder
+
+    def error(self, path: Path, err: BadInput, *, skipped: bool = True) -> None:
+        """Report on one line and record in `ingest_errors`; the rest of the run goes on."""
+        self.stats.errors += 1
+        msg = clean_line(err.message)
+        if skipped:
+            click.echo(f"mambo: skipped {show_path(path)}: {msg}", err=True)
+        else:
+            click.echo(f"mambo: warning: {show_path(path)}: {msg} (indexed without it)", err=True)
+        # A name that is not UTF-8 is recorded with U+FFFD in place of its undecodable bytes.
+        stored = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        with self.db.write():
+            self.db.q("insert_error", {"run_id": self.run_id, "path": stored, "kind": err.kind,
+                                       "message": msg})
+
+    def run(self, paths: list[Path]) -> IngestStats:
+        db = self.db
+        t0 = time.monotonic()
+        with db.write():
+            db.q("abandon_stale_runs")
+            self.run_id = int(db.q1("start_run", {"paths": json.dumps([str(p) for p in paths])})[0])
+        status = "failed"
+        try:
+            found: list[Found] = []
+            for p in paths:
+                p = Path(os.path.abspath(p))
+                if not p.exists() and not p.is_symlink():
+                    self.error(p, BadInput("missing", "no such file or folder"))
+                    continue
+                if not utf8_path(p):
+                    self.error(p, BadInput("bad-name", "folder name is not valid UTF-8: rename it"))
+                    continue
+                root_id, root = find_root(db, p)
+                for f in walk([p], self.error):
+                    found.append(Found(root_id, f, f.relative_to(root).as_posix()))
+            for folder in sorted({f.path.parent for f in found}):
+                for err in self.sidecars.manifest_errors(folder):
+                    self.error(folder / MANIFEST_NAME, err)
+            self.phash_index = PhashIndex(db.q("phashes"))
+            sync_catalogue(db)
+            self.revision = templates_revision(db)
+            self.templates = TemplateIndex.load(db)
+            progress = Progress(len(found), enabled=self.progress_enabled)
+            # A two-stage pipeline: batch N+1 is read, hashed and handed to the OCR workers before
+            # batch N is embedded and written.
+            inflight: Batch | None = None
+            for start in range(0, len(found), self.batch):
+                prepared = self._prepare(found[start:start + self.batch], inflight)
+                if inflight is not None:
+                    self._finish(inflight)
+                    progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors")
+                inflight = prepared
+            if inflight is not None:
+                self._finish(inflight)
+            progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors", final=True)
+            # Items recognised before the templates last changed: matched against the new ones only.
+            recognise_existing(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
+            status = "done"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                self.pool = None
+            if self.stats.added or self.stats.updated:
+                with contextlib.suppress(Exception), db.write():
+                    db.q("refresh_vocabulary")
+            s = self.stats
+            with contextlib.suppress(Exception), db.write():
+                db.q("finish_run", {"run_id": self.run_id, "status": status, "added": s.added,
+                                    "updated": s.updated, "duplicates": s.duplicates, "skipped": s.skipped,
+                                    "errors": s.errors, "seconds": time.monotonic() - t0})
+        if self.stats.added:  # a library that grew past a threshold gets (re)clustered
+            maintain_vector_index(db, quiet=not self.progress_enabled)
+        return self.stats
+
+    def _prepare(self, batch: list[Found], inflight: Batch | None) -> Batch:
+        """Stage 1: stat, sidecars, hashes and duplicate checks; new content goes to OCR."""
+        db = self.db
+        b = Batch()
+        pending, touches, links, jobs = b.pending, b.touches, b.links, b.jobs
+        earlier = inflight.jobs if inflight is not None else []
+        for f in batch:
+            self.stats.seen += 1
+            try:
+                st = f.path.stat()
+            except OSError as e:
+                self.error(f.path, BadInput("unreadable", f"cannot open: {e.strerror}"))
+                continue
+            sidecar_sha, meta, side_err = self.sidecars.find(f.path)
+            if side_err:
+                # The image is still ingested; the broken sidecar is reported and ignored.
+                self.error(f.path, side_err, skipped=False)
+                meta, sidecar_sha = None, "error:" + sidecar_sha
+            known = db.q1("file_by_path", {"root_id": f.root_id, "rel_path": f.rel_path})
+            if known and known[2] == st.st_size and known[3] == st.st_mtime_ns:
+                if known[4] == sidecar_sha:
+                    self.stats.skipped += 1
+                    continue
+                # Only the metadata changed: update it and re-embed the item's text.
+                pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
+                                       existing_item=int(known[1])))
+                continue
+            try:
+                with open(f.path, "rb") as fh:
+                    data = fh.read()
+            except OSError as e:
+                self.error(f.path, BadInput("unreadable", f"cannot read: {e.strerror}"))
+                continue
+            sha = hashlib.sha256(data).hexdigest()
+            if known and known[5] == sha:
+                touches.append({"file_id": known[0], "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                                "sidecar_sha256": known[4]})
+                if known[4] != sidecar_sha:
+                    pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
+                                           existing_item=int(known[1])))
+                else:
+                    self.stats.skipped += 1
+                continue
+            same = db.q1("item_by_sha", {"sha256": sha})
+            twin = next((p for p, _, s in [*earlier, *jobs] if s == sha), None)
+            if same or twin:
+                links.append((f, st.st_size, st.st_mtime_ns, sha, sidecar_sha))
+                # A duplicate's sidecar fills in what the original's sidecar left out.
+                if meta is not None and twin is not None:
+                    twin.meta = twin.meta.merged(meta)
+                elif meta is not None and same is not None:
+                    stored = Metadata.from_row(db.rows("item_metadata", {"item_id": same[0]})[0])
+                    merged = stored.merged(meta)
+                    if merged.params() != stored.params():
+                        pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, merged,
+                                               existing_item=int(same[0]), duplicate=True))
+                continue
+            jobs.append((Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata()), data, sha))
+        if jobs:
+            b.results = self.submit_analysis([(d, p.found.path.name) for p, d, _ in jobs])
+        return b
+
+    def _finish(self, b: Batch) -> None:
+        """Stage 2: collect OCR and recognition, write the batch, derive fields and embed the
+        items' effective text, all in one transaction."""
+        db = self.db
+        pending, touches, links, jobs = b.pending, b.touches, b.links, b.jobs
+        for (p, _data, _sha), res in zip(jobs, b.results(), strict=True):
+            if isinstance(res, BadInput):
+                self.error(p.found.path, res)
+            else:
+                p.facts, p.ocr_text, p.boxes, p.template = res.facts, res.ocr_text, res.boxes, res.template
+                self.recognise_ms.append(res.recognise_ms)
+                self.recognise_cpu_ms.append(res.recognise_cpu_ms)
+                pending.append(p)
+        written = {p.facts.sha256 for p in pending if p.facts is not None}
+        for link in [x for x in links if x[3] not in written and not db.q1("item_by_sha", {"sha256": x[3]})]:
+            links.remove(link)  # a copy of a file that just failed to decode fails the same way
+            self.error(link[0].path, BadInput("corrupt", "identical to a file that could not be read"))
+        if not (pending or touches or links):
+            return
+        if pending:
+            _ = self.embedder  # load the model before taking the write lock
+        with db.write():
+            for t in touches:
+                db.q("touch_file", t)
+            items = [item_id for p in pending if (item_id := self._write(p)) is not None]
+            for f, size, mtime_ns, sha, sidecar_sha in links:
+                item_id = int(db.q1("item_by_sha", {"sha256": sha})[0])
+                self.stats.duplicates += 1
+                if any(p.duplicate and p.found is f for p in pending):
+                    continue  # its file row was written with the metadata
+                db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path,
+                                     "size": size, "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha})
+            db.q("delete_orphan_items")
+            items = list(dict.fromkeys(i for i in items if db.q1("item_groups", {"item_id": i})))
+            derive(db, items)
+            embed_items(db, items, self.embedder, self.model_id)
+
+    def _template_group(self, template: str) -> int | None:
+        return _template_group_id(self.db, template)
+
+    def _groups(self, item_id: int, phash: int, ocr_text: str, template_group: int | None) -> tuple[int, int | None]:
+        """(perceptual group, template group) of a new item; see NEAR_DUP_BITS for the rule."""
+        perceptual = None
+        for d, other in self.phash_index.near(phash, NEAR_DUP_BITS_CROPPED):
+            overlap, words = caption_overlap(ocr_text, self.db.q1("ocr_text", {"item_id": other})[0])
+            if (d <= NEAR_DUP_BITS and (overlap >= 0.5 or words == 0)) or (
+                    overlap >= 0.6 and words >= NEAR_DUP_MIN_WORDS):
+                perceptual = self.phash_index.groups[other][0]
+                template_group = template_group or self.phash_index.groups[other][1]
+                break
+        if template_group is None:
+            near = self.phash_index.near(phash, TEMPLATE_BITS)
+            template_group = next((self.phash_index.groups[o][1] for _d, o in near if self.phash_index.groups[o][1]),
+                                  None)
+        if perceptual is None:
+            perceptual = int(self.db.q1("new_group", {"kind": "perceptual", "label": None})[0])
+        self.phash_index.add(item_id, phash, perceptual, template_group)
+        return perceptual, template_group
+
+    def _write(self, p: Pending) -> int | None:
+        """Write one item (or its new metadata); returns its id, None when it became a duplicate.
+        Vectors are written afterwards, from the effective text (embed_items)."""
+        db = self.db
+        meta = p.meta.params() | {"template_group": self._template_group(p.meta.template)}
+        if p.existing_item is not None:
+            item_id = p.existing_item
+            db.q("update_item_metadata", meta | {"item_id": item_id})
+            self.stats.updated += 0 if p.duplicate else 1
+        elif (same := db.q1("item_by_sha", {"sha256": p.facts.sha256 if p.facts else ""})) is not None:
+            # Another ingest stored this content meanwhile: this file is an exact duplicate of it.
+            self.stats.duplicates += 1
+            db.q("insert_file", {"item_id": int(same[0]), "root_id": p.found.root_id, "rel_path": p.found.rel_path,
+                                 "size": p.size, "mtime_ns": p.mtime_ns, "sidecar_sha256": p.sidecar_sha})
+            return None
+        else:
+            facts = p.facts
+            assert facts is not None
+            detected = detect_safety(p.ocr_text)
+            if detected and SAFETY_CLASSES.index(detected[0]) > SAFETY_CLASSES.index(meta["safety"]):
+                meta |= {"safety": detected[0], "safety_source": f"detector:{detected[1]}"}
+            rec = p.template
+            if meta["template_group"] is None and rec is not None:
+                # A recognised template names the template group, as a sidecar's template would.
+                name = db.q1("template_name", {"template_id": rec.template_id})[0]
+                meta["template_group"] = self._template_group(name)
+            item_id = int(db.q1("insert_item", meta | {
+                "sha256": facts.sha256, "format": facts.format, "width": facts.width,
+                "height": facts.height, "byte_size": facts.byte_size, "phash": facts.phash,
+                "dhash": facts.dhash, "perceptual_group": None, "ocr_text": p.ocr_text,
+                "ocr_engine_id": self.ocr_engine_id,
+                "template_id": rec.template_id if rec else None, "template_score": rec.inliers if rec else None,
+                "recognised_revision": self.revision, "ocr_boxes": json.dumps(p.boxes),
+            })[0])
+            perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
+            db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
+            db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
+                                    "height": facts.preview_size[1], "data": facts.preview})
+            self.stats.added += 1
+        db.q("insert_file", {"item_id": item_id, "root_id": p.found.root_id, "rel_path": p.found.rel_path,
+                             "size": p.size, "mtime_ns": p.mtime_ns, "sidecar_sha256": p.sidecar_sha})
+        return item_id
+
+
+def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> None:
+    """(Re-)embed items' effective text (sidecar fields, else derived ones: EMBED_TEXT_RECIPE)."""
+    if not item_ids:
+        return
+    texts = []
+    for item_id in item_ids:
+        title, template, entities, tags, description, ocr_text = db.q1("effective_text", {"item_id": item_id})
+        texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
+    vecs = embedder.encode(texts)
+    for item_id, vec, text in zip(item_ids, vecs, texts, strict=True):
+        db.q("delete_vector", {"item_id": item_id})
+        db.q("delete_vector_bit", {"item_id": item_id})
+        db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
+        db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
+        db.q("upsert_embedding", {"item_id": item_id, "model_id": model,
+                                  "text_sha256": hashlib.sha256(text.encode()).hexdigest()})
+
+
+def _item_pixels(db: DB, item_id: int) -> Any:
+    """The decoded pixels of an item's first readable file, or None when none is on this machine."""
+    for root_path, rel in db.q("item_files", {"item_id": item_id}):
+        try:
+            data = (Path(root_path) / rel).read_bytes()
+            return read_image(data, rel).rgb
+        except (OSError, BadInput):
+            continue
+    return None
+
+
+def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
+                       quiet: bool = True) -> tuple[int, int, int]:
+    """Incremental re-recognition after the templates changed: each item recognised at revision R
+    is matched only against templates added or changed after R (items whose template was removed
+    are at 0: all templates). Returns (items checked, items whose template changed, items whose
+    files are missing). Items with missing files keep their old revision and are retried later."""
+    revision = templates_revision(db)
+    todo = db.rows("items_to_recognise", {"revision": revision})
+    if not todo:
+        return 0, 0, 0
+    indexes: dict[int, TemplateIndex] = {}
+    changed: list[int] = []
+    missing = 0
+    progress = Progress(len(todo), enabled=not quiet)
+    for start in range(0, len(todo), INGEST_BATCH):
+        updates, absent = [], []
+        for it in todo[start:start + INGEST_BATCH]:
+            after = it["recognised_revision"]
+            if after not in indexes:
+                indexes[after] = TemplateIndex.load(db, after)
+            index = indexes[after]
+            found, boxes = None, None
+            if len(index):
+                rgb = _item_pixels(db, it["item_id"])
+                if rgb is None:
+                    missing += 1
+                    absent.append(it["item_id"])  # a removed template must still leave its fields
+                    continue
+                if it["ocr_boxes"] is None:  # items from schema 1 have no caption boxes yet
+                    boxes = get_ocr().read_boxes(rgb)[1]
+                found = index.recognise(rgb, boxes if boxes is not None else json.loads(it["ocr_boxes"]))
+            better = found is not None and (it["template_id"] is None or found.inliers > (it["template_score"] or 0))
+            updates.append((it, found if better else None, boxes))
+        with db.write():
+            for it, found, boxes in updates:
+                tid = found.template_id if found else it["template_id"]
+                score = found.inliers if found else it["template_score"]
+                db.q("set_recognition", {"item_id": it["item_id"], "template_id": tid, "template_score": score,
+                                         "recognised_revision": revision,
+                                         "ocr_boxes": None if boxes is None else json.dumps(boxes)})
+                if found and not it["template"]:
+                    name = db.q1("template_name", {"template_id": found.template_id})[0]
+                    group = _template_group_id(db, name)
+                    db.q("set_template_group", {"item_id": it["item_id"], "template_group": group})
+            now = derive(db, [it["item_id"] for it, _f, _b in updates] + absent)
+            if now:
+                embedder, model_row = model()
+                embed_items(db, now, embedder, model_row)
+            changed += now
+        progress.update(min(start + INGEST_BATCH, len(todo)), f"{len(changed)} changed")
+    if changed:
+        with db.write():
+            db.q("refresh_vocabulary")
+    return len(todo), len(changed), missing
+
+
+def _template_group_id(db: DB, template: str) -> int | None:
+    """The template group named by a template name (created on first use)."""
+    label = " ".join(template.lower().split())
+    if not label:
+        return None
+    row = db.q1("template_group", {"label": label})
+    if row:
+        return int(row[0])
+    return int(db.q1("new_group", {"kind": "template", "label": label})[0])

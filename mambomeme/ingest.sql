@@ -1,0 +1,214 @@
+-- Named queries of ingest (mambomeme/ingest.py, ocr.py, embed.py, vectors.py): files, items, previews,
+-- vectors and the coarse index, OCR engines, embedding models, ingest runs and errors.
+-- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
+-- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
+-- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
+
+-- name: file_by_path
+SELECT f.file_id, f.item_id, f.size, f.mtime_ns, f.sidecar_sha256, i.sha256
+FROM files f JOIN items i ON i.item_id = f.item_id
+WHERE f.root_id = :root_id AND f.rel_path = :rel_path;
+
+-- name: item_by_sha
+SELECT item_id, metadata_source FROM items WHERE sha256 = :sha256;
+
+-- name: insert_item
+INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, perceptual_group, template_group,
+                  title, template, entities, tags, description, source_url, creator, licence,
+                  safety, safety_source, rights, private, metadata_source, ocr_text, ocr_engine_id,
+                  template_id, template_score, recognised_revision, ocr_boxes)
+VALUES (:sha256, :format, :width, :height, :byte_size, :phash, :dhash, :perceptual_group, :template_group,
+        :title, :template, :entities, :tags, :description, :source_url, :creator, :licence,
+        :safety, :safety_source, :rights, :private, :metadata_source, :ocr_text, :ocr_engine_id,
+        :template_id, :template_score, :recognised_revision, :ocr_boxes)
+RETURNING item_id;
+
+-- name: update_item_metadata
+UPDATE items SET title = :title, template = :template, entities = :entities, tags = :tags,
+       description = :description, source_url = :source_url, creator = :creator, licence = :licence,
+       safety = CASE WHEN safety_source LIKE 'detector:%' AND :safety_rank < (
+                         CASE safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
+                     THEN safety ELSE :safety END,
+       safety_source = CASE WHEN safety_source LIKE 'detector:%' AND :safety_rank < (
+                         CASE safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
+                     THEN safety_source ELSE :safety_source END,
+       rights = :rights, private = :private, metadata_source = :metadata_source,
+       template_group = coalesce(:template_group, template_group),
+       updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE item_id = :item_id;
+
+-- name: item_metadata
+SELECT title, template, entities, tags, description, source_url, creator, licence, safety, rights, private,
+       metadata_source
+FROM items WHERE item_id = :item_id;
+
+-- name: item_text
+SELECT title, template, entities, tags, description, ocr_text FROM items WHERE item_id = :item_id;
+
+-- name: insert_file
+INSERT INTO files(item_id, root_id, rel_path, size, mtime_ns, sidecar_sha256)
+VALUES (:item_id, :root_id, :rel_path, :size, :mtime_ns, :sidecar_sha256)
+ON CONFLICT (root_id, rel_path) DO UPDATE SET
+    item_id = excluded.item_id, size = excluded.size, mtime_ns = excluded.mtime_ns,
+    sidecar_sha256 = excluded.sidecar_sha256, seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
+
+-- name: touch_file
+UPDATE files SET size = :size, mtime_ns = :mtime_ns, sidecar_sha256 = :sidecar_sha256,
+       seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE file_id = :file_id;
+
+-- name: delete_orphan_items
+-- Items left without any file (their only file changed content or was pruned).
+DELETE FROM items WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.item_id = items.item_id);
+
+-- name: insert_preview
+INSERT OR REPLACE INTO previews(item_id, format, width, height, data)
+VALUES (:item_id, :format, :width, :height, :data);
+
+-- name: upsert_embedding
+INSERT OR REPLACE INTO item_embeddings(item_id, model_id, text_sha256)
+VALUES (:item_id, :model_id, :text_sha256);
+
+-- name: delete_vector
+DELETE FROM item_vectors WHERE item_id = :item_id;
+
+-- name: delete_vector_bit
+DELETE FROM item_vectors_bit WHERE item_id = :item_id;
+
+-- name: insert_vector
+-- (the item row is written first: whether it may be served is known, see item_vectors_servable)
+-- The vector joins the partition of its nearest centroid; 0 when the library has no coarse index.
+-- (LIMIT, not k = 1: a scalar subquery carries an implicit LIMIT, and vec0 refuses both.)
+INSERT INTO item_vectors(item_id, cluster, embedding, servable)
+VALUES (:item_id,
+        coalesce((SELECT cluster FROM vector_centroids WHERE centroid MATCH :embedding ORDER BY distance LIMIT 1), 0),
+        :embedding, EXISTS (SELECT 1 FROM servable_items WHERE item_id = :item_id));
+
+-- name: insert_vector_in_cluster
+-- Re-clustering (maintain_vector_index): the cluster was computed for every vector at once.
+INSERT INTO item_vectors(item_id, cluster, embedding, servable)
+VALUES (:item_id, :cluster, :embedding, :servable);
+
+-- name: vector_index
+SELECT clusters, trained_vectors, training_sample, iterations, seed, seconds, trained_at FROM vector_index;
+
+-- name: vectors_for_clustering
+SELECT item_id, embedding, servable FROM item_vectors ORDER BY item_id;
+
+-- name: clear_vector_index
+DELETE FROM vector_centroids;
+DELETE FROM vector_index;
+DELETE FROM item_vectors;
+
+-- name: insert_centroid
+INSERT INTO vector_centroids(cluster, centroid) VALUES (:cluster, :centroid);
+
+-- name: record_vector_index
+INSERT INTO vector_index(index_id, clusters, trained_vectors, training_sample, iterations, seed, seconds)
+VALUES (1, :clusters, :trained_vectors, :training_sample, :iterations, :seed, :seconds);
+
+-- name: vector_count
+SELECT count(*) FROM item_vectors;
+
+-- name: insert_vector_bit
+INSERT INTO item_vectors_bit(item_id, embedding, servable)
+VALUES (:item_id, vec_quantize_binary(:embedding),
+        EXISTS (SELECT 1 FROM servable_items WHERE item_id = :item_id));
+
+-- name: phashes
+SELECT item_id, phash, perceptual_group, template_group FROM items;
+
+-- name: ocr_text
+SELECT ocr_text FROM items WHERE item_id = :item_id;
+
+-- name: new_group
+INSERT INTO image_groups(kind, label) VALUES (:kind, :label) RETURNING group_id;
+
+-- name: set_groups
+UPDATE items SET perceptual_group = :perceptual_group, template_group = :template_group
+WHERE item_id = :item_id;
+
+-- name: ocr_engine
+SELECT engine_id FROM ocr_engines
+WHERE name = :name AND version = :version AND models_sha256 = :models_sha256 AND params = :params;
+
+-- name: insert_ocr_engine
+INSERT INTO ocr_engines(name, version, models_sha256, params)
+VALUES (:name, :version, :models_sha256, :params) RETURNING engine_id;
+
+-- name: embedding_model
+SELECT model_id FROM embedding_models
+WHERE name = :name AND revision = :revision AND weights_sha256 = :weights_sha256
+  AND text_recipe = :text_recipe;
+
+-- name: insert_embedding_model
+INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe)
+VALUES (:name, :revision, :weights_sha256, :dim, :text_recipe) RETURNING model_id;
+
+-- name: start_run
+INSERT INTO ingest_runs(paths) VALUES (:paths) RETURNING run_id;
+
+-- name: abandon_stale_runs
+-- A run still marked running when a new one starts was killed (kill -9, power loss).
+UPDATE ingest_runs SET status = 'interrupted' WHERE status = 'running';
+
+-- name: finish_run
+UPDATE ingest_runs SET status = :status, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+       added = :added, updated = :updated, duplicates = :duplicates, skipped = :skipped,
+       errors = :errors, seconds = :seconds
+WHERE run_id = :run_id;
+
+-- name: insert_error
+INSERT INTO ingest_errors(run_id, path, kind, message) VALUES (:run_id, :path, :kind, :message);
+
+-- name: refresh_vocabulary
+DELETE FROM vocabulary;
+INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
+UPDATE vocabulary_size SET documents = (SELECT count(*) FROM items);
+
+-- name: indexed_snapshot
+-- What a crash must never lose (`mambo bench soak` compares it before and after every kill):
+-- each indexed file with its item's content hash, text, judgements (safety, rights) and vector.
+SELECT r.name || '/' || f.rel_path AS path, i.sha256, i.title, i.ocr_text, i.safety, i.rights,
+       hex(v.embedding) AS vector
+FROM files f
+JOIN library_roots r ON r.root_id = f.root_id
+JOIN items i ON i.item_id = f.item_id
+LEFT JOIN item_vectors v ON v.item_id = i.item_id;
+
+-- name: error_count
+SELECT count(*) FROM ingest_errors;
+
+-- name: running_runs
+SELECT count(*) FROM ingest_runs WHERE status = 'running';
+
+-- name: interrupted_runs
+-- Killed runs that the run after them found still 'running' (abandon_stale_runs).
+SELECT count(*) FROM ingest_runs WHERE status = 'interrupted';
+
+-- name: template_name
+SELECT name FROM templates WHERE template_id = :template_id;
+
+-- name: items_to_recognise
+-- Items not yet matched against every template (newer templates, or their template was removed).
+SELECT item_id, recognised_revision, template_id, template_score, ocr_boxes, template FROM items
+WHERE recognised_revision < :revision
+ORDER BY item_id;
+
+-- name: set_recognition
+UPDATE items SET template_id = :template_id, template_score = :template_score,
+       recognised_revision = :recognised_revision, ocr_boxes = coalesce(:ocr_boxes, ocr_boxes)
+WHERE item_id = :item_id;
+
+-- name: set_template_group
+UPDATE items SET template_group = :template_group WHERE item_id = :item_id;
+
+-- name: item_files
+SELECT r.path AS root_path, f.rel_path FROM files f JOIN library_roots r ON r.root_id = f.root_id
+WHERE f.item_id = :item_id ORDER BY f.file_id;
+
+-- name: effective_text
+SELECT title, template_text, entities, tags, description, ocr_text FROM item_effective WHERE item_id = :item_id;
+
+-- name: item_groups
+SELECT item_id, perceptual_group, template_group FROM items WHERE item_id = :item_id;

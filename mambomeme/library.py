@@ -1,0 +1,382 @@
+"""The library: opening the one SQLite file, migrations, named queries, errors, terminal-safe text.
+
+Everything else in the package builds on this module, and it imports none of them."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import unicodedata
+import urllib.parse
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+__version__ = "0.1.0"
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Constants and errors
+# ─────────────────────────────────────────────────────────────────────────────
+
+# The package's folder (its named-query files sit beside the modules that run them) and the folder
+# that holds it: the checkout, or site-packages when pip-installed.
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+
+
+def data_path(repo_rel: str, wheel_rel: str) -> Path:
+    """A shipped data file: in the checkout beside mambo.py, under mambo_data/ when pip-installed."""
+    repo = ROOT / repo_rel
+    return repo if repo.exists() else ROOT / "mambo_data" / wheel_rel
+
+
+SCHEMA_FILE = data_path("schema.sql", "schema.sql")
+MIGRATIONS_DIR = data_path("migrations", "migrations")
+FIXTURE_DIR = data_path("benchdata/fixture", "fixture")
+SAFETY_CLASSES = ("safe", "sensitive", "unsafe", "critical")
+RIGHTS_STATUSES = ("cleared", "unknown", "withdrawn")
+SAFETY_POLICY_VERSION = "mambo-safety-v1"
+
+
+class MamboError(click.ClickException):
+    """A one-line, actionable error for the user (exit status 1)."""
+
+    def format_message(self) -> str:
+        return clean_line(self.message)
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Terminal-safe text
+# ─────────────────────────────────────────────────────────────────────────────
+
+# ESC/CSI/OSC sequences and every other control character: text from images, file names and
+# sidecars must never reach a terminal with its escape sequences intact.
+_ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def clean_text(text: str, *, keep_newlines: bool = False) -> str:
+    """Remove escape sequences and control/format characters (bidi overrides included)."""
+    text = _ANSI_RE.sub("", text)
+    out = []
+    for ch in text:
+        if ch == "\n" and keep_newlines:
+            out.append(ch)
+        elif ch in "\t\n\r":
+            out.append(" ")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            continue
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def clean_line(text: str) -> str:
+    return " ".join(clean_text(str(text)).split())
+
+
+def json_line(obj: Any) -> str:
+    """One line of JSON that is safe on a terminal: readable Unicode kept (not \\u-escaped), but
+    control, format (bidi) and surrogate characters written as \\u escapes. JSON escapes only
+    C0 controls itself, so a C1 CSI or a right-to-left override in a title would pass through."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return "".join(json.dumps(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
+                   for c in text)
+
+
+def show_path(path: Path | str) -> str:
+    """A path as it may be printed: control characters escaped, never interpreted."""
+    s = str(path)
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Database and migrations
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def load_named_queries(path: Path) -> dict[str, str]:
+    queries: dict[str, str] = {}
+    name = None
+    lines: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"--\s*name:\s*(\w+)\s*$", line)
+        if m:
+            if name:
+                queries[name] = "\n".join(lines).strip()
+            name, lines = m.group(1), []
+        elif name is not None:
+            lines.append(line)
+    if name:
+        queries[name] = "\n".join(lines).strip()
+    return queries
+
+
+def load_query_files(paths: Iterable[Path]) -> dict[str, str]:
+    """One namespace for every named-query file: a name defined in two files would silently replace
+    the other's statement, so it stops the program instead."""
+    queries: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for path in paths:
+        for name, sql in load_named_queries(path).items():
+            if name in queries:
+                raise RuntimeError(f"{path.name} redefines the named query {name!r} of {owner[name]}")
+            queries[name], owner[name] = sql, path.name
+    return queries
+
+
+QUERY_FILES = sorted(PACKAGE.glob("*.sql"))
+Q = load_query_files(QUERY_FILES)
+
+
+def migrations() -> list[tuple[int, str, Path]]:
+    out = []
+    for p in sorted(MIGRATIONS_DIR.glob("[0-9][0-9][0-9]_*.sql")):
+        out.append((int(p.name[:3]), p.stem[4:], p))
+    return out
+
+
+SCHEMA_VERSION = max(n for n, _, _ in migrations())
+
+
+def default_db_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("mambomeme", appauthor=False)) / "library.sqlite"
+
+
+class DB:
+    """One library file: an apsw connection with sqlite-vec loaded and the schema current."""
+
+    def __init__(self, path: Path | str, *, create: bool = True, readonly: bool = False):
+        import apsw
+
+        self.path = Path(path)
+        if not self.path.exists() and not create:
+            raise MamboError(f"no library at {show_path(self.path)}: run `mambo add FOLDER` first")
+        # A file we may not write, or a folder where the WAL and shared-memory files cannot be
+        # created (a read-only copy, a mounted backup): open it for reading only.
+        if not readonly and self.path.exists() and not (os.access(self.path, os.W_OK)
+                                                        and os.access(self.path.parent, os.W_OK)):
+            readonly = True
+        self.readonly = readonly
+        self.immutable = False
+        self._reader: tuple[DB, Any] | None = None  # see reader()
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = self._connect(readonly)
+            self._migrate()
+        except apsw.NotADBError as e:
+            raise MamboError(f"{show_path(self.path)} is not a MamboMeme library (not an SQLite file)") from e
+        except apsw.BusyError as e:
+            raise MamboError(f"{show_path(self.path)} is locked by another program; try again shortly") from e
+        except apsw.CantOpenError as e:
+            raise MamboError(f"cannot open {show_path(self.path)}: check that it and its folder exist and are "
+                             "readable") from e
+
+    def _connect(self, readonly: bool) -> Any:
+        import apsw
+        import sqlite_vec
+
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        con = apsw.Connection(str(self.path), flags=flags)
+        if readonly:
+            try:
+                con.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+            except (apsw.ReadOnlyError, apsw.CantOpenError):
+                # A WAL-mode file in a folder we cannot write: SQLite cannot create the -shm file
+                # it reads through. mambo folds the WAL back into the file when a command ends, so
+                # with no -wal file beside it the file alone is the whole library, and nothing can
+                # change it (no one can create a -wal there either): open it as immutable. In a
+                # writable folder the same errors are transient (a writer mid-recovery): no fallback.
+                con.close()
+                if os.access(self.path.parent, os.W_OK):
+                    raise
+                wal = Path(str(self.path) + "-wal")
+                if wal.exists() and wal.stat().st_size > 0:
+                    raise MamboError(
+                        f"{show_path(self.path)} has unsaved changes in {show_path(wal)} and its folder is "
+                        "read-only: open it once where the folder is writable") from None
+                uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
+                con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+                self.immutable = True
+        con.set_busy_timeout(10_000)
+        con.enable_load_extension(True)
+        con.load_extension(sqlite_vec.loadable_path())
+        con.enable_load_extension(False)
+        con.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            con.execute("PRAGMA journal_mode = WAL")
+            con.execute("PRAGMA synchronous = NORMAL")
+        # No memory map here: vector scans run on the reader connection, which maps the file
+        # (see reader); a map on both would count the vectors' pages twice in resident memory.
+        return con
+
+    # -- queries
+    def q(self, name: str, params: dict[str, Any] | None = None) -> list[tuple]:
+        return list(self.con.execute(Q[name], params or {}))
+
+    def q1(self, name: str, params: dict[str, Any] | None = None) -> tuple | None:
+        rows = self.q(name, params)
+        return rows[0] if rows else None
+
+    def rows(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(Q[name], params or {})
+        out: list[dict[str, Any]] = []
+        cols: list[str] = []
+        for row in cur:
+            cols = cols or [d[0] for d in cur.getdescription()]  # only readable while rows remain
+            out.append(dict(zip(cols, row, strict=True)))
+        return out
+
+    def scalar(self, sql: str, params: Any = None) -> Any:
+        for row in self.con.execute(sql, params or ()):
+            return row[0]
+        return None
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        """One IMMEDIATE transaction: takes the write lock up front, so a concurrent writer waits
+        (busy timeout) instead of failing half-way."""
+        import apsw
+
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            # After SQLITE_FULL or an I/O error SQLite may already have rolled the transaction
+            # back; a second ROLLBACK would fail and hide the real error.
+            if not self.con.in_transaction:
+                raise
+            with contextlib.suppress(apsw.Error):
+                self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+
+    # -- schema
+    def user_version(self) -> int:
+        return int(self.scalar("PRAGMA user_version"))
+
+    def _migrate(self) -> None:
+        version = self.user_version()
+        if version > SCHEMA_VERSION:
+            raise MamboError(
+                f"{show_path(self.path)} was written by a newer MamboMeme (schema {version}, this is "
+                f"{SCHEMA_VERSION}): upgrade mambo to open it"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.readonly:
+            raise MamboError(
+                f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) but is "
+                "read-only: open it once where it is writable"
+            )
+        empty = self.scalar("SELECT count(*) FROM sqlite_schema") == 0
+        with self.write():
+            if empty:
+                self.con.execute(SCHEMA_FILE.read_text(encoding="utf-8"))
+            else:
+                for number, _name, path in migrations():
+                    if number > version:
+                        self.con.execute(path.read_text(encoding="utf-8"))
+                        self.con.execute(f"PRAGMA user_version = {number}")
+            if self.user_version() != SCHEMA_VERSION:
+                raise MamboError(f"schema files disagree: reached version {self.user_version()}")
+
+    def close(self) -> None:
+        """Fold the WAL back into the main file, so the library is ONE file again (copyable)."""
+        import apsw
+
+        # Only after writing: a TRUNCATE checkpoint waits (busy timeout) for other writers and
+        # blocks new ones meanwhile, so a search ending while `mambo add` runs would stall both.
+        # A reader's close still folds a leftover WAL in when it is the last connection (SQLite).
+        if self._reader is not None:
+            reader, thread = self._reader
+            thread.shutdown(wait=True)
+            reader.con.close()
+            self._reader = None
+        if not self.readonly and self.con.total_changes():
+            with contextlib.suppress(apsw.Error):
+                self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.con.close()
+
+    def reader(self) -> tuple[DB, Any]:
+        """The vector scans' own read-only connection to this library and the one thread that uses
+        it, made on first use and shared by every Searcher of this DB (one of each, however many
+        searches); closed with this one. It maps the whole file (up to 1 GiB): memory-mapped reads
+        cut vec0 float32 scans by ~40% (../shared/notes/stack.md), and with a 256 MiB map the
+        vector chunks of a 100k-item library (~290 MB) past it were read through pread
+        (coarse-index scan p50 31 -> 19 ms with all of it mapped). Only this connection maps, so
+        the pages count once in resident memory."""
+        if self._reader is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            other = DB.__new__(DB)
+            other.path, other.readonly, other.immutable, other._reader = self.path, True, False, None
+            other.con = other._connect(True)
+            other.con.execute("PRAGMA mmap_size = 1073741824")
+            self._reader = (other, ThreadPoolExecutor(1, thread_name_prefix="mambo-vectors"))
+        return self._reader
+
+
+def db_error_message(e: Exception, path: Path | str | None) -> str:
+    """One actionable line for an SQLite failure that reached the command line. Every write is a
+    transaction, so a failed one is rolled back whole: what was saved before is intact."""
+    import apsw
+
+    where = show_path(path) if path else "the library"
+    again = "then run the same command again (everything saved before is intact)"
+    if isinstance(e, apsw.FullError):
+        return (f"cannot write to {where}: the disk is full (or the file reached its size limit); "
+                f"free some space, {again}")
+    if isinstance(e, apsw.IOError):
+        return f"cannot write to {where}: input/output error ({clean_line(str(e))}); check the disk, {again}"
+    if isinstance(e, apsw.ReadOnlyError):
+        return (f"{where} is read-only: searching it works, changing it does not; make the file and its "
+                "folder writable, or copy it somewhere writable and use --db")
+    if isinstance(e, (apsw.BusyError, apsw.LockedError)):
+        return f"{where} is busy: another program is writing to it; {again} when it has finished"
+    if isinstance(e, apsw.CantOpenError):
+        return f"cannot open {where}: check that it and its folder exist and are readable"
+    if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
+        return f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` says more"
+    return f"database error on {where}: {clean_line(str(e))}"
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def normalise_query(text: str) -> list[str]:
+    """Query text -> search tokens. NFKC folds full-width and compatibility forms, casefold
+    handles casing (ß -> ss), diacritics are stripped like the FTS5 tokenizer does, and anything
+    that is not a letter or digit separates tokens: FTS5 operators, quotes and control characters
+    become plain text and can never be a syntax error."""
+    text = clean_text(unicodedata.normalize("NFKC", text)).casefold()
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return re.findall(r"[^\W_]+", text)[:64]
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Opening the library from a command
+# ─────────────────────────────────────────────────────────────────────────────
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def open_library(ctx: click.Context, *, create: bool = False) -> DB:
+    """The library a command works on: --db, else $MAMBO_DB, else the per-user default; closed with the command."""
+    path = ctx.obj["db_path"] or default_db_path()
+    db = DB(path, create=create)
+    ctx.call_on_close(db.close)
+    return db

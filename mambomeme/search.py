@@ -1,0 +1,386 @@
+"""Search: query planning (normalisation, stopwords, typo correction, slang), search systems and their
+versions, the Searcher (lexical, fuzzy and dense routes, fused in one SQL statement in search.sql)
+and how a result is printed."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mambomeme.embed import EMBED_MODEL_NAME, EMBED_MODEL_REVISION, EMBED_TEXT_RECIPE, Embedder, get_embedder
+from mambomeme.library import DB, SAFETY_POLICY_VERSION, MamboError, clean_line, normalise_query, show_path
+from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_PROBE
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Retrieval
+# ─────────────────────────────────────────────────────────────────────────────
+
+# Per-field BM25 weights (title, template, entities, tags, ocr_text, description). Provisional
+# until benchmark v1's development partition exists (issue 5); names a person remembers (entities,
+# template, title) count more than the long, noisy OCR text and descriptions.
+FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0,
+                 "description": 1.0}
+
+
+BASE_CONFIG: dict[str, Any] = {
+    "field_weights": FIELD_WEIGHTS,
+    # How many candidates each route contributes before fusion; bounded because common-term OR
+    # queries over 100k items cost 35-160 ms in FTS5 (../shared/notes/stack.md).
+    "candidate_depth": 50,
+    # The usual reciprocal-rank-fusion constant (Cormack et al. 2009); re-tuned on dev data later.
+    "rrf_k": 60,
+    "dense_index": "ivf",
+    "ivf_probe": IVF_PROBE,
+    "dense_oversample": DENSE_OVERSAMPLE,
+    "model": {"name": EMBED_MODEL_NAME, "revision": EMBED_MODEL_REVISION, "text_recipe": EMBED_TEXT_RECIPE},
+    "safety_policy": SAFETY_POLICY_VERSION,
+    "use_aliases": True,  # expand slang from the query_aliases table (builtin rows: schema.sql)
+    "correct_typos": True,  # add known words one edit away from unknown query words
+    "collapse_exact_duplicates": "by construction: one item per SHA-256, its files listed under it",
+}
+# Route weights and "nothing matches". A list is shown only when the query has evidence in the
+# library: the best dense cosine similarity reaches min_similarity, or one of the top three
+# results holds at least min_coverage of the query's content words (exactly, via an alias or a
+# correction, or within one edit). Route weights and both thresholds were chosen per system by
+# `mambo bench calibrate --queries benchdata/v1/dev.jsonl` on benchmark v1's development partition
+# (90 answerable, 20 no-match queries; library: the 2,244 rendered v1 files; grid: fuzzy
+# 0/0.25/0.5, dense 0.5/1/1.5, similarity 0.20-0.60, coverage 0.25-1.0; objective
+# 0.55 Q + 0.15 E + 0.10 C). Measured there (2026-11-29):
+#   bm25   fuzzy 0                  coverage >= 0.5             Q 0.784  Hit@10 0.811  CorrectEmpty 0.850  C 0.830
+#   dense                           sim >= 0.35 or cov = 1      Q 0.709  Hit@10 0.844  CorrectEmpty 0.700  C 0.765
+#   hybrid fuzzy 0, dense 1         sim >= 0.40 or cov >= 0.25  Q 0.763  Hit@10 0.933  CorrectEmpty 0.700  C 0.800
+# MiniLM similarities of no-match queries reach 0.37 on the fixture ("spongebob squarepants") while
+# paraphrase queries start at 0.27, so no threshold separates them fully. The fuzzy (trigram)
+# route lost on both development sets once typo correction existed (`mambo bench ablation`).
+CALIBRATION_NOTE = ("benchmark v1 development partition (90 answerable, 20 no-match), "
+                    "mambo bench calibrate, objective 0.55 Q + 0.15 E + 0.10 C")
+# Query-dependent fusion in hybrid (session 2, same development partition and objective): plain RRF
+# let one weak lexical hit (a single common word) outrank the dense route's paraphrase matches, and
+# dense neighbours interleave with exact quote matches. So the lexical route first answers alone
+# (a 3-row lexical query, ~1-3 ms): if its top three hold under half of the query's content words it
+# stays out (dense answers); if one holds at least 3/4 of them it leads (weight x30: every lexical
+# result ranks above dense-only ones, dense still breaks near-ties). Swept by
+# `benchdata/fusion_sweep.py LIBRARY` over drop 0.25-0.67, boost_at 0.75/1.0, boost 1-100 and the rule grid:
+#   plain RRF                       Q 0.763  semantic 0.187  quote 0.762  E 0.860  Hit@10 0.933  C 0.800
+#   drop < 0.5                      Q 0.787  semantic 0.335  quote 0.762  E 0.860  Hit@10 0.944  C 0.770
+#   drop < 0.5, boost x30 at >= .75 Q 0.840  semantic 0.335  quote 0.996  E 1.000  Hit@10 0.956  C 0.774
+# (bm25 on the same labels: Q 0.784, semantic 0.000, quote 1.000). The similarity threshold moved
+# from 0.40 to 0.35 with it (best of 0.35/0.40/0.45 x coverage 0.25/0.5).
+LEXICAL_EVIDENCE = {"drop_below": 0.5, "boost_at": 0.75, "boost": 30.0}
+EMPTY_RULES = {
+    "bm25": {"kind": "evidence", "min_similarity": 2.0, "min_coverage": 0.5, "calibration": CALIBRATION_NOTE},
+    "dense": {"kind": "evidence", "min_similarity": 0.35, "min_coverage": 1.0, "calibration": CALIBRATION_NOTE},
+    "hybrid": {"kind": "evidence", "min_similarity": 0.35, "min_coverage": 0.25, "calibration": CALIBRATION_NOTE},
+}
+DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
+    "bm25": BASE_CONFIG | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 0.0},
+                           "empty_rule": EMPTY_RULES["bm25"]},
+    "dense": BASE_CONFIG | {"route_weights": {"lexical": 0.0, "fuzzy": 0.0, "dense": 1.0},
+                            "empty_rule": EMPTY_RULES["dense"]},
+    "hybrid": BASE_CONFIG | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 1.0},
+                             "lexical_evidence": LEXICAL_EVIDENCE, "empty_rule": EMPTY_RULES["hybrid"]},
+}
+# The default system is chosen on development data too, by the spec's semantic-search acceptance
+# test (`mambo score`, benchmark v1 dev, judged labels, paired family bootstrap; report in
+# benchdata/v1/results/): hybrid minus bm25 is +0.063 overall nDCG@10 (95 % CI +0.033 to +0.097)
+# and +0.344 on the semantic slice, with no gate regression and no entity/quote regression, so
+# hybrid is the default (session 1's plain-RRF hybrid lost, and bm25 was the default then). The
+# TUI shows lexical answers while the model loads; `--system bm25` never loads it.
+DEFAULT_SYSTEM = "hybrid"
+STOPWORDS = frozenset(
+    "a an the and or but of to in on at by for with from as is are was were be been am it its this that "
+    "these those i me my we our you your he him his she her they them their what which who whom when where "
+    "why how do does did not no so just than then there here up out if".split())
+
+
+@dataclass
+class QueryPlan:
+    """What one query becomes for each route."""
+
+    text: str
+    tokens: list[str]
+    expanded: list[str]  # tokens + every alternative's words: the word route's query
+    content: list[str]  # the tokens that carry meaning (not stopwords): coverage counts these
+    alternatives: dict[str, list[list[str]]]  # token -> other ways to write it (aliases, corrections)
+    word_match: str
+    trigram_match: str
+
+
+def corrections(db: DB, word: str, most: int = 2) -> list[str]:
+    """Known words one edit away (insertion, deletion, substitution, swap), the most common first.
+    Candidates share the word's first two letters, else its first letter (typos rarely hit both)."""
+    for prefix in (word[:2], word[:1]):
+        found = [(docs, term) for term, docs in db.q("words_with_prefix", {"prefix": prefix})
+                 if abs(len(term) - len(word)) <= 1 and term != word and within_one_edit(word, term)]
+        if found:
+            return [term for _docs, term in sorted(found, reverse=True)[:most]]
+    return []
+
+
+def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True) -> QueryPlan:
+    text = clean_line(unicodedata.normalize("NFKC", query))[:1000]
+    tokens = normalise_query(text)
+    alternatives: dict[str, list[list[str]]] = {t: [] for t in tokens}
+    for t in alternatives if aliases else ():
+        alternatives[t] += [normalise_query(exp) for (exp,) in db.q("aliases", {"term": t})]
+    content = [t for t in alternatives if t not in STOPWORDS] or list(alternatives)
+    # Typos: a query word the library's vocabulary does not know is (a) corrected to the known
+    # words within one edit, which join the word query, and (b) split into trigrams for the fuzzy
+    # route. Known words need neither: trigram matching of common words costs ~10 ms per query at
+    # 10k items and adds junk (`mambo bench ablation`).
+    grams: list[str] = []
+    for t in content:
+        if len(t) >= 3 and not t.isdigit() and not db.q1("known_word", {"term": t}):
+            grams += [t[i:i + 3] for i in range(len(t) - 2)]
+            alternatives[t] += [[c] for c in corrections(db, t)] if correct else []
+    expanded = list(dict.fromkeys(tokens + [w for alts in alternatives.values() for alt in alts for w in alt]))
+    grams = list(dict.fromkeys(grams))[:48]
+    # Words in more than half of the library carry no BM25 weight (FTS5 clamps their IDF to 1e-6)
+    # but make FTS5 score most documents ("a" is in 93 % of benchmark v1): left out of the MATCH
+    # unless nothing else is left. They still count for coverage and the dense route.
+    common = {t for (t,) in db.q("common_words", {"terms": json.dumps(expanded)})} if expanded else set()
+    matched = [t for t in expanded if t not in common] or expanded
+    # Every token a quoted string: nothing the user types is FTS5 syntax. '""' matches nothing.
+    return QueryPlan(
+        text=text, tokens=tokens, expanded=expanded, content=content, alternatives=alternatives,
+        word_match=" OR ".join(f'"{t}"' for t in matched) or '""',
+        trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
+    )
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """Damerau-Levenshtein distance <= 1 (one insertion, deletion, substitution or swap)."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    if la == lb:
+        diff = [i for i in range(la) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    if la > lb:
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i:] == b[i + 1:]
+
+
+def coverage(plan: QueryPlan, item_words: set[str]) -> float:
+    """Share of the query's content words found in an item: exactly, through one of its
+    alternatives (all of an alias's meaningful words), or (3+ letters) within one edit."""
+    if not plan.content:
+        return 0.0
+    hit = 0
+    for t in plan.content:
+        alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(t, [])]
+        if t in item_words or any(alt and all(w in item_words for w in alt) for alt in alts):
+            hit += 1
+        # One edit of a word of 3+ letters leaves its first or its last letter in place: an exact
+        # prefilter that skips ~90 % of the edit-distance checks (the costliest Python of a search).
+        elif len(t) >= 3 and any(within_one_edit(t, w) for w in item_words
+                                 if abs(len(w) - len(t)) <= 1 and (w[0] == t[0] or w[-1] == t[-1])):
+            hit += 1
+    return hit / len(plan.content)
+
+
+def item_words(details: dict[str, Any]) -> set[str]:
+    parts = [details["title"], details.get("template_text") or details["template"], details["description"],
+             details["ocr_text"],
+             " ".join(json.loads(details["entities"])), " ".join(json.loads(details["tags"]))]
+    text = " ".join(parts)
+    if text.isascii():  # the common case, 10x cheaper than the full Unicode normalisation
+        return set(re.findall(r"[^\W_]+", text.lower()))
+    return set(normalise_query(text))
+
+
+@dataclass
+class Result:
+    item_id: int
+    rank: int
+    score: float
+    lex_rank: int | None
+    fuzzy_rank: int | None
+    vec_rank: int | None
+    similarity: float | None
+    coverage: float
+    details: dict[str, Any]
+
+
+def config_sha(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
+def sync_systems(db: DB) -> None:
+    """Make the built-in systems' current configurations rows of `systems`; a changed
+    configuration becomes a new version, an old one is never edited."""
+    if db.readonly:
+        return
+    missing = [(n, c) for n, c in DEFAULT_SYSTEMS.items()
+               if not db.q1("system_by_sha", {"name": n, "config_sha256": config_sha(c)})]
+    if missing:
+        with db.write():
+            for name, config in missing:
+                db.q("insert_system", {"name": name, "config": json.dumps(config, sort_keys=True),
+                                       "config_sha256": config_sha(config), "notes": "built-in"})
+
+
+def system_config(db: DB, name: str) -> dict[str, Any]:
+    row = db.q1("system_by_name", {"name": name})
+    if row:
+        return json.loads(row[3])
+    if name in DEFAULT_SYSTEMS:
+        return DEFAULT_SYSTEMS[name]
+    known = sorted({r[0] for r in db.q("list_systems")} | set(DEFAULT_SYSTEMS))
+    raise MamboError(f"no search system named {clean_line(name)!r}: choose one of {', '.join(known)}")
+
+
+def needs_model(cfg: dict[str, Any]) -> bool:
+    """Whether a system's configuration has a dense (embedding) route."""
+    return cfg["route_weights"].get("dense", 0) > 0
+
+
+class Searcher:
+    """Runs a system against one library. The embedder is optional: without it (still loading,
+    or not wanted) the dense route is skipped and the lexical routes answer alone."""
+
+    def __init__(self, db: DB, embedder: Embedder | None = None, *, parallel: bool = True):
+        self.db = db
+        self.embedder = embedder
+        # The dense route on its own thread and connection (False: inside the fusion statement on
+        # this connection; tests compare the two)
+        self.parallel = parallel
+
+    @staticmethod
+    def _dense_route(reader: DB, params: dict[str, Any]) -> str:
+        """The dense route alone, on the reader connection: its ranking as [[item id, similarity], ...]."""
+        rows = reader.q("search", params | {"use_lexical": False, "use_fuzzy": False, "pool": params["depth"]})
+        return json.dumps([[r[0], r[5]] for r in rows])
+
+    def search(self, query: str, system: str | dict[str, Any] = DEFAULT_SYSTEM, limit: int = 10, *,
+               empty_rule: bool = True) -> list[Result]:
+        """`system` is a system's name, or (benchmarks, ablations) a configuration itself."""
+        cfg = system if isinstance(system, dict) else system_config(self.db, system)
+        plan = plan_query(self.db, query, aliases=cfg.get("use_aliases", True),
+                          correct=cfg.get("correct_typos", True))
+        w, rw = cfg["field_weights"], cfg["route_weights"]
+        use_dense = rw["dense"] > 0 and self.embedder is not None and bool(plan.tokens)
+        depth = cfg["candidate_depth"]
+        bit = cfg["dense_index"] == "bit-rescore"
+        params: dict[str, Any] = {
+            "w_title": w["title"], "w_template": w["template"], "w_entities": w["entities"],
+            "w_tags": w["tags"], "w_ocr": w["ocr_text"], "w_description": w["description"],
+            "depth": depth, "rrf_k": cfg["rrf_k"], "pool": max(limit, 10),
+            "w_lexical": rw["lexical"], "w_fuzzy": rw["fuzzy"], "w_dense": rw["dense"],
+            "use_lexical": rw["lexical"] > 0 and bool(plan.tokens),
+            "use_fuzzy": rw["fuzzy"] > 0 and plan.trigram_match != '""',
+            "use_dense": use_dense, "dense_index": cfg["dense_index"], "probe": cfg.get("ivf_probe", 0),
+            "lexical": None, "dense": None, "word_match": plan.word_match, "trigram_match": plan.trigram_match,
+            # hidden items are filtered inside the KNN scan (vec0 `servable` column), so k is
+            # the depth: sqlite-vec's KNN cost grows with k
+            "qvec": None, "k": depth * (cfg["dense_oversample"] if bit else 1),
+        }
+        details: dict[int, dict[str, Any]] = {}
+        dense_ranking = None
+        if use_dense:
+            assert self.embedder is not None
+            params["qvec"] = self.embedder.encode([" ".join(plan.expanded) or plan.text])[0].tobytes()
+            if self.parallel:
+                # The vector scan runs on another thread and connection (the one that maps the
+                # file) while the lexical route runs here (SQLite releases the GIL while it
+                # steps), so a hybrid query costs about the slower route, not their sum; fusion
+                # then reads its ranking (:dense).
+                reader, thread = self.db.reader()
+                dense_ranking = thread.submit(self._dense_route, reader, dict(params))
+
+        def fetch(ids: list[int]) -> None:
+            missing = [i for i in ids if i not in details]
+            if missing:
+                details.update((d["item_id"], d) for d in self.db.rows("results_details", {"ids": json.dumps(missing)}))
+
+        gate = cfg.get("lexical_evidence")
+        if gate and use_dense and params["use_lexical"]:
+            # Query-dependent fusion (see LEXICAL_EVIDENCE): the lexical route joins only when its own
+            # top results hold the query's words, and leads when they hold all of them. Its ranking
+            # is kept and handed to the fusion statement, so FTS5 runs once.
+            ranked = [r[0] for r in self.db.q("search", params | {"use_fuzzy": False, "use_dense": False,
+                                                                   "pool": depth})]
+            params["lexical"] = json.dumps(ranked)
+            fetch(ranked[:3])
+            cov = max((coverage(plan, item_words(details[i])) for i in ranked[:3]), default=0.0)
+            if cov < gate["drop_below"]:
+                params["use_lexical"] = False
+            elif cov >= gate["boost_at"]:
+                params["w_lexical"] = rw["lexical"] * gate["boost"]
+        if dense_ranking is not None:
+            params["dense"] = dense_ranking.result()
+        rows = self.db.q("search", params)[:limit]
+        fetch([r[0] for r in rows])
+        results = []
+        for n, (item_id, score, lex, fuzzy, vec, sim) in enumerate(rows, 1):
+            d = details[item_id]
+            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, item_words(d)), d))
+        return self.empty_rule(cfg["empty_rule"], results) if empty_rule else results
+
+    @staticmethod
+    def empty_rule(rule: dict[str, Any], results: list[Result]) -> list[Result]:
+        """All or nothing: an answer with no evidence is "nothing matches" (see EMPTY_RULES)."""
+        best_sim = max((r.similarity for r in results if r.similarity is not None), default=-1.0)
+        best_cov = max((r.coverage for r in results[:3]), default=0.0)
+        if not (best_sim >= rule["min_similarity"] or best_cov >= rule["min_coverage"]):
+            return []
+        if "item_min_similarity" in rule:  # optional: each shown item needs evidence of its own
+            kept = [r for r in results if (r.similarity or -1.0) >= rule["item_min_similarity"]
+                    or r.coverage >= rule["item_min_coverage"]]
+            return [dataclasses.replace(r, rank=n) for n, r in enumerate(kept, 1)]
+        return results
+
+
+def result_json(r: Result) -> dict[str, Any]:
+    d = r.details
+    return {
+        "asset_id": r.item_id, "rank": r.rank, "score": round(r.score, 6),
+        "route_ranks": {"lexical": r.lex_rank, "fuzzy": r.fuzzy_rank, "dense": r.vec_rank},
+        "similarity": None if r.similarity is None else round(r.similarity, 4),
+        "coverage": round(r.coverage, 3),
+        "title": d["title"], "template": d["template"], "entities": json.loads(d["entities"]),
+        # where the shown fields came from: "sidecar", or derived ("catalogue", "user" template,
+        # "label", "propagated" from a group label); `derived` holds the derived values themselves
+        "template_source": d["template_source"],
+        "field_sources": {k: d[f"{k}_source"] for k in ("template", "entities", "tags", "description")
+                          if d[f"{k}_source"]},
+        "derived": json.loads(d["derived"]),
+        "path": str(Path(d["root_path"]) / d["rel_path"]), "sha256": d["sha256"],
+        "safety": d["safety"], "sensitive": d["safety"] == "sensitive",
+        "duplicates": d["duplicate_count"], "has_preview": bool(d["has_preview"]),
+        "has_attribution": bool(d["creator"] and d["licence"]),
+        "ocr_text": d["ocr_text"],
+    }
+
+
+def format_result(r: Result) -> str:
+    d = r.details
+    name = d["title"] or d["template"] or Path(d["rel_path"]).name
+    badges = []
+    if d["safety"] == "sensitive":
+        badges.append("sensitive")
+    if d["duplicate_count"]:
+        badges.append(f"+{d['duplicate_count']} dup")
+    if d["template"] and d["template_source"] not in (None, "sidecar"):
+        badges.append(f"template: {d['template_source']}")
+    routes = "".join(x for x, v in (("L", r.lex_rank), ("F", r.fuzzy_rank), ("D", r.vec_rank)) if v is not None)
+    text = " ".join(d["ocr_text"].split())
+    line = f"{r.rank:>2}. {clean_line(name)[:40]:<40} [{routes}] {' '.join(badges)}"
+    return line.rstrip() + f"\n    {clean_line(text)[:72]}\n    {show_path(Path(d['root_path']) / d['rel_path'])}"
+
+
+def searcher_for(db: DB, system: str) -> Searcher:
+    """A searcher for `system`, with the embedding model loaded only if the system uses it."""
+    return Searcher(db, get_embedder() if needs_model(system_config(db, system)) else None)

@@ -1,0 +1,137 @@
+-- Named queries of search (mambomeme/search.py): systems, the one-statement search, vocabulary.
+-- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
+-- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
+-- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
+
+-- name: system_by_name
+SELECT system_id, name, version, config, config_sha256, notes FROM current_systems WHERE name = :name;
+
+-- name: system_by_sha
+SELECT system_id, version FROM systems WHERE name = :name AND config_sha256 = :config_sha256;
+
+-- name: insert_system
+INSERT INTO systems(name, version, config, config_sha256, notes)
+VALUES (:name, (SELECT coalesce(max(version), 0) + 1 FROM systems WHERE name = :name),
+        :config, :config_sha256, :notes);
+
+-- name: list_systems
+SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDER BY name, version;
+
+-- name: search
+-- Every system in one statement: up to three routes, each gated by a parameter (a false gate is
+-- evaluated once and skips its scan), then reciprocal rank fusion:
+--   score = sum over routes of route_weight / (rrf_k + rank in that route).
+-- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
+-- (typos, slang, OCR noise); dense = KNN over MiniLM vectors: exact float32, the partitions of the
+-- coarse index's nearest centroids (IVF), or bit-quantized candidates rescored by float cosine.
+-- Only servable items (safety, rights, privacy) take part: the vector indexes filter on their
+-- `servable` column during the scan, every route joins the view.
+-- :lexical, when not NULL, is the lexical route already run (a JSON array of item ids, best
+-- first): hybrid's evidence check needs its ranking before fusion, and FTS5 BM25 over common
+-- words is the costliest part of a query at 100k items, so it is not run twice.
+-- :dense, when not NULL, is the dense route already run ([[item id, similarity], ...], best
+-- first): a search runs it on the library's reader connection (its own thread, the one that maps
+-- the file) while the lexical route runs on this one.
+WITH lex AS (
+    SELECT value AS item_id, key + 1 AS rank FROM json_each(:lexical)
+    WHERE :use_lexical AND :lexical IS NOT NULL
+    UNION ALL
+    -- FTS5 ranks first; the servable view is joined to the top depth + (number of hidden items)
+    -- only, so the join costs a few rows, not every match (migration 006).
+    SELECT item_id, rank FROM (
+        SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
+        FROM (
+            SELECT f.rowid AS item_id,
+                   -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+            FROM items_fts f
+            WHERE :use_lexical AND :lexical IS NULL AND items_fts MATCH :word_match
+            ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)
+        ) m JOIN servable_items s ON s.item_id = m.item_id
+    ) WHERE rank <= :depth
+), fuzzy AS (
+    SELECT item_id, rank FROM (
+        SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
+        FROM (
+            SELECT t.rowid AS item_id,
+                   -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+            FROM items_trigram t
+            WHERE :use_fuzzy AND items_trigram MATCH :trigram_match
+            ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)
+        ) m JOIN servable_items s ON s.item_id = m.item_id
+    ) WHERE rank <= :depth
+), dense_candidates AS (
+    -- exact: every vector
+    SELECT v.item_id, 1.0 - v.distance AS sim
+    FROM item_vectors v
+    WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float'
+      AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
+    UNION ALL
+    -- coarse index: the partitions of the :probe centroids nearest the query, and partition 0
+    -- (a library without clusters); each partition gives its own k nearest
+    SELECT v.item_id, 1.0 - v.distance
+    FROM item_vectors v
+    WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf'
+      AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
+      AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
+                        UNION ALL SELECT 0)
+    UNION ALL
+    -- sign bits: a Hamming KNN, its candidates rescored by float cosine
+    SELECT c.item_id, 1.0 - vec_distance_cosine(v.embedding, :qvec)
+    FROM (SELECT item_id FROM item_vectors_bit
+          WHERE :use_dense AND :dense IS NULL AND :dense_index = 'bit-rescore'
+            AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k AND servable = 1) c
+    JOIN item_vectors v ON v.item_id = c.item_id
+), dense AS (
+    SELECT value ->> 0 AS item_id, value ->> 1 AS sim, key + 1 AS rank FROM json_each(:dense)
+    WHERE :use_dense AND :dense IS NOT NULL
+    UNION ALL
+    SELECT item_id, sim, row_number() OVER (ORDER BY sim DESC) AS rank
+    FROM (SELECT d.item_id, d.sim FROM dense_candidates d JOIN servable_items s ON s.item_id = d.item_id
+          ORDER BY d.sim DESC LIMIT :depth)
+)
+SELECT item_id,
+       sum(score) AS score,
+       max(lex_rank) AS lex_rank,
+       max(fuzzy_rank) AS fuzzy_rank,
+       max(dense_rank) AS dense_rank,
+       max(sim) AS sim
+FROM (
+    SELECT item_id, :w_lexical / (:rrf_k + rank) AS score,
+           rank AS lex_rank, NULL AS fuzzy_rank, NULL AS dense_rank, NULL AS sim FROM lex
+    UNION ALL
+    SELECT item_id, :w_fuzzy / (:rrf_k + rank), NULL, rank, NULL, NULL FROM fuzzy
+    UNION ALL
+    SELECT item_id, :w_dense / (:rrf_k + rank), NULL, NULL, rank, sim FROM dense
+)
+GROUP BY item_id
+ORDER BY score DESC, coalesce(max(lex_rank), max(fuzzy_rank), 1e9), item_id
+LIMIT :pool;
+
+-- name: known_word
+SELECT 1 FROM vocabulary WHERE term = :term;
+
+-- name: words_with_prefix
+-- Candidates for correcting a misspelt word: known words sharing its first letters.
+SELECT term, docs FROM vocabulary WHERE term >= :prefix AND term < :prefix || char(1114111);
+
+-- name: common_words
+-- Query words in more than half of the library's documents: BM25 gives them no weight (FTS5
+-- clamps a negative IDF to 1e-6), yet matching them makes FTS5 score most of the library.
+SELECT v.term FROM vocabulary v, vocabulary_size z
+WHERE v.term IN (SELECT value FROM json_each(:terms)) AND v.docs * 2 > z.documents;
+
+-- name: results_details
+-- What a result shows, for the items in :ids (a JSON array): effective fields (sidecar, else
+-- derived: item_effective in schema.sql) with where each came from. One statement per search, not
+-- one per shown result (per-statement overhead was ~0.1-0.3 ms, 1-2 ms of a 10-result query).
+SELECT i.item_id, i.sha256, i.title, e.template, e.template_text, e.template_source, e.entities, e.entities_source, e.tags,
+       e.tags_source, e.description, e.description_source, i.ocr_text, i.derived,
+       i.safety, i.creator, i.licence, i.perceptual_group, i.template_group,
+       r.path AS root_path, r.name AS root, f.rel_path,
+       (SELECT count(*) - 1 FROM files d WHERE d.item_id = i.item_id) AS duplicate_count,
+       EXISTS (SELECT 1 FROM previews p WHERE p.item_id = i.item_id) AS has_preview
+FROM json_each(:ids) j
+JOIN items i ON i.item_id = j.value
+JOIN item_effective e ON e.item_id = i.item_id
+JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
+JOIN library_roots r ON r.root_id = f.root_id;

@@ -1,0 +1,90 @@
+-- Named queries of templates (mambomeme/templates.py): the catalogue, recognition, derived fields and
+-- group labels.
+-- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
+-- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
+-- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
+
+-- name: template_group
+SELECT group_id FROM image_groups WHERE kind = 'template' AND label = :label;
+
+-- name: aliases
+SELECT expansion FROM query_aliases WHERE term = :term;
+
+-- name: templates_brief
+SELECT template_id, slug, source, entry_sha256 FROM templates;
+
+-- name: insert_template
+INSERT INTO templates(slug, name, aliases, description, source, source_url, entry_sha256, revision)
+VALUES (:slug, :name, :aliases, :description, :source, :source_url, :entry_sha256, :revision)
+RETURNING template_id;
+
+-- name: insert_template_view
+INSERT INTO template_views(template_id, fingerprint_version, width, height, phash64, dhash64, band_phash64,
+                           band_dhash64, color_layout, orb_xy, orb_desc, origin)
+VALUES (:template_id, :fingerprint_version, :width, :height, :phash64, :dhash64, :band_phash64,
+        :band_dhash64, :color_layout, :orb_xy, :orb_desc, :origin);
+
+-- name: reset_items_of_template
+-- Items recognised as a template that is going away: recognised again against every template.
+UPDATE items SET template_id = NULL, template_score = NULL, recognised_revision = 0
+WHERE template_id = :template_id;
+
+-- name: delete_template
+DELETE FROM templates WHERE template_id = :template_id;
+
+-- name: template_index
+-- The views of templates added or changed after a revision (0: all), for recognition.
+SELECT v.view_id, v.template_id, v.orb_xy, v.orb_desc, v.origin ->> '$.h' AS orb_h
+FROM template_views v JOIN templates t ON t.template_id = v.template_id
+WHERE t.revision > :after_revision AND length(v.orb_desc) >= 64
+ORDER BY v.view_id;
+
+-- name: template_by_slug
+SELECT template_id, slug, name, source FROM templates WHERE slug = :slug;
+
+-- name: template_by_name
+-- A template a user names: by name, slug or alias (the user's own first).
+SELECT template_id, slug, name, aliases, description FROM templates
+WHERE lower(name) = lower(:name) OR slug = lower(:name)
+   OR EXISTS (SELECT 1 FROM json_each(templates.aliases) a WHERE a.value = lower(:name))
+ORDER BY source = 'user' DESC, lower(name) = lower(:name) DESC, template_id
+LIMIT 1;
+
+-- name: list_templates
+SELECT t.template_id, t.slug, t.name, t.source, t.aliases, t.description, t.revision,
+       (SELECT count(*) FROM template_views v WHERE v.template_id = t.template_id) AS views,
+       (SELECT count(*) FROM items i WHERE i.template_id = t.template_id) AS items
+FROM templates t
+WHERE :source IS NULL OR t.source = :source
+ORDER BY t.source DESC, t.slug;
+
+-- name: derive_inputs
+SELECT i.template_id, i.template_score, i.perceptual_group, i.template_group, i.derived,
+       t.name AS t_name, t.aliases AS t_aliases, t.description AS t_description, t.source AS t_source,
+       t.slug AS t_slug
+FROM items i LEFT JOIN templates t ON t.template_id = i.template_id
+WHERE i.item_id = :item_id;
+
+-- name: labels_for_item
+SELECT label_id, item_id, scope, field, value FROM labels
+WHERE (scope = 'item' AND item_id = :item_id)
+   OR (scope = 'perceptual' AND group_id = :perceptual_group)
+   OR (scope = 'template' AND group_id = :template_group);
+
+-- name: set_derived
+UPDATE items SET derived = :derived, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE item_id = :item_id;
+
+-- name: insert_label
+INSERT INTO labels(item_id, scope, group_id, field, value) VALUES (:item_id, :scope, :group_id, :field, :value)
+RETURNING label_id;
+
+-- name: delete_labels_of_item
+DELETE FROM labels WHERE item_id = :item_id RETURNING scope, group_id;
+
+-- name: items_in_scope
+SELECT item_id FROM items
+WHERE (:scope = 'item' AND item_id = :item_id)
+   OR (:scope = 'perceptual' AND perceptual_group = :group_id)
+   OR (:scope = 'template' AND template_group = :group_id)
+ORDER BY item_id;

@@ -1,0 +1,410 @@
+"""The thin terminal shell of the full-screen search: it owns the terminal (curtsies), runs searches and
+preview decoding on threads, feeds events to the pure state machine in tui.py and paints what it
+returns; every way out restores the terminal. Also the PTY driver that measures submit-to-render."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import random
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mambomeme.embed import get_embedder
+from mambomeme.library import DB, ROOT, MamboError, clean_line, clean_text, db_error_message, show_path
+from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, system_config
+from mambomeme.tui import (
+    TUI_INTERFACE_VERSION,
+    TUI_LOADING_SYSTEM,
+    Choose,
+    CopyPath,
+    DoSearch,
+    Interrupt,
+    LoadPreview,
+    Message,
+    ModelStatus,
+    OpenFile,
+    PreviewLoaded,
+    Quit,
+    Record,
+    Resized,
+    Searched,
+    TUIState,
+    decode_preview,
+    paint,
+    process_event,
+    row_from_result,
+)
+
+# -- The shell: owns the terminal, performs effects --------------------------------------------
+
+
+@dataclass
+class _Envelope:
+    event: Any
+
+
+class _Signalled(BaseException):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stderr_aside():
+    """While the screen is ours, stray stderr writes (library warnings from the model loading in
+    the background) go to a temporary file; they are shown after the terminal is restored."""
+    import tempfile
+
+    if not os.isatty(2):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            if text.strip():
+                with contextlib.suppress(OSError):  # library warnings: shown, but never as escapes
+                    sys.stderr.write(clean_text(text, keep_newlines=True))
+                    sys.stderr.flush()
+
+
+def _one_query_thread() -> None:
+    """The TUI encodes one short query at a time. Measured on the 2-core machines (idle-ish, load
+    ~3-4 from other work), all-MiniLM-L6-v2 query encode: torch's default 2 threads p50 496 ms /
+    p95 509 ms, 1 thread p50 28 ms / p95 43 ms (the threads wait on each other when the cores are
+    busy). Called on the main thread, which is the one that encodes."""
+    with contextlib.suppress(Exception):
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
+    """Enter cm on stack; on the way out, a terminal that is gone (SIGHUP: writes and tcsetattr
+    fail) must not replace the reason we are leaving."""
+    import termios
+
+    value = cm.__enter__()
+
+    def leave(*exc: Any) -> bool:
+        try:
+            return bool(cm.__exit__(*exc))
+        except (OSError, termios.error):
+            return False
+
+    stack.push(leave)
+    return value
+
+
+def _open_terminal() -> tuple[Any, Any]:
+    """The terminal to draw on: /dev/tty, so stdout stays free for the chosen path."""
+    try:
+        fin = open("/dev/tty", encoding="utf-8")  # closed by the shell
+        fout = open("/dev/tty", "w", encoding="utf-8")
+        return fin, fout
+    except OSError:
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            return sys.stdin, sys.stdout
+        raise MamboError("the search screen needs a terminal; give a QUERY to search without one") from None
+
+
+class _Shell:
+    def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool):
+        self.db, self.system, self.limit = db, system, limit
+        cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
+        self.needs_model = needs_model(cfg)
+        self.versions: dict[str, int | None] = {}
+        setting = None
+        with contextlib.suppress(Exception):
+            got = db.q("setting", {"key": "interaction_events"})
+            setting = got[0][0] if got else None
+        self.recording = (record_events or setting == "on") and not db.readonly
+        self.session = uuid.uuid4().hex
+        self.render_t: float | None = None
+        self.children: list[subprocess.Popen] = []
+        self.post: Any = None
+        self.win: Any = None
+        self.state = TUIState(
+            system=system, model="loading" if self.needs_model else "unused", wait_ready=wait_ready,
+            truecolor=os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"))
+        self.chosen: str | None = None
+        self.quit = False
+        self._records: list[Record] = []
+
+    def version(self, name: str) -> int | None:
+        if name not in self.versions:
+            row = self.db.q1("system_by_name", {"name": name})
+            self.versions[name] = int(row[2]) if row else None
+        return self.versions[name]
+
+    # -- background
+    def _load_model(self) -> None:
+        try:
+            get_embedder()
+        except BaseException as e:  # reported on the status line, lexical goes on
+            self.post(event=ModelStatus("failed", clean_line(f"{type(e).__name__}: {e}")[:200]))
+        else:
+            self.post(event=ModelStatus("ready"))
+
+    # -- effects
+    def search(self, query: str, seq: int) -> Searched:
+        system, embedder = self.system, None
+        if self.needs_model:
+            if self.state.model == "ready":
+                embedder = get_embedder()
+            else:
+                system = TUI_LOADING_SYSTEM
+        t0 = time.perf_counter()
+        import apsw
+
+        try:
+            results = Searcher(self.db, embedder).search(query, system, self.limit)
+        except MamboError as e:
+            return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()))
+        except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
+            return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path))
+        rows = tuple(row_from_result(r, query) for r in results)
+        ms = (time.perf_counter() - t0) * 1000
+        return Searched(seq, query, rows, ms, system, self.version(system))
+
+    def load_preview(self, item_id: int) -> PreviewLoaded:
+        try:
+            row = self.db.q1("preview", {"item_id": item_id})
+            return PreviewLoaded(item_id, decode_preview(bytes(row[3])) if row else None)
+        except Exception:  # a damaged preview (or a busy library) is "no preview", not a crash
+            return PreviewLoaded(item_id, None)
+
+    def open_file(self, path: str, shown: str) -> Message:
+        if not Path(path).exists():
+            return Message(f"file not found: {shown}")
+        opener = os.environ.get("MAMBO_OPENER") or "xdg-open"
+        self.children = [c for c in self.children if c.poll() is None]  # reap finished openers
+        try:
+            cmd = shlex.split(opener)
+            self.children.append(subprocess.Popen(
+                [*cmd, path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, close_fds=True))
+        except (OSError, ValueError) as e:
+            return Message(f"cannot open with {clean_line(opener)!r}: {clean_line(str(e))}")
+        return Message(f"opened: {shown}")
+
+    def copy(self, path: str) -> None:
+        # OSC 52: the terminal puts the text on the clipboard (where it allows it); the status line
+        # shows the path too, for terminals that do not.
+        self.win.write("\x1b]52;c;" + base64.b64encode(path.encode("utf-8", "surrogateescape")).decode() + "\x07")
+
+    def record(self, r: Record) -> None:
+        if not self.recording:
+            return
+        s = self.state
+        ms = 0.0 if r.kind == "render" or self.render_t is None else (time.perf_counter() - self.render_t) * 1000
+        import apsw
+
+        # An event that cannot be written (a disk full, a lock held past the busy timeout by an
+        # ingest) is dropped: it must never take the search screen down.
+        with contextlib.suppress(apsw.Error), self.db.write():
+            self.db.q("insert_interaction_event", {
+                "session": self.session, "kind": r.kind, "query": r.query, "item_id": r.item_id,
+                "rank": r.rank, "ms_since_render": round(ms, 1), "system": s.used_system or s.system,
+                "system_version": s.used_version, "interface_version": TUI_INTERFACE_VERSION})
+
+    def handle(self, event: Any) -> None:
+        """Feed one event through process_event and perform what it asks, following up on the
+        events that effects produce."""
+        if isinstance(event, ModelStatus) and event.status == "ready":
+            _one_query_thread()
+        queue = [event]
+        while queue and not self.quit:
+            self.state, effects = process_event(self.state, queue.pop(0))
+            for e in effects:
+                if isinstance(e, DoSearch):
+                    queue.append(self.search(e.query, e.seq))
+                elif isinstance(e, LoadPreview):
+                    queue.append(self.load_preview(e.item_id))
+                elif isinstance(e, OpenFile):
+                    queue.append(self.open_file(e.path, e.shown))
+                elif isinstance(e, CopyPath):
+                    self.copy(e.path)
+                elif isinstance(e, Record):
+                    self._records.append(e)
+                elif isinstance(e, Choose):
+                    self.chosen, self.quit = e.path, True
+                elif isinstance(e, Quit):
+                    self.quit = True
+
+    def render(self) -> None:
+        h, w = self.win.height, self.win.width
+        self.win.render_to_terminal(paint(self.state, h, w))
+        for r in self._records:
+            if r.kind == "render":
+                self.render_t = time.perf_counter()
+            self.record(r)
+        self._records.clear()
+
+    def run(self) -> int:
+        from curtsies import FullscreenWindow, Input
+        from curtsies.events import PasteEvent, SigIntEvent
+
+        fin, fout = _open_terminal()
+        handlers = {}
+
+        def on_signal(signum: int, frame: Any) -> None:
+            raise _Signalled(signum)
+
+        def on_winch(signum: int, frame: Any) -> None:
+            if self.post is not None:
+                self.post(event=Resized())
+
+        code = 130
+        try:
+            with _stderr_aside(), contextlib.ExitStack() as stack:
+                for sig in (signal.SIGTERM, signal.SIGHUP):
+                    handlers[sig] = signal.signal(sig, on_signal)
+                self.win = _enter_quietly(stack, FullscreenWindow(fout))
+                inp = _enter_quietly(stack, Input(fin, sigint_event=True))
+                self.post = inp.threadsafe_event_trigger(_Envelope)
+                handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, on_winch)
+                if self.needs_model:
+                    threading.Thread(target=self._load_model, name="mambo-model", daemon=True).start()
+                self.render()
+                while not self.quit:
+                    ev = inp.send(None)
+                    if ev is None:
+                        continue
+                    if isinstance(ev, _Envelope):
+                        ev = ev.event
+                    if isinstance(ev, Resized):
+                        self.win.write(self.win.t.clear)
+                        self.win.on_terminal_size_change(self.win.height, self.win.width)
+                    elif isinstance(ev, SigIntEvent):
+                        self.handle(Interrupt())
+                    elif isinstance(ev, PasteEvent):
+                        for e in ev.events:
+                            self.handle(e)
+                    else:
+                        self.handle(ev)
+                    if not self.quit:
+                        self.render()
+                    else:
+                        for r in self._records:  # the choose event
+                            self.record(r)
+                        self._records.clear()
+                code = 0 if self.chosen is not None else 130
+        except _Signalled as e:
+            code = 128 + e.signum
+        except KeyboardInterrupt:
+            code = 130
+        finally:
+            for sig, old in handlers.items():
+                with contextlib.suppress(Exception):
+                    signal.signal(sig, old)
+            for f in (fin, fout):
+                if f not in (sys.stdin, sys.stdout):
+                    with contextlib.suppress(Exception):
+                        f.close()
+            for child in self.children:
+                child.poll()
+        if self.chosen is not None:
+            out = self.chosen if not sys.stdout.isatty() else show_path(self.chosen)
+            sys.stdout.write(out + "\n")
+            sys.stdout.flush()
+        return code
+
+
+def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_events: bool = False,
+            wait_ready: bool = False) -> int:
+    """The full-screen search. Returns the exit status: 0 when a result was chosen (its path is
+    printed on stdout), 130 when the user quit, 128+N after signal N."""
+    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready).run()
+
+
+# -- Submit-to-render latency, measured in a real PTY ------------------------------------------
+
+
+def _tui_argv(db_path: Path | str, system: str, *extra: str) -> list[str]:
+    """How to start the TUI as its own process (the latency harness runs it in a PTY)."""
+    return [sys.executable, str(ROOT / "mambo.py"), "--db", str(db_path), "search", "--system", system, *extra]
+
+
+def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warmups: int = 20,
+                    system: str = DEFAULT_SYSTEM, seed: int = 0) -> dict[str, Any]:
+    """Submit-to-render time of the real TUI in an 80x24 PTY: for each search, type the query,
+    send Enter, and time from that send until the status line with the new "search #N" arrives
+    (the status line is drawn last, so the whole list is on screen by then). The app is started
+    with --wait-ready and measuring begins once the model is ready. Also returns the search time
+    the app itself reports, to separate search from drawing."""
+    import statistics
+
+    import pexpect
+
+    rng = random.Random(seed)
+    env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0", "COLUMNS": "80",
+           "LINES": "24"}
+    argv = _tui_argv(db_path, system, "--wait-ready")
+    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
+    child.delaybeforesend = None
+    t_start = time.perf_counter()
+    try:
+        child.expect(["model ready", "lexical system"], timeout=180)
+        ready_s = time.perf_counter() - t_start
+        times, app_ms, counts = [], [], []
+        status_re = re.compile(r"(no match|\d+ results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
+        q = ""
+        for i in range(warmups + n):
+            # Never the same query twice in a row: its query line would not change, so there
+            # would be nothing to wait for before sending Enter.
+            q = rng.choice([x for x in queries if x != q] or queries)
+            child.send("\x15")  # Ctrl-U: back to the query line, emptied
+            child.send(q)
+            # Wait until the query line shows the typed text, so Enter is its own keypress.
+            child.expect_exact(q[-12:], timeout=30)
+            seq = i + 1
+            t0 = time.perf_counter()
+            child.send("\r")
+            while True:
+                child.expect(status_re, timeout=30)
+                if int(child.match.group(3)) == seq:
+                    break
+            dt = (time.perf_counter() - t0) * 1000
+            if i >= warmups:
+                times.append(dt)
+                app_ms.append(float(child.match.group(2)))
+                counts.append(child.match.group(1))
+        child.send("\x1b")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+    def pct(xs: list[float], p: float) -> float:
+        xs = sorted(xs)
+        return round(xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
+
+    return {
+        "n": len(times), "warmups": warmups, "system": system, "seed": seed, "queries": len(queries),
+        "startup_to_model_ready_s": round(ready_s, 2),
+        "submit_to_render_ms": {"p50": pct(times, 50), "p95": pct(times, 95), "p99": pct(times, 99),
+                                "mean": round(statistics.fmean(times), 2), "max": round(max(times), 2)},
+        "app_search_ms": {"p50": pct(app_ms, 50), "p95": pct(app_ms, 95)},
+        "no_match_share": round(sum(c == "no match" for c in counts) / max(1, len(counts)), 3),
+    }

@@ -1,0 +1,698 @@
+"""The full-screen search as pure functions: rows, events and effects, `process_event(state, event)`
+and `paint(state) -> FSArray`. No terminal here: terminal.py owns it."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import io
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mambomeme.library import __version__, clean_line, normalise_query, show_path
+from mambomeme.search import DEFAULT_SYSTEM, Result
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Terminal UI (`mambo search` without a QUERY)
+# ─────────────────────────────────────────────────────────────────────────────
+#
+# Shape (bpython's curtsiesfrontend): a pure state machine and a pure painter, and a thin shell
+# that owns the terminal.
+#   process_event(state, event) -> (state, effects)   keys and posted events in, effects out
+#   paint(state, rows, cols) -> FSArray                 what the screen shows, nothing else
+#   _Shell                                              performs effects (search, open, copy,
+#                                                       record, choose) and feeds results back
+# The UI draws on /dev/tty, never on stdout: stdout carries only the chosen path, printed after
+# the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf picker.
+#
+# Focus: typing always edits the query and Enter searches; after a search the result list has
+# the focus, where Enter chooses and the single letters o, c, p, ? are commands. Any other
+# printable key sends the focus back to the query and types itself.
+
+# Recorded with every interaction event; bump when the UI changes in a way that could change
+# how people interact with results (layout, keys, what is shown).
+TUI_INTERFACE_VERSION = f"mambo-tui/1 ({__version__})"
+TUI_MIN_ROWS, TUI_MIN_COLS = 24, 80
+# The lexical-only system used while the embedding model is still loading.
+TUI_LOADING_SYSTEM = "bm25"
+
+
+
+# -- Rows: what a result shows, cleaned once ---------------------------------------------------
+
+_WORD_RE = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One result as the screen shows it. Every string from the library has been through
+    clean_line; `path` is the real path (for opening/printing), `shown_path` its printable form."""
+
+    item_id: int
+    rank: int
+    name: str
+    name_spans: tuple[tuple[int, int], ...]
+    snippet: str
+    snippet_spans: tuple[tuple[int, int], ...]
+    path: str
+    shown_path: str
+    sensitive: bool
+    duplicates: int
+    routes: str
+    has_preview: bool
+
+
+def _match_spans(text: str, tokens: frozenset[str]) -> tuple[tuple[int, int], ...]:
+    """Where the query's tokens occur in text, compared as normalise_query compares them."""
+    if not tokens:
+        return ()
+    spans = []
+    for m in _WORD_RE.finditer(text):
+        if any(t in tokens for t in normalise_query(m.group())):
+            spans.append((m.start(), m.end()))
+    return tuple(spans)
+
+
+def _json_list(s: Any) -> list[str]:
+
+    try:
+        v = json.loads(s) if isinstance(s, str) else s
+    except ValueError:
+        return []
+    return [str(x) for x in v] if isinstance(v, list) else []
+
+
+def row_from_result(r: Result, query: str) -> Row:
+    d = r.details
+    tokens = frozenset(normalise_query(query))
+    name = clean_line(d.get("title") or d.get("template") or Path(str(d.get("rel_path") or "")).name or "?")
+    name = unicodedata.normalize("NFC", name)
+    text = d.get("ocr_text") or d.get("description") or ", ".join(_json_list(d.get("entities")) +
+                                                                  _json_list(d.get("tags")))
+    text = unicodedata.normalize("NFC", clean_line(text or ""))
+    spans = _match_spans(text, tokens)
+    if spans and spans[0][0] > 12:
+        # Start the snippet a few words before the first match so the match is on screen.
+        cut = text.rfind(" ", 0, spans[0][0] - 8) + 1
+        text = "…" + text[cut:]
+        spans = tuple((a - cut + 1, b - cut + 1) for a, b in spans if a >= cut)
+    path = str(Path(str(d["root_path"])) / str(d["rel_path"]))
+    routes = "".join(x for x, v in (("L", r.lex_rank), ("F", getattr(r, "fuzzy_rank", None)), ("D", r.vec_rank))
+                     if v is not None)
+    return Row(
+        item_id=int(r.item_id), rank=int(r.rank), name=name, name_spans=_match_spans(name, tokens),
+        snippet=text, snippet_spans=spans, path=path, shown_path=clean_line(show_path(path)),
+        sensitive=d.get("safety") == "sensitive", duplicates=int(d.get("duplicate_count") or 0),
+        routes=routes, has_preview=bool(d.get("has_preview")),
+    )
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A decoded stored preview: RGB bytes, row-major."""
+
+    width: int
+    height: int
+    rgb: bytes
+
+
+def decode_preview(data: bytes) -> Preview:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        im = im.convert("RGB")
+        return Preview(im.width, im.height, im.tobytes())
+
+
+# -- Events and effects ------------------------------------------------------------------------
+# Keys arrive as curtsies key names ('a', '<UP>', '<Ctrl-j>' ...); the rest are these.
+
+
+@dataclass(frozen=True)
+class Searched:
+    seq: int
+    query: str
+    rows: tuple[Row, ...]
+    ms: float
+    system: str
+    system_version: int | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    status: str  # "loading" | "ready" | "failed" | "unused"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PreviewLoaded:
+    item_id: int
+    preview: Preview | None
+
+
+@dataclass(frozen=True)
+class Message:
+    text: str
+
+
+@dataclass(frozen=True)
+class Resized:
+    pass
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """Ctrl-C (SIGINT)."""
+
+
+@dataclass(frozen=True)
+class DoSearch:
+    query: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class LoadPreview:
+    item_id: int
+
+
+@dataclass(frozen=True)
+class OpenFile:
+    path: str
+    shown: str
+
+
+@dataclass(frozen=True)
+class CopyPath:
+    path: str
+
+
+@dataclass(frozen=True)
+class Choose:
+    path: str
+
+
+@dataclass(frozen=True)
+class Quit:
+    pass
+
+
+@dataclass(frozen=True)
+class Record:
+    kind: str  # render | preview | open | copy | choose
+    query: str
+    item_id: int | None = None
+    rank: int | None = None
+
+
+# -- State -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TUIState:
+    system: str = DEFAULT_SYSTEM
+    model: str = "loading"  # loading | ready | failed | unused
+    model_detail: str = ""
+    wait_ready: bool = False
+    truecolor: bool = False
+    query: str = ""
+    cursor: int = 0
+    focus: str = "query"  # query | list
+    rows: tuple[Row, ...] = ()
+    searched_query: str | None = None  # None: nothing searched yet
+    seq: int = 0  # searches submitted; drawn as "search #N" when the answer is shown
+    shown_seq: int = 0
+    search_ms: float | None = None
+    used_system: str = ""
+    used_version: int | None = None
+    selected: int = 0
+    show_preview: bool = False
+    show_help: bool = False
+    previews: dict[int, Preview | None] = field(default_factory=dict)
+    pending: str | None = None  # a query waiting for the model (--wait-ready)
+    message: str = ""
+
+
+def _selected_row(s: TUIState) -> Row | None:
+    return s.rows[s.selected] if s.rows and 0 <= s.selected < len(s.rows) else None
+
+
+def _submit(s: TUIState) -> tuple[TUIState, list]:
+    query = s.query
+    if not query.strip():
+        return dataclasses.replace(s, message="type what you remember, then press Enter"), []
+    if s.wait_ready and s.model == "loading":
+        return dataclasses.replace(s, pending=query, message="waiting for the model…"), []
+    seq = s.seq + 1
+    return dataclasses.replace(s, seq=seq, pending=None, message=""), [DoSearch(query, seq)]
+
+
+def _edit(s: TUIState, key: str) -> TUIState | None:
+    """Query-line editing; None when key is not an editing key."""
+    q, c = s.query, min(s.cursor, len(s.query))
+    if key == "<SPACE>":
+        key = " "
+    if len(key) == 1 and key.isprintable():
+        return dataclasses.replace(s, query=q[:c] + key + q[c:], cursor=c + 1)
+    if key in ("<BACKSPACE>", "<Ctrl-h>"):
+        return dataclasses.replace(s, query=q[:max(0, c - 1)] + q[c:], cursor=max(0, c - 1))
+    if key in ("<DELETE>", "<Ctrl-DELETE>"):
+        return dataclasses.replace(s, query=q[:c] + q[c + 1:])
+    if key in ("<LEFT>", "<Ctrl-b>"):
+        return dataclasses.replace(s, cursor=max(0, c - 1))
+    if key in ("<RIGHT>", "<Ctrl-f>"):
+        return dataclasses.replace(s, cursor=min(len(q), c + 1))
+    if key in ("<HOME>", "<Ctrl-a>"):
+        return dataclasses.replace(s, cursor=0)
+    if key in ("<END>", "<Ctrl-e>"):
+        return dataclasses.replace(s, cursor=len(q))
+    if key == "<Ctrl-u>":
+        return dataclasses.replace(s, query=q[c:], cursor=0)
+    if key == "<Ctrl-w>":
+        head = q[:c].rstrip()
+        head = head[: len(head) - len(head.split(" ")[-1])] if head else ""
+        return dataclasses.replace(s, query=head + q[c:], cursor=len(head))
+    return None
+
+
+def _move(s: TUIState, key: str) -> TUIState:
+    n = len(s.rows)
+    if not n:
+        return s
+    step = {"<UP>": -1, "<DOWN>": 1, "<PAGEUP>": -5, "<PAGEDOWN>": 5}[key]
+    if s.focus == "query":
+        if key in ("<DOWN>", "<PAGEDOWN>"):
+            return dataclasses.replace(s, focus="list")
+        return s
+    if key == "<UP>" and s.selected == 0:
+        return dataclasses.replace(s, focus="query")
+    return dataclasses.replace(s, selected=max(0, min(n - 1, s.selected + step)))
+
+
+def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
+    s = dataclasses.replace(s, show_preview=not s.show_preview, show_help=False)
+    row = _selected_row(s)
+    if s.show_preview and row and s.searched_query is not None:
+        return s, [Record("preview", s.searched_query, row.item_id, row.rank)]
+    return s, []
+
+
+def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
+    if key in ("<Ctrl-c>", "<Ctrl-d>"):
+        return s, [Quit()]
+    if s.show_help:  # any key closes the help
+        return dataclasses.replace(s, show_help=False), []
+    if key == "<ESC>":
+        return s, [Quit()]
+    if key == "<F1>":
+        return dataclasses.replace(s, show_help=True), []
+    if key in ("<TAB>", "<Shift-TAB>"):
+        return _toggle_preview(s)
+    if key in ("<UP>", "<DOWN>", "<PAGEUP>", "<PAGEDOWN>"):
+        return _move(s, key), []
+    enter = key in ("<Ctrl-j>", "<Ctrl-m>")
+    row = _selected_row(s)
+    if s.focus == "list" and row is not None:
+        sq = s.searched_query or ""
+        if enter:
+            return s, [Record("choose", sq, row.item_id, row.rank), Choose(row.path)]
+        if key == "o":
+            return (dataclasses.replace(s, message=f"opening {row.shown_path}"),
+                    [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path)])
+        if key == "c":
+            return (dataclasses.replace(s, message=f"copied: {row.shown_path}"),
+                    [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path)])
+        if key == "p":
+            return _toggle_preview(s)
+        if key == "?":
+            return dataclasses.replace(s, show_help=True), []
+        if key == "/":
+            return dataclasses.replace(s, focus="query", cursor=len(s.query)), []
+        # Anything else edits the query: focus goes back to it, at its end.
+        edited = _edit(dataclasses.replace(s, cursor=len(s.query)), key)
+        if edited is not None:
+            return dataclasses.replace(edited, focus="query", message=""), []
+        return s, []
+    if enter:
+        return _submit(dataclasses.replace(s, focus="query"))
+    edited = _edit(s, key)
+    if edited is not None:
+        return dataclasses.replace(edited, focus="query"), []
+    return s, []
+
+
+def _want_preview(s: TUIState, effects: list) -> list:
+    row = _selected_row(s)
+    if s.show_preview and row is not None and row.item_id not in s.previews:
+        if not row.has_preview:
+            return effects  # painted as "no preview"
+        if not any(isinstance(e, LoadPreview) and e.item_id == row.item_id for e in effects):
+            return [*effects, LoadPreview(row.item_id)]
+    return effects
+
+
+def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
+    """The whole behaviour: (state, event) -> (new state, effects for the shell to perform)."""
+    s = state
+    effects: list = []
+    if isinstance(event, str):
+        s, effects = _key(s, event)
+    elif isinstance(event, Interrupt):
+        effects = [Quit()]
+    elif isinstance(event, Searched):
+        if event.seq < s.seq:  # an answer to a superseded search
+            return s, []
+        if event.error:
+            s = dataclasses.replace(s, message=f"search failed: {event.error}", shown_seq=event.seq)
+        else:
+            s = dataclasses.replace(
+                s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
+                used_system=event.system, used_version=event.system_version, selected=0,
+                focus="list" if event.rows else "query", cursor=len(s.query), message="",
+                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
+            effects = [Record("render", event.query)]
+    elif isinstance(event, ModelStatus):
+        s = dataclasses.replace(s, model=event.status, model_detail=event.detail)
+        if event.status == "failed":
+            s = dataclasses.replace(s, message=f"the model failed to load ({event.detail}); searching by words only")
+        if event.status != "loading" and s.pending is not None:
+            s, effects = _submit(dataclasses.replace(s, query=s.pending, cursor=len(s.pending)))
+    elif isinstance(event, PreviewLoaded):
+        s = dataclasses.replace(s, previews={**s.previews, event.item_id: event.preview})
+    elif isinstance(event, Message):
+        s = dataclasses.replace(s, message=event.text)
+    return s, _want_preview(s, effects)
+
+
+# -- Painting ----------------------------------------------------------------------------------
+
+
+def _cw(ch: str) -> int:
+    if " " <= ch < "\x7f":
+        return 1
+    from wcwidth import wcwidth
+
+    return max(0, wcwidth(ch))
+
+
+def _width(s: str) -> int:
+    if s.isascii() and s.isprintable():
+        return len(s)
+    return sum(_cw(c) for c in s)
+
+
+def _clip(text: str, width: int) -> str:
+    """text cut to at most width terminal columns, with … when cut."""
+    if width <= 0:
+        return ""
+    if _width(text) <= width:
+        return text
+    out, w = [], 0
+    for ch in text:
+        cw = _cw(ch)
+        if w + cw > width - 1:
+            break
+        out.append(ch)
+        w += cw
+    return "".join(out) + "…"
+
+
+def _styled(text: str, spans: tuple[tuple[int, int], ...], width: int, base: dict[str, Any],
+            hl: dict[str, Any]) -> Any:
+    """A FmtStr exactly `width` columns wide: text clipped and padded, spans highlighted."""
+    from curtsies import fmtstr
+
+    text = _clip(text, width)
+    marks = [False] * len(text)
+    for a, b in spans:
+        for i in range(max(0, a), min(b, len(text))):
+            marks[i] = True
+    segs: list[list] = []
+    for ch, m in zip(text, marks, strict=True):
+        if segs and segs[-1][1] == m:
+            segs[-1][0] += ch
+        elif segs and _cw(ch) == 0:
+            segs[-1][0] += ch  # a zero-width character stays with what it modifies
+        elif _cw(ch) > 0:
+            segs.append([ch, m])
+    pad = width - sum(_width(t) for t, _ in segs)
+    if pad > 0:
+        segs.append([" " * pad, False])
+    out = fmtstr("")
+    for t, m in segs:
+        out = out + fmtstr(t, **(hl if m else base))
+    return out
+
+
+def _plain(text: str, width: int, **style: Any) -> Any:
+    return _styled(text, (), width, style, style)
+
+
+def _xterm256(r: int, g: int, b: int) -> int:
+    def cube(v: int) -> int:
+        return 0 if v < 48 else 1 if v < 115 else (v - 35) // 40
+
+    levels = (0, 95, 135, 175, 215, 255)
+    ci = (cube(r), cube(g), cube(b))
+    cr, cg, cb = (levels[i] for i in ci)
+    gray = (r + g + b) // 3
+    gi = max(0, min(23, (gray - 8) // 10))
+    gv = 8 + 10 * gi
+    if (r - gv) ** 2 + (g - gv) ** 2 + (b - gv) ** 2 < (r - cr) ** 2 + (g - cg) ** 2 + (b - cb) ** 2:
+        return 232 + gi
+    return 16 + 36 * ci[0] + 6 * ci[1] + ci[2]
+
+
+@functools.lru_cache(maxsize=32)
+def preview_lines(p: Preview, width: int, height: int, truecolor: bool) -> tuple[Any, ...]:
+    """The preview as `height` lines of `width` half-block cells: ▀ with the upper pixel as
+    foreground and the lower pixel as background (24-bit colour or the xterm 256-colour cube)."""
+    from curtsies.formatstring import Chunk, FmtStr
+    from PIL import Image
+
+    if width <= 0 or height <= 0:
+        return ()
+    scale = min(width / p.width, 2 * height / p.height)
+    w, h = max(1, round(p.width * scale)), max(1, round(p.height * scale))
+    im = Image.frombytes("RGB", (p.width, p.height), p.rgb).resize((w, h), Image.Resampling.BOX)
+    px = im.load()
+
+    def code(layer: int, rgb: tuple[int, int, int]) -> str:
+        if truecolor:
+            return f"{layer};2;{rgb[0]};{rgb[1]};{rgb[2]}"
+        return f"{layer};5;{_xterm256(*rgb)}"
+
+    left = (width - w) // 2
+    top = (height - (h + 1) // 2) // 2
+    lines = []
+    for row in range(height):
+        y = 2 * (row - top)
+        if y < 0 or y >= h:
+            lines.append(FmtStr(Chunk(" " * width)))
+            continue
+        chunks = [Chunk(" " * left)] if left else []
+        for x in range(w):
+            atts = {"fg": code(38, px[x, y])}
+            if y + 1 < h:
+                atts["bg"] = code(48, px[x, y + 1])
+            chunks.append(Chunk("▀", atts))
+        if width - left - w:
+            chunks.append(Chunk(" " * (width - left - w)))
+        lines.append(FmtStr(*chunks))
+    return tuple(lines)
+
+
+HELP_LINES = (
+    "MamboMeme search: keys",
+    "",
+    "Typing always edits the query; Enter searches.",
+    "After a search the result list has the focus:",
+    "  Up/Down, PgUp/PgDn  move (Up on the first result goes back to the query)",
+    "  Enter               choose: quit and print the file's path on stdout",
+    "  o                   open the original ($MAMBO_OPENER, else xdg-open)",
+    "  c                   copy the path (terminal clipboard, OSC 52)",
+    "  p or Tab            show or hide the preview",
+    "  ?                   this help      /  back to the query",
+    "  other keys          back to the query, typing the key",
+    "Anywhere: Tab preview, F1 help, Esc / Ctrl-C / Ctrl-D quit.",
+    "Query line: Left/Right, Home/End, Backspace, Delete, Ctrl-U, Ctrl-W.",
+    "",
+    "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
+    "        D by meaning (dense),",
+    "        sensitive, +N dup = N more copies of the file.",
+    "As a picker:  xdg-open \"$(mambo search)\"",
+    "",
+    "Press any key to close this help.",
+)
+
+
+def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: bool) -> list:
+    from curtsies import fmtstr
+
+    badges = []
+    if r.routes:
+        badges.append(f"[{r.routes}]")
+    if r.duplicates:
+        badges.append(f"+{r.duplicates} dup")
+    badge_text = " ".join(badges)
+    sens = "sensitive" if r.sensitive else ""
+    right = (len(badge_text) + 1 if badge_text else 0) + (len(sens) + 1 if sens else 0)
+    marker = "›" if selected else " "
+    head = f"{marker}{r.rank:>2}. "
+    name_w = max(1, width - len(head) - right)
+    inv = {"invert": True} if selected and focused else {}
+    bold = {"bold": True} if selected else {}
+    line = (fmtstr(head, **inv, **bold)
+            + _styled(r.name, r.name_spans, name_w, {**inv, **bold}, {**inv, "bold": True, "fg": "yellow"}))
+    if badge_text:
+        line = line + fmtstr(" " + badge_text, fg="cyan", **inv)
+    if sens:
+        line = line + fmtstr(" " + sens, fg="red", bold=True, **inv)
+    lines = [line]
+    lines.append(fmtstr("     ") + _styled(r.snippet, r.snippet_spans, width - 5, {"dark": True},
+                                             {"bold": True, "fg": "yellow"}))
+    if with_path:
+        lines.append(fmtstr("     ") + _plain(r.shown_path, width - 5, fg="blue"))
+    return lines
+
+
+def _list_lines(s: TUIState, height: int, width: int) -> list:
+    if s.searched_query is None:
+        intro = ["Type what you remember of a meme (words in it, who is in it, its template)",
+                 "and press Enter. F1 shows the keys."]
+        return [_plain(t, width) for t in intro]
+    if not s.rows:
+        return [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True),
+                _plain("Nothing in the library is close enough; try other words.", width)]
+    per = 3 if height >= 3 * len(s.rows) else 2
+    visible = max(1, height // per)
+    first = max(0, min(s.selected - visible + 1, len(s.rows) - visible))
+    out = []
+    for i, r in enumerate(s.rows[first:first + visible], first):
+        out.extend(_row_lines(r, width, i == s.selected, s.focus == "list", per == 3))
+    return out
+
+
+def _preview_pane(s: TUIState, height: int, width: int) -> list:
+    row = _selected_row(s)
+    if row is None:
+        return [_plain("(preview: no result selected)", width, dark=True)]
+    caption = _plain(row.name, width, bold=True)
+    if row.item_id not in s.previews:
+        msg = "loading preview…" if row.has_preview else "no preview stored"
+        return [caption, _plain(msg, width, dark=True)]
+    p = s.previews[row.item_id]
+    if p is None:
+        return [caption, _plain("no preview stored", width, dark=True)]
+    return [caption, *preview_lines(p, width, height - 1, s.truecolor)]
+
+
+def _status_text(s: TUIState) -> str:
+    parts = []
+    if s.shown_seq:
+        parts.append(f"{len(s.rows)} result{'s' if len(s.rows) != 1 else ''}" if s.rows else "no match")
+        if s.search_ms is not None:
+            parts.append(f"{s.search_ms:.1f} ms" if s.search_ms < 10 else f"{s.search_ms:.0f} ms")
+        if s.used_system:
+            parts.append(s.used_system + (f" v{s.used_version}" if s.used_version else ""))
+    else:
+        parts.append(s.system)
+    model = {"loading": f"model loading… ({TUI_LOADING_SYSTEM} meanwhile)" if not s.wait_ready
+             else "model loading…", "ready": f"model ready ({s.system})",
+             "failed": "model failed: lexical only", "unused": "lexical system"}.get(s.model, s.model)
+    parts.append(model)
+    return " " + " · ".join(parts)
+
+
+def paint(state: TUIState, rows: int, cols: int) -> Any:
+    """The screen for a state: a rows x cols FSArray. Pure: same state and size, same screen."""
+    from curtsies import FSArray, fmtstr
+
+    s = state
+    if rows <= 0 or cols <= 0:
+        return FSArray(max(0, rows), max(0, cols))
+    if rows < TUI_MIN_ROWS or cols < TUI_MIN_COLS:
+        msg = (f"MamboMeme needs a terminal of at least {TUI_MIN_COLS}x{TUI_MIN_ROWS}; this one is "
+               f"{cols}x{rows}. Enlarge it, or press Esc to quit.")
+        words, lines, cur = msg.split(), [], ""
+        for w in words:
+            if cur and len(cur) + 1 + len(w) > cols:
+                lines.append(cur)
+                cur = ""
+            cur = (cur + " " + w).strip()
+        lines.append(cur)
+        top = max(0, (rows - len(lines)) // 2)
+        arr = FSArray(rows, cols)
+        for i, t in enumerate(lines[: rows - top]):
+            arr[top + i:top + i + 1, 0:cols] = [_plain(t, cols, bold=True)]
+        return arr
+
+    lines: list = []
+    # Query line, with a drawn cursor when it has the focus.
+    label = " Search: "
+    hint = " F1 help " if s.focus == "query" else " ? help "
+    qw = cols - len(label) - len(hint)
+    q = clean_line(s.query) if "\x1b" in s.query else s.query
+    cur = min(s.cursor, len(q))
+    start = cur  # scrolled so that the cursor stays visible
+    while start > 0 and _width(q[start - 1:cur]) <= qw - 2:
+        start -= 1
+    shown = q[start:]
+    cpos = cur - start
+    qline = fmtstr(label, bold=True)
+    if s.focus == "query":
+        before, at, after = shown[:cpos], shown[cpos:cpos + 1] or " ", shown[cpos + 1:]
+        if _cw(at) == 0:
+            at = " "
+        used = _width(before) + _width(at)
+        qline = qline + (_plain(before, _width(before)) if before else fmtstr(""))
+        qline = qline + fmtstr(at, invert=True) + _plain(after, max(0, qw - used))
+    else:
+        qline = qline + _plain(shown, qw, dark=True)
+    lines.append(qline + fmtstr(hint, dark=True))
+    title = ""
+    if s.searched_query is not None:
+        title = f" results for “{clean_line(s.searched_query)}” "
+    lines.append(fmtstr("─" * 2) + _plain(_clip(title, cols - 2), _width(_clip(title, cols - 2)), bold=True)
+                 + fmtstr("─" * max(0, cols - 2 - _width(_clip(title, cols - 2)))))
+
+    body_h = rows - 4
+    if s.show_help:
+        body = [_plain("  " + t, cols) for t in HELP_LINES[:body_h]]
+    elif s.show_preview:
+        lw = cols // 2
+        pw = cols - lw - 1
+        left = _list_lines(s, body_h, lw)
+        right = _preview_pane(s, body_h, pw)
+        body = []
+        for i in range(body_h):
+            lft = left[i] if i < len(left) else _plain("", lw)
+            rgt = right[i] if i < len(right) else _plain("", pw)
+            body.append(lft + fmtstr("│", dark=True) + rgt)
+    else:
+        body = _list_lines(s, body_h, cols)
+    body = body[:body_h] + [_plain("", cols)] * (body_h - len(body[:body_h]))
+    lines.extend(body)
+
+    if s.message:
+        msg = _plain(" " + clean_line(s.message), cols, fg="green")
+    elif s.focus == "list" and s.rows:
+        msg = _plain(" Enter choose · o open · c copy · p/Tab preview · ? help · Esc quit",
+                     cols, dark=True)
+    else:
+        msg = _plain(" Enter search · Down results · Tab preview · F1 help · Esc quit", cols, dark=True)
+    lines.append(msg)
+    # The status line is one chunk so its text arrives in one piece ("search #N" marks each answer).
+    counter = f"search #{s.shown_seq} " if s.shown_seq else ""
+    status = _clip(_status_text(s), cols - len(counter) - 1)
+    lines.append(fmtstr(status + " " * (cols - _width(status) - len(counter)) + counter, invert=True))
+
+    arr = FSArray(rows, cols)
+    for i, line in enumerate(lines[:rows]):
+        arr[i:i + 1, 0:cols] = [line]
+    return arr

@@ -1,0 +1,85 @@
+-- Named queries of upkeep (mambomeme/upkeep.py): status, check, prune.
+-- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
+-- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
+-- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
+
+-- name: status_counts
+SELECT (SELECT count(*) FROM items) AS items,
+       (SELECT count(*) FROM files) AS files,
+       (SELECT count(*) FROM duplicate_files) AS duplicate_files,
+       (SELECT count(*) FROM library_roots) AS roots,
+       (SELECT count(*) FROM previews) AS previews,
+       (SELECT coalesce(sum(length(data)), 0) FROM previews) AS preview_bytes,
+       (SELECT count(*) FROM item_embeddings) AS embedded,
+       (SELECT count(DISTINCT perceptual_group) FROM items) AS perceptual_groups,
+       (SELECT count(DISTINCT template_group) FROM items) AS template_groups,
+       (SELECT count(*) FROM ingest_errors) AS errors;
+
+-- name: safety_counts
+SELECT safety, count(*) AS n FROM items GROUP BY safety ORDER BY safety;
+
+-- name: models_in_use
+SELECT m.name, m.revision, m.weights_sha256, m.dim, m.text_recipe, count(e.item_id) AS items
+FROM embedding_models m LEFT JOIN item_embeddings e ON e.model_id = m.model_id
+GROUP BY m.model_id ORDER BY m.model_id;
+
+-- name: ocr_engines_in_use
+SELECT o.name, o.version, o.models_sha256, count(i.item_id) AS items
+FROM ocr_engines o LEFT JOIN items i ON i.ocr_engine_id = o.engine_id
+GROUP BY o.engine_id ORDER BY o.engine_id;
+
+-- name: recent_errors
+SELECT at, path, kind, message FROM recent_errors LIMIT :limit;
+
+-- name: all_files
+SELECT f.file_id, f.item_id, r.name AS root, r.path AS root_path, f.rel_path, i.sha256
+FROM files f JOIN library_roots r ON r.root_id = f.root_id JOIN items i ON i.item_id = f.item_id
+ORDER BY f.file_id;
+
+-- name: delete_file
+DELETE FROM files WHERE file_id = :file_id;
+
+-- name: consistency
+-- Every item must be searchable in every route or in none: these counts must be zero.
+SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f WHERE f.rowid = i.item_id))
+           AS items_without_fts,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.item_id))
+           AS items_without_vector,
+       (SELECT count(*) FROM item_vectors v WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = v.item_id))
+           AS vectors_without_item,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_trigram t WHERE t.rowid = i.item_id))
+           AS items_without_trigrams,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_vectors_bit b WHERE b.item_id = i.item_id))
+           AS items_without_bit_vector,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM previews p WHERE p.item_id = i.item_id))
+           AS items_without_preview,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.item_id = i.item_id))
+           AS items_without_file,
+       -- ...and nothing in any route may outlive its item (a half-deleted item).
+       (SELECT count(*) FROM items_fts f WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = f.rowid))
+           AS fts_without_item,
+       (SELECT count(*) FROM items_trigram t WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = t.rowid))
+           AS trigrams_without_item,
+       (SELECT count(*) FROM item_vectors_bit b WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = b.item_id))
+           AS bit_vectors_without_item,
+       (SELECT count(*) FROM previews p WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = p.item_id))
+           AS previews_without_item,
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e WHERE e.item_id = i.item_id))
+           AS items_without_embedding_record,
+       -- the vector indexes' `servable` flag must say what servable_items says (KNN filters on it)
+       (SELECT count(*) FROM item_vectors v
+        WHERE v.servable IS NOT (v.item_id IN (SELECT item_id FROM servable_items))) AS vectors_with_wrong_servable,
+       (SELECT count(*) FROM item_vectors_bit b
+        WHERE b.servable IS NOT (b.item_id IN (SELECT item_id FROM servable_items))) AS bit_vectors_with_wrong_servable,
+       -- the coarse index: every vector in the partition of a centroid (0 when there are none)
+       (SELECT count(*) FROM item_vectors v
+        WHERE v.cluster IS NOT coalesce((SELECT c.cluster FROM vector_centroids c WHERE c.cluster = v.cluster),
+                                        CASE WHEN EXISTS (SELECT 1 FROM vector_index) THEN -1 ELSE 0 END))
+           AS vectors_outside_the_coarse_index;
+
+-- name: template_counts
+SELECT source, count(*) AS n FROM templates GROUP BY source ORDER BY source;
+
+-- name: recognised_counts
+SELECT (SELECT count(*) FROM items WHERE template_id IS NOT NULL) AS recognised,
+       (SELECT count(*) FROM items WHERE derived <> '{}') AS with_derived_fields;

@@ -788,6 +788,29 @@ FROM (SELECT set_id, query_id, grade,
       FROM final_judgements WHERE grade > 0) s
 GROUP BY s.set_id, s.query_id;
 
+-- Migration 009: the bare condition is scored (mmts-clarifications, "The bare condition"). A file
+-- whose withdrawn or private status comes only from its sidecar is left out of the bare corpus when
+-- a bare run is scored, as if it were not in the folder: the run never shows it (it is recorded
+-- here), and its grades count neither in the ideal DCG nor as an exact target of that run.
+CREATE TABLE run_excluded_items (
+    run_id  INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    item_id INTEGER NOT NULL,
+    PRIMARY KEY (run_id, item_id)
+) WITHOUT ROWID;
+
+-- The ideal DCG@10 and relevant count each run is scored against: its judgement set's final grades,
+-- less the items left out of that run's corpus.
+CREATE VIEW run_ideal_dcg AS
+SELECT s.run_id, s.query_id,
+       sum(CASE WHEN s.pos <= 10 THEN (power(2, s.grade) - 1) / log2(s.pos + 1) ELSE 0 END) AS idcg,
+       sum(s.grade >= 2) AS relevant_total
+FROM (SELECT r.run_id, f.query_id, f.grade,
+             row_number() OVER (PARTITION BY r.run_id, f.query_id ORDER BY f.grade DESC) AS pos
+      FROM runs r JOIN final_judgements f ON f.set_id = r.set_id
+      WHERE f.grade > 0
+        AND NOT EXISTS (SELECT 1 FROM run_excluded_items x WHERE x.run_id = r.run_id AND x.item_id = f.item_id)) s
+GROUP BY s.run_id, s.query_id;
+
 -- Per query of each run: nDCG@10, ExactRR, Hit@1/5/10, Recall@10, RR, safe list, error.
 CREATE VIEW query_metrics AS
 SELECT r.run_id, q.query_id, q.qid, q.family, q.slice, q.query,
@@ -800,7 +823,9 @@ SELECT r.run_id, q.query_id, q.qid, q.family, q.slice, q.query,
        CASE WHEN rq.error IS NOT NULL THEN 0.0
             ELSE coalesce((SELECT 1.0 / min(j.rank) FROM run_judged_results j
                            WHERE j.run_id = r.run_id AND j.query_id = q.query_id AND j.is_exact), 0.0) END AS exact_rr,
-       EXISTS (SELECT 1 FROM bench_exact_targets t WHERE t.query_id = q.query_id) AS has_exact,
+       EXISTS (SELECT 1 FROM bench_exact_targets t WHERE t.query_id = q.query_id
+               AND NOT EXISTS (SELECT 1 FROM run_excluded_items x WHERE x.run_id = r.run_id
+                               AND x.item_id = t.item_id)) AS has_exact,
        CASE WHEN rq.error IS NOT NULL THEN 0.0
             ELSE coalesce((SELECT 1.0 / min(j.rank) FROM run_judged_results j
                            WHERE j.run_id = r.run_id AND j.query_id = q.query_id AND j.grade >= 2), 0.0) END AS rr,
@@ -822,7 +847,7 @@ SELECT r.run_id, q.query_id, q.qid, q.family, q.slice, q.query,
 FROM runs r
 JOIN bench_queries q ON q.partition_id = r.partition_id
 LEFT JOIN run_queries rq ON rq.run_id = r.run_id AND rq.query_id = q.query_id
-LEFT JOIN query_ideal_dcg ideal ON ideal.set_id = r.set_id AND ideal.query_id = q.query_id;
+LEFT JOIN run_ideal_dcg ideal ON ideal.run_id = r.run_id AND ideal.query_id = q.query_id;
 
 CREATE VIEW slice_metrics AS
 SELECT run_id, slice, count(*) AS queries,
@@ -894,4 +919,4 @@ FROM publications p JOIN scorecards s USING (scorecard_id)
 WHERE p.rolled_back_at IS NULL
 ORDER BY p.publication_id DESC LIMIT 1;
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 9;

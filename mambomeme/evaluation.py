@@ -34,7 +34,7 @@ from mambomeme.library import (
     normalise_query,
     show_path,
 )
-from mambomeme.search import STOPWORDS, Searcher, needs_model, searcher_for, sync_systems, system_config
+from mambomeme.search import STOPWORDS, Result, Searcher, needs_model, searcher_for, sync_systems, system_config
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Setup and shared helpers
@@ -424,13 +424,19 @@ def working_set(db: DB, partition_id: int, *, adding: bool) -> int:
 
 
 def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard_negatives: int = 3,
-         seed: int = 42) -> dict[str, Any]:
+         seed: int = 42, bare: BareLibrary | None = None) -> dict[str, Any]:
     """The spec's pool: the deduplicated top `depth` of every compared system, the partition's gold
     items and exact targets, and hard negatives (the best-ranked items just below every system's
-    top `depth` that are not gold); then a blinded batch of everything not yet graded twice."""
+    top `depth` that are not gold); then a blinded batch of everything not yet graded twice.
+
+    With `bare`, every system is also searched on the bare library of the same corpus (with this
+    library's configuration, results mapped by SHA-256), so that neither condition's top `depth`
+    holds an unjudged item."""
     queries = db.rows("partition_queries", {"partition_id": partition_id})
     searchers = {s: searcher_for(db, s) for s in systems}
     rules = {s: system_config(db, s)["empty_rule"] for s in systems}
+    bare_searchers = {s: Searcher(bare.db, get_embedder() if needs_model(system_config(db, s)) else None)
+                      for s in systems} if bare is not None else {}
     found: dict[int, dict[int, str]] = {}
     for q in queries:
         cands: dict[int, str] = {}
@@ -438,8 +444,12 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
         gold = {r[0] for r in db.q("gold_and_exact", {"query_id": q["query_id"]})}
         for item in gold:
             cands[item] = "gold"
-        for s, searcher in searchers.items():
-            ranked = searcher.search(q["query"], s, depth * 2, empty_rule=False)
+        runs = [(s, lambda text, s=s: searchers[s].search(text, s, depth * 2, empty_rule=False)) for s in systems]
+        if bare is not None:
+            runs += [(s, lambda text, s=s: bare.search(bare_searchers[s], text, system_config(db, s), depth * 2,
+                                                       empty_rule=False)) for s in systems]
+        for s, ranked_for in runs:
+            ranked = ranked_for(q["query"])
             # The pool is what each system would show: its top `depth` after its own empty-result rule.
             for r in Searcher.empty_rule(rules[s], ranked[:depth]):
                 cands.setdefault(r.item_id, "pool")
@@ -804,6 +814,23 @@ class BareLibrary:
     files: int
     items: int
     to_annotated: dict[int, int]
+    # This library's items whose withdrawn or private status comes only from a sidecar: a bare
+    # folder cannot know it, so they are left out of the bare corpus when it is scored
+    # (mmts-clarifications, "The bare condition"): never shown by a bare run, their grades not counted.
+    left_out: frozenset[int] = frozenset()
+
+    def search(self, searcher: Searcher, query: str, config: dict[str, Any], limit: int, *,
+               empty_rule: bool = True) -> list[Result]:
+        """The bare library's ranking as this library's item ids, without the items left out of the
+        bare corpus (searched deeper by their number, so `limit` results remain when there are)."""
+        raw = searcher.search(query, config, limit + len(self.left_out), empty_rule=empty_rule)
+        missing = [r.item_id for r in raw if r.item_id not in self.to_annotated]
+        if missing:
+            raise MamboError(f"bare library item {missing[0]} has no picture in this library: "
+                             f"{bare_how(self.path)}")
+        kept = [r for r in raw if self.to_annotated[r.item_id] not in self.left_out][:limit]
+        return [dataclasses.replace(r, item_id=self.to_annotated[r.item_id], rank=rank)
+                for rank, r in enumerate(kept, 1)]
 
 
 def bare_how(path: Path | str) -> str:
@@ -846,10 +873,13 @@ def open_bare_library(db: DB, path: Path) -> BareLibrary:
         # file (none after a plain ingest) maps too, when this library has its picture.
         mapping = {int(item): by_sha[sha] for item, sha in bare.con.execute("SELECT item_id, sha256 FROM items")
                    if sha in by_sha}
+        # Hidden here by rights or privacy but not there: only a sidecar said so.
+        hidden_there = {mapping[int(r[0])] for r in bare.q("hidden_by_rights_or_privacy") if int(r[0]) in mapping}
+        left_out = frozenset(int(r[0]) for r in db.q("hidden_by_rights_or_privacy")) - hidden_there
     except BaseException:
         bare.close()
         raise
-    return BareLibrary(bare, path, sha, len(manifest), len(images), mapping)
+    return BareLibrary(bare, path, sha, len(manifest), len(images), mapping, left_out)
 
 
 def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id: int | None = None,
@@ -891,18 +921,18 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
         t0 = time.perf_counter()
         error = None
         try:
-            results = searcher.search(q["query"], target, 10)
+            results = (searcher.search(q["query"], target, 10) if bare is None else
+                       bare.search(searcher, q["query"], config, 10))
+        except MamboError:
+            raise  # a bare library that does not match: the run is left unfinished
         except Exception as e:  # noqa: BLE001 - an engine error is data: charged as an error, never as empty
             results, error = [], f"{type(e).__name__}: {clean_line(str(e))}"
         ms = (time.perf_counter() - t0) * 1000
-        if bare is not None:
-            missing = [r.item_id for r in results if r.item_id not in bare.to_annotated]
-            if missing:
-                raise MamboError(f"bare library item {missing[0]} has no picture in this library (run {run_id} "
-                                 f"left unfinished): {bare_how(bare.path)}")
-            results = [dataclasses.replace(r, item_id=bare.to_annotated[r.item_id]) for r in results]
         answers.append((q, results, error, ms))
     with db.write():
+        if bare is not None:
+            for item in sorted(bare.left_out):
+                db.q("insert_run_excluded", {"run_id": run_id, "item_id": item})
         for q, results, error, ms in answers:
             db.q("insert_run_query", {"run_id": run_id, "query_id": q["query_id"], "ms": ms, "error": error,
                                       "returned": len(results)})

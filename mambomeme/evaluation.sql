@@ -364,3 +364,11 @@ SELECT system, interface_version, count(*) AS renders,
        avg(chosen_rank IS NULL AND next_render IS NOT NULL) AS reformulation_rate,
        avg(chosen_rank IS NULL AND next_render IS NULL) AS abandonment_rate
 FROM outcome GROUP BY system, interface_version;
+
+-- name: hidden_by_rights_or_privacy
+-- Items never served for their rights or privacy (withdrawn, private). Compared between the annotated
+-- and the bare library: what only a sidecar said is left out of the bare corpus when it is scored.
+SELECT item_id FROM items WHERE rights = 'withdrawn' OR private = 1;
+
+-- name: insert_run_excluded
+INSERT INTO run_excluded_items(run_id, item_id) VALUES (:run_id, :item_id);

@@ -24,6 +24,7 @@ from mambomeme.evaluation import (
     judge_with_model,
     make_batch,
     model_annotator,
+    open_bare_library,
     partition_row,
     pool,
     record_audit,
@@ -156,13 +157,21 @@ def bench_audit(ctx: click.Context, partition: str, qid: str | None, outcome: st
 @click.option("--depth", default=10, show_default=True)
 @click.option("--hard-negatives", default=3, show_default=True)
 @click.option("--seed", default=42, show_default=True)
+@click.option("--bare", type=click.Path(dir_okay=False, path_type=Path), metavar="LIBRARY",
+              help="Also pool every system's top 10 on this bare library of the same corpus (`mambo add "
+                   "--no-sidecars`), so that the bare condition is judged too.")
 @click.pass_context
 def bench_pool(ctx: click.Context, partition: str, systems: tuple[str, ...], depth: int, hard_negatives: int,
-               seed: int) -> None:
+               seed: int, bare: Path | None) -> None:
     """Pool the top 10 of every compared system, gold items and hard negatives into a blinded batch."""
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
-    r = pool(db, pid, list(systems), depth=depth, hard_negatives=hard_negatives, seed=seed)
+    bare_lib = open_bare_library(db, bare) if bare is not None else None
+    try:
+        r = pool(db, pid, list(systems), depth=depth, hard_negatives=hard_negatives, seed=seed, bare=bare_lib)
+    finally:
+        if bare_lib is not None:
+            bare_lib.db.close()
     click.echo(f"judgement set {r['set_id']}: {r['candidates']} candidates ({r['new_candidates']} new); "
                f"annotation batch {r['batch_id'] or '-'}")
 

@@ -378,6 +378,66 @@ def rollback(db: DB, reason: str) -> int:
     return int(cur[1])
 
 
+def pty_latency(db: DB, lib_path: Path, queries: list[dict[str, Any]], s: str, system_id: int, partition_id: int,
+                *, measure: bool, searches: int, warmups: int, seed: int, progress: Any = None,
+                library: str = "annotated") -> dict[str, Any]:
+    """Submit-to-render in the real TUI on `lib_path` (mmts-clarifications latency protocol), stored
+    as a latency run of this library; nothing measured when `measure` is false."""
+    lat: dict[str, Any] = {"p95": None, "p50": None, "errors": 0, "n": 0, "terminal_restored": False}
+    if not measure:
+        return lat
+    if progress:
+        progress(f"{s}: {warmups} warm-ups + {searches} searches in an 80x24 PTY ({library} library)")
+    lat = measure_pty(lib_path, [q["query"] for q in queries], s, searches=searches, warmups=warmups, seed=seed)
+    with db.write():
+        lid = int(db.q1("insert_latency_run", {"system_id": system_id, "partition_id": partition_id,
+                                               "interface": "tui-pty-80x24",
+                                               "protocol": json.dumps(lat["protocol"] | {"library": library}),
+                                               "environment": json.dumps(machine_info())})[0])
+        for seq, (qi, ms, err, _app) in enumerate(lat["samples"], 1):
+            db.q("insert_latency_sample", {"id": lid, "seq": seq, "query_id": queries[qi]["query_id"],
+                                           "ms": ms, "error": err})
+    return lat
+
+
+def system_scores(db: DB, s: str, sversion: int, run_id: int, lat: dict[str, Any]) -> dict[str, Any]:
+    """One system's scorecard inputs from its run's per-query metrics and its latency sample."""
+    qm = db.rows("run_query_metrics", {"run_id": run_id})
+    comps = components(qm, lat["p95"], lat["errors"], lat["n"])
+    run = db.rows("run", {"run_id": run_id})[0]
+    engine = [m["latency_ms"] for m in qm]
+    return {"system": s, "system_version": sversion, "run_id": run_id, "run": run, "query_metrics": qm,
+            "components": comps, "latency": {k: v for k, v in lat.items() if k != "samples"},
+            "engine_ms": {"p50": pct(engine, 50), "p95": pct(engine, 95)},
+            "slices": db.rows("run_slices", {"run_id": run_id}),
+            "diagnostics": db.rows("run_diagnostics", {"run_id": run_id}),
+            "unjudged_results": db.q1("unjudged_results", {"run_id": run_id})[0]}
+
+
+def finish_rows(db: DB, part: dict[str, Any], rows: dict[str, dict[str, Any]], checks: dict[str, bool]) -> None:
+    """Gates, critical violations, the score, its label and the bootstrap, for every row."""
+    for r in rows.values():
+        crit = critical_violations(db, part, r["run"], r["components"], r["query_metrics"])
+        g = gates(r["components"], checks)
+        sc, status = final_score(r["components"], g, crit)
+        r |= {"gates": g, "critical": crit, "score": round(sc, 2), "status": status, "label": label(sc, status),
+              "bootstrap": bootstrap(r["query_metrics"], r["latency"], checks, crit, seed=BOOTSTRAP_SEED)}
+
+
+def system_report(r: dict[str, Any]) -> dict[str, Any]:
+    """A scored row as the report shows it."""
+    return {
+        "system": r["system"], "system_version": r["system_version"], "run_id": r["run_id"],
+        "config": json.loads(r["run"]["config"]), "score": r["score"], "status": r["status"],
+        "label": r["label"], "components": {k: (round(v, 4) if isinstance(v, float) else v)
+                                            for k, v in r["components"].items() if k != "slices"},
+        "slices": {k: round(v, 4) for k, v in r["components"]["slices"].items()},
+        "gates": r["gates"], "critical_violations": r["critical"], "bootstrap": r["bootstrap"],
+        "latency": r["latency"], "engine_ms": r["engine_ms"], "slice_metrics": r["slices"],
+        "diagnostics": r["diagnostics"], "unjudged_results": r["unjudged_results"],
+    }
+
+
 def score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, latency_searches: int,
           latency_warmups: int, seed: int, measure_latency: bool = True, progress: Any = None,
           bare: Path | None = None) -> dict[str, Any]:
@@ -424,38 +484,12 @@ def _score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, late
         run_id = int(found[0]) if found else execute_run(db, s, partition_id, seed=seed, set_id=set_id)
         if progress:
             progress(f"{s}: run {run_id} scored")
-        lat: dict[str, Any] = {"p95": None, "p50": None, "errors": 0, "n": 0, "terminal_restored": False}
-        if measure_latency:
-            if progress:
-                progress(f"{s}: {latency_warmups} warm-ups + {latency_searches} searches in an 80x24 PTY")
-            lat = measure_pty(db_path, [q["query"] for q in queries], s, searches=latency_searches,
-                              warmups=latency_warmups, seed=seed)
-            with db.write():
-                lid = int(db.q1("insert_latency_run", {"system_id": system_id, "partition_id": partition_id,
-                                                       "interface": "tui-pty-80x24",
-                                                       "protocol": json.dumps(lat["protocol"]),
-                                                       "environment": json.dumps(machine_info())})[0])
-                for seq, (qi, ms, err, _app) in enumerate(lat["samples"], 1):
-                    db.q("insert_latency_sample", {"id": lid, "seq": seq, "query_id": queries[qi]["query_id"],
-                                                   "ms": ms, "error": err})
-        qm = db.rows("run_query_metrics", {"run_id": run_id})
-        comps = components(qm, lat["p95"], lat["errors"], lat["n"])
-        run = db.rows("run", {"run_id": run_id})[0]
-        engine = [m["latency_ms"] for m in qm]
-        rows[s] = {"system": s, "system_version": sversion, "run_id": run_id, "run": run, "query_metrics": qm,
-                   "components": comps, "latency": {k: v for k, v in lat.items() if k != "samples"},
-                   "engine_ms": {"p50": pct(engine, 50), "p95": pct(engine, 95)},
-                   "slices": db.rows("run_slices", {"run_id": run_id}),
-                   "diagnostics": db.rows("run_diagnostics", {"run_id": run_id}),
-                   "unjudged_results": db.q1("unjudged_results", {"run_id": run_id})[0]}
+        lat = pty_latency(db, db_path, queries, s, system_id, partition_id, measure=measure_latency,
+                          searches=latency_searches, warmups=latency_warmups, seed=seed, progress=progress)
+        rows[s] = system_scores(db, s, sversion, run_id, lat)
     checks = protocol_checks(db, part, rows, {s: r["latency"] for s, r in rows.items()}) if measure_latency else {
         "release_protocol": False, "publication_rollback": publication_selftest(), "terminal_restoration": False}
-    for r in rows.values():
-        crit = critical_violations(db, part, r["run"], r["components"], r["query_metrics"])
-        g = gates(r["components"], checks)
-        sc, status = final_score(r["components"], g, crit)
-        r |= {"gates": g, "critical": crit, "score": round(sc, 2), "status": status, "label": label(sc, status),
-              "bootstrap": bootstrap(r["query_metrics"], r["latency"], checks, crit, seed=BOOTSTRAP_SEED)}
+    finish_rows(db, part, rows, checks)
     acc = acceptance(rows)
     cv = db.rows("corpus_version", {"cv": part["corpus_version_id"]})[0]
     set_info = agreement(db, set_id)
@@ -477,19 +511,11 @@ def _score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, late
         "code_commit": code_commit(), "model_manifest": model_manifest(db),
         "hardware_runtime": machine_info(), "seeds": {"bootstrap": BOOTSTRAP_SEED, "latency": seed},
         "protocol_checks": checks, "release_blockers": blockers,
-        "systems": [{
-            "system": s, "system_version": r["system_version"], "run_id": r["run_id"],
-            "config": json.loads(r["run"]["config"]), "score": r["score"], "status": r["status"],
-            "label": r["label"], "components": {k: (round(v, 4) if isinstance(v, float) else v)
-                                                for k, v in r["components"].items() if k != "slices"},
-            "slices": {k: round(v, 4) for k, v in r["components"]["slices"].items()},
-            "gates": r["gates"], "critical_violations": r["critical"], "bootstrap": r["bootstrap"],
-            "latency": r["latency"], "engine_ms": r["engine_ms"], "slice_metrics": r["slices"],
-            "diagnostics": r["diagnostics"], "unjudged_results": r["unjudged_results"],
-        } for s, r in rows.items()],
+        "systems": [system_report(r) for r in rows.values()],
         "semantic_acceptance": acc,
-        "bare": bare_section(db, bare, partition_id, set_id, rows, seed, progress) if bare else
-        {"measured": False, "how": BARE_HOW},
+        "bare": bare_section(db, bare, part, set_id, rows, queries, seed=seed, measure_latency=measure_latency,
+                             latency_searches=latency_searches, latency_warmups=latency_warmups,
+                             progress=progress) if bare else {"measured": False, "how": BARE_HOW},
     }
     return report
 
@@ -498,14 +524,16 @@ BARE_HOW = ("ingest the same corpus folder without its sidecars (`mambo --db BAR
             "then `mambo score --bare BARE.sqlite` (benchmark v1: `benchdata/v1/score.sh LIBRARY BARE.sqlite`)")
 
 
-def bare_section(db: DB, bare: BareLibrary, partition_id: int, set_id: int, rows: dict[str, dict[str, Any]],
-                 seed: int, progress: Any = None) -> dict[str, Any]:
-    """Every scored system again on the bare library (same configuration, same queries, same
-    judgements): Q, each primary slice's nDCG@10, Hit@10 and correct-empty rate beside the
-    annotated run's, the gap (annotated minus bare), and the unjudged share of the top 10. The
-    judgement pool was drawn from the annotated rankings, so an unjudged result counts as
-    non-relevant here as everywhere; the larger its share, the more the bare numbers understate.
-    No gates and no score: a diagnostic of how much the sidecars carry."""
+def bare_section(db: DB, bare: BareLibrary, part: dict[str, Any], set_id: int, rows: dict[str, dict[str, Any]],
+                 queries: list[dict[str, Any]], *, seed: int, measure_latency: bool, latency_searches: int,
+                 latency_warmups: int, progress: Any = None) -> dict[str, Any]:
+    """The bare condition (mmts-clarifications, "The bare condition"): every scored system again on
+    the bare library of the same corpus (same configuration, queries and judgements), scored exactly
+    as the annotated library is (components, gates, critical violations, bootstrap, latency in the
+    real TUI on the bare library), with the items whose withdrawn or private status only a sidecar
+    gave left out of its corpus. Beside each: the annotated numbers, the gap (annotated minus bare)
+    and the unjudged share of the top 10 (pool both conditions, `mambo bench pool --bare`, to make it
+    zero; an unjudged result counts as non-relevant)."""
     def share(run_id: int) -> dict[str, Any]:
         u = db.rows("unjudged_share", {"run_id": run_id})[0]
         return {"results": u["results"], "unjudged": u["unjudged"],
@@ -516,28 +544,42 @@ def bare_section(db: DB, bare: BareLibrary, partition_id: int, set_id: int, rows
                 "hit10": round(c["hit10"], 4), "correct_empty": round(c["correct_empty"], 4),
                 "E": round(c["E"], 4), "S": round(c["S"], 4)}
 
+    bare_rows: dict[str, dict[str, Any]] = {}
+    for s, r in rows.items():
+        run_id = execute_run(db, s, part["partition_id"], seed=seed, set_id=set_id, bare=bare)
+        if progress:
+            progress(f"{s}: bare-library run {run_id} stored")
+        system_id = system_row(db, s)[0]
+        lat = pty_latency(db, bare.path, queries, s, system_id, part["partition_id"], measure=measure_latency,
+                          searches=latency_searches, warmups=latency_warmups, seed=seed, progress=progress,
+                          library="bare")
+        bare_rows[s] = system_scores(db, s, r["system_version"], run_id, lat)
+    checks = (protocol_checks(db, part, bare_rows, {s: b["latency"] for s, b in bare_rows.items()})
+              if measure_latency else {"release_protocol": False, "publication_rollback": publication_selftest(),
+                                       "terminal_restoration": False})
+    finish_rows(db, part, bare_rows, checks)
     out = []
     for s, r in rows.items():
-        run_id = execute_run(db, s, partition_id, seed=seed, set_id=set_id, bare=bare)
-        if progress:
-            progress(f"{s}: bare-library run {run_id} stored (diagnostic, not scored)")
-        bare_qm = db.rows("run_query_metrics", {"run_id": run_id})
-        # Critical, withdrawn or private results shown: a critical violation in a scored run; here a
-        # count of what the missing sidecars (their safety, rights and privacy) let through.
-        a = measures(r["components"]) | {"critical_shown": sum(m["critical_shown"] for m in r["query_metrics"])}
-        b = measures(components(bare_qm, None, 0, 0)) | {"critical_shown": sum(m["critical_shown"] for m in bare_qm)}
-        gap = {"Q": round(a["Q"] - b["Q"], 4), "hit10": round(a["hit10"] - b["hit10"], 4),
-               "correct_empty": round(a["correct_empty"] - b["correct_empty"], 4),
-               "E": round(a["E"] - b["E"], 4), "S": round(a["S"] - b["S"], 4),
-               "slices": {k: round(v - b["slices"].get(k, 0.0), 4) for k, v in a["slices"].items()}}
-        out.append({"system": s, "system_version": r["system_version"], "annotated_run_id": r["run_id"],
-                    "bare_run_id": run_id, "annotated": a, "bare": b, "gap": gap,
-                    "unjudged_top10": {"annotated": share(r["run_id"]), "bare": share(run_id)}})
-    return {"measured": True, "library": str(bare.path.resolve()), "manifest_sha256": bare.manifest_sha256,
-            "files": bare.files, "items": bare.items,
+        b = bare_rows[s]
+        # Critical, withdrawn or private results shown: what the annotated library knows about them.
+        a_m = measures(r["components"]) | {"critical_shown": sum(m["critical_shown"] for m in r["query_metrics"])}
+        b_m = measures(b["components"]) | {"critical_shown": sum(m["critical_shown"] for m in b["query_metrics"])}
+        gap = {"Q": round(a_m["Q"] - b_m["Q"], 4), "hit10": round(a_m["hit10"] - b_m["hit10"], 4),
+               "correct_empty": round(a_m["correct_empty"] - b_m["correct_empty"], 4),
+               "E": round(a_m["E"] - b_m["E"], 4), "S": round(a_m["S"] - b_m["S"], 4),
+               "score": round(r["score"] - b["score"], 2),
+               "slices": {k: round(v - b_m["slices"].get(k, 0.0), 4) for k, v in a_m["slices"].items()}}
+        out.append(system_report(b) | {
+            "annotated_run_id": r["run_id"], "bare_run_id": b["run_id"], "annotated": a_m, "bare": b_m, "gap": gap,
+            "unjudged_top10": {"annotated": share(r["run_id"]), "bare": share(b["run_id"])}})
+    return {"measured": True, "scored": True, "library": str(bare.path.resolve()),
+            "manifest_sha256": bare.manifest_sha256, "files": bare.files, "items": bare.items,
+            "left_out_items": len(bare.left_out), "protocol_checks": checks,
             "model_manifest_matches": model_manifest(bare.db) == model_manifest(db),
-            "note": "diagnostic beside the annotated score, not scored: no gates; unjudged results count as "
-                    "non-relevant", "systems": out}
+            "semantic_acceptance": acceptance(bare_rows),
+            "note": "scored like the annotated library (same queries, judgements, components and gates); items "
+                    "whose withdrawn or private status only a sidecar gave are left out of the bare corpus; "
+                    "unjudged results count as non-relevant", "systems": out}
 
 
 def fmt(x: Any) -> str:
@@ -554,25 +596,8 @@ def report_markdown(rep: dict[str, Any]) -> str:
         f"Score version `{rep['score_version']}`, protocol `{rep['protocol_version']}`, interface "
         f"`{rep['interface_version']}`. Machine: {hw['cpu']}, {hw['cores']} cores, {hw['memory_gb']} GB, "
         f"Python {hw['python']}.", "",
-        "| system | score | status | Q | E | C | S | L | R | p95 ms (PTY) | engine p95 ms | 95 % CI | gates passed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for s in rep["systems"]:
-        k = s["components"]
-        lines.append(f"| {s['system']} v{s['system_version']} | {s['score']:.1f} | {s['label']} | {fmt(k['Q'])} | "
-                     f"{fmt(k['E'])} | {fmt(k['C'])} | {fmt(k['S'])} | {fmt(k['L'])} | {fmt(k['R'])} | "
-                     f"{fmt(s['latency']['p95'])} | {fmt(s['engine_ms']['p95'])} | "
-                     f"{s['bootstrap']['ci95'][0]:.1f}-{s['bootstrap']['ci95'][1]:.1f} | "
-                     f"{s['bootstrap']['pass_fraction']:.0%} of resamples |")
-    lines += ["", "## Gates", "", "| gate | rule | " + " | ".join(s["system"] for s in rep["systems"]) + " |",
-              "|---|---|" + "---|" * len(rep["systems"])]
-    for g in rep["systems"][0]["gates"]:
-        cells = [f"{fmt(s['gates'][g]['value'])} {'ok' if s['gates'][g]['pass'] else 'FAIL'}" for s in rep["systems"]]
-        lines.append(f"| {g} | {rep['systems'][0]['gates'][g]['rule']} | " + " | ".join(cells) + " |")
-    for s in rep["systems"]:
-        if s["critical_violations"]:
-            lines += ["", f"**Critical violations ({s['system']}): score 0, FAIL.**", ""]
-            lines += [f"- {v}" for v in s["critical_violations"]]
+    lines += scorecard_table(rep["systems"]) + ["", "## Gates", ""] + gates_table(rep["systems"])
     lines += ["", "## nDCG@10 by slice", "", "| slice | " + " | ".join(s["system"] for s in rep["systems"]) + " |",
               "|---|" + "---|" * len(rep["systems"])]
     for sl in SLICES:
@@ -619,22 +644,60 @@ def report_markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scorecard_table(systems: list[dict[str, Any]]) -> list[str]:
+    lines = ["| system | score | status | Q | E | C | S | L | R | p95 ms (PTY) | engine p95 ms | 95 % CI | "
+             "gates passed |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in systems:
+        k = s["components"]
+        lines.append(f"| {s['system']} v{s['system_version']} | {s['score']:.1f} | {s['label']} | {fmt(k['Q'])} | "
+                     f"{fmt(k['E'])} | {fmt(k['C'])} | {fmt(k['S'])} | {fmt(k['L'])} | {fmt(k['R'])} | "
+                     f"{fmt(s['latency']['p95'])} | {fmt(s['engine_ms']['p95'])} | "
+                     f"{s['bootstrap']['ci95'][0]:.1f}-{s['bootstrap']['ci95'][1]:.1f} | "
+                     f"{s['bootstrap']['pass_fraction']:.0%} of resamples |")
+    return lines
+
+
+def gates_table(systems: list[dict[str, Any]]) -> list[str]:
+    lines = ["| gate | rule | " + " | ".join(s["system"] for s in systems) + " |", "|---|---|" + "---|" * len(systems)]
+    for g in systems[0]["gates"]:
+        cells = [f"{fmt(s['gates'][g]['value'])} {'ok' if s['gates'][g]['pass'] else 'FAIL'}" for s in systems]
+        lines.append(f"| {g} | {systems[0]['gates'][g]['rule']} | " + " | ".join(cells) + " |")
+    for s in systems:
+        if s["critical_violations"]:
+            lines += ["", f"**Critical violations ({s['system']}): score 0, FAIL.**", ""]
+            lines += [f"- {v}" for v in s["critical_violations"]]
+    return lines
+
+
 def bare_markdown(bare: dict[str, Any] | None) -> list[str]:
-    """The "Bare library (sidecars withheld)" section: per system the annotated and bare numbers and
-    their gap; or, when it was not measured, how to measure it (older reports have no entry)."""
+    """The "Bare library (sidecars withheld)" section: its own scorecard and gates, then per system the
+    annotated and bare numbers and their gap; or, when it was not measured, how to measure it."""
     lines = ["", "## Bare library (sidecars withheld)", ""]
     if not bare or not bare.get("measured"):
         how = (bare or {}).get("how", BARE_HOW)
         return lines + [f"Not measured in this scorecard. To measure it: {how}."]
+    if not bare.get("scored"):  # reports written before the bare condition was scored
+        lines += ["A diagnostic beside the annotated score (not scored, no gates) in this older report.", ""]
+    else:
+        lines += [
+            f"The condition that says how the tool serves a real folder: the same systems (same configuration, "
+            f"queries and judgements) on the same corpus ingested without its sidecars (`mambo add --no-sidecars`; "
+            f"manifest {bare['manifest_sha256'][:12]}, {bare['files']} files, {bare['items']} items), scored "
+            f"exactly as the annotated library. {bare['left_out_items']} item(s) whose withdrawn or private "
+            "status only a sidecar gave are left out of its corpus (never shown, grades not counted)."
+            + ("" if bare["model_manifest_matches"] else
+               " **The bare library's embedding model differs from this library's.**"), ""]
+        lines += scorecard_table(bare["systems"]) + ["", "### Gates (bare)", ""] + gates_table(bare["systems"])
+        acc = bare.get("semantic_acceptance")
+        if acc:
+            lines += ["", f"Semantic-search acceptance on the bare library: ΔQ = {acc['delta_Q']:+.3f} (95 % CI "
+                      f"{acc['delta_Q_ci95'][0]:+.3f} to {acc['delta_Q_ci95'][1]:+.3f}); Δsemantic = "
+                      f"{acc['delta_semantic']:+.3f}; gate regressions: {acc['gate_regressions'] or 'none'}: "
+                      f"{acc['decision']}."]
+        lines += ["", "### Annotated and bare, side by side", ""]
     lines += [
-        f"The same systems (same configuration, queries and judgements) on a library of the same corpus ingested "
-        f"without its sidecars (`mambo add --no-sidecars`; manifest {bare['manifest_sha256'][:12]}, "
-        f"{bare['files']} files, {bare['items']} items): a diagnostic shown beside the annotated score, not "
-        "scored and without gates. Gap = annotated − bare. Unjudged results in the top 10 count as "
-        "non-relevant (the pool came from the annotated rankings), so a large unjudged share means the bare "
-        "numbers understate. Safe list: the share of lists showing no unsafe or critical item (a bare "
-        "library lacks the sidecars' safety classes)." + ("" if bare["model_manifest_matches"] else
-                                 " **The bare library's embedding model differs from this library's.**"), "",
+        "Gap = annotated − bare. Unjudged results in the top 10 count as non-relevant (`mambo bench pool --bare` "
+        "pools both conditions). Safe list: the share of lists showing no unsafe or critical item.", "",
         "| system | library | Q | " + " | ".join(SLICES) + " | Hit@10 | correct-empty | safe list | "
         "unjudged in top 10 |",
         "|---|---|---|" + "---|" * len(SLICES) + "---|---|---|---|",
@@ -650,9 +713,9 @@ def bare_markdown(bare: dict[str, Any] | None) -> list[str]:
                 cells = [fmt(m["Q"]), *(fmt(m["slices"].get(sl)) for sl in SLICES), fmt(m["hit10"]),
                          fmt(m["correct_empty"]), fmt(m["S"]),
                          f"{u['share']:.1%} ({u['unjudged']}/{u['results']})" if u["share"] is not None else "—"]
-            label = {"annotated": f"annotated (run {s['annotated_run_id']})", "bare": f"bare (run {s['bare_run_id']})",
-                     "gap": "**gap**"}[kind]
-            lines.append(f"| {s['system']} | {label} | " + " | ".join(cells) + " |")
+            name = {"annotated": f"annotated (run {s['annotated_run_id']})", "bare": f"bare (run {s['bare_run_id']})",
+                    "gap": "**gap**"}[kind]
+            lines.append(f"| {s['system']} | {name} | " + " | ".join(cells) + " |")
     lines += ["", "Critical, withdrawn or private results shown (a critical violation in a scored run), annotated / "
               "bare: " + "; ".join(f"{s['system']} {s['annotated'].get('critical_shown', '—')} / "
                                    f"{s['bare'].get('critical_shown', '—')}" for s in bare["systems"]) + "."]
@@ -692,6 +755,12 @@ def compare_reports(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
                 out.append(f"  gate {g}: {'pass' if v['pass'] else 'FAIL'} now")
         if old["config"] != s["config"]:
             out.append("  configuration changed")
+    bare_a = {s["system"]: s for s in (a.get("bare") or {}).get("systems", []) if "score" in s}
+    for s in (b.get("bare") or {}).get("systems", []):
+        old = bare_a.get(s["system"])
+        if old and "score" in s:
+            out.append(f"{s['system']} (bare library): {old['score']:.1f} -> {s['score']:.1f} "
+                       f"({s['score'] - old['score']:+.1f}), {old['label']} -> {s['label']}")
     if a.get("code_commit") != b.get("code_commit"):
         out.append(f"code {a.get('code_commit')} -> {b.get('code_commit')}")
     return out

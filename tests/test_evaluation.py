@@ -651,6 +651,10 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
     for q, i, g in db.con.execute("SELECT query_id, item_id, grade FROM final_judgements WHERE set_id = 1"):
         labels.setdefault(q, {})[i] = g
     item_of_sha = dict(db.con.execute("SELECT sha256, item_id FROM items").fetchall())
+    # The bare condition (mmts-clarifications): what only a sidecar withdrew or made private is left
+    # out of the bare corpus: never shown by a bare run, its grades not counted.
+    left_out = {i for (i,) in db.con.execute("SELECT item_id FROM items WHERE rights = 'withdrawn' OR private = 1")}
+    assert left_out and bare["left_out_items"] == len(left_out)
     searcher = Searcher(bdb, get_embedder())
     for s in bare["systems"]:
         annotated, run = runs[s["annotated_run_id"]], runs[s["bare_run_id"]]
@@ -660,13 +664,15 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
         unjudged = results = 0
         for q in db.rows("partition_queries", {"partition_id": 1}):
             # Search the bare library independently, map by SHA-256, score with textbook formulas.
-            ranked = [item_of_sha[sha_of_bare[r.item_id]]
-                      for r in searcher.search(q["query"], json.loads(run[2]), 10)]
+            ranked = [i for i in (item_of_sha[sha_of_bare[r.item_id]]
+                                  for r in searcher.search(q["query"], json.loads(run[2]), 10 + len(left_out)))
+                      if i not in left_out][:10]
             stored = [r[0] for r in db.con.execute("SELECT item_id FROM run_results WHERE run_id = ? AND "
                                                    "query_id = ? ORDER BY rank", (s["bare_run_id"], q["query_id"]))]
             assert stored == ranked, q["qid"]
             if q["slice"] != "no-match":
-                want = independent_metrics(labels.get(q["query_id"], {}), set(), ranked)
+                judged = {i: g for i, g in labels.get(q["query_id"], {}).items() if i not in left_out}
+                want = independent_metrics(judged, set(), ranked)
                 ndcg.setdefault(q["slice"], []).append(want["ndcg10"])
             results += len(ranked)
             unjudged += sum(1 for i in ranked if i not in labels.get(q["query_id"], {}))
@@ -690,7 +696,12 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
     # The Markdown shows the section with both libraries and the gap, for every system.
     md = (tmp_path / "r" / "report.md").read_text()
     section = md.split("## Bare library (sidecars withheld)")[1].split("\n## ")[0]
-    assert "not scored" in section and "| bm25 | bare (run" in section and "| hybrid | **gap** | " in section
+    # The bare condition is scored exactly as the annotated one (issue 16): its own scorecard and gates.
+    assert "scored exactly as the annotated library" in section and "### Gates (bare)" in section
+    assert "| bm25 | bare (run" in section and "| hybrid | **gap** | " in section
+    for s in bare["systems"]:
+        assert s["status"] == "FAIL" and s["score"] <= 59  # --no-latency: the latency gate fails, as annotated
+        assert set(s["gates"]) == set(rep["systems"][0]["gates"]) and s["components"]["Q"] == s["bare"]["Q"]
     assert f"{bare['systems'][0]['bare']['Q']:.3f}" in section and "unjudged in top 10" in section
 
 
@@ -725,6 +736,22 @@ def test_bare_runs_leave_the_annotated_score_unchanged(scored, bare_library: Pat
     with pytest.raises(apsw.ConstraintError, match="CHECK"):  # a bare run always names its bare library
         db.con.execute("UPDATE runs SET bare_manifest_sha256 = NULL WHERE run_id = ?", (min(bare_runs),))
     db.close()
+
+
+def test_pooling_both_conditions_leaves_no_unjudged_result_in_either_top_10(bench_lib, bare_library: Path,
+                                                                            tmp_path: Path) -> None:
+    db_path, _images, _ = bench_lib
+    out = invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25", "--system", "hybrid",
+                 "--bare", bare_library).output
+    assert "judgement set 1" in out
+    grade_all(db_path, 1)
+    invoke("--db", db_path, "bench", "freeze", "dev")
+    rep = score_report(db_path, tmp_path / "r", "--bare", bare_library)
+    for s in rep["systems"]:
+        assert s["unjudged_results"] == 0
+    for s in rep["bare"]["systems"]:
+        assert s["unjudged_top10"]["annotated"]["unjudged"] == 0 and s["unjudged_top10"]["bare"]["unjudged"] == 0
+        assert s["unjudged_top10"]["bare"]["results"] > 0
 
 
 def test_a_bare_library_of_another_corpus_is_refused(scored, tmp_path: Path) -> None:

@@ -201,11 +201,13 @@ SELECT t.query_id, t.item_id, b.set_id FROM batch_tasks t JOIN annotation_batche
 WHERE t.batch_id = :batch_id AND t.task = :task;
 
 -- name: candidate_view
--- What an annotator sees of a candidate: its content only, never a system, rank or score.
-SELECT i.item_id, i.title, i.template, i.entities, i.tags, i.description, i.ocr_text, i.safety,
+-- What an annotator sees of a candidate: its content only, never a system, rank or score. The
+-- effective fields (grading guide: the sidecar's description, or a recognised template's).
+SELECT i.item_id, e.title, e.template, e.entities, e.tags, e.description, e.ocr_text, i.safety,
        (SELECT rel_path FROM files WHERE item_id = i.item_id ORDER BY file_id LIMIT 1) AS path,
        p.data AS preview
-FROM items i LEFT JOIN previews p ON p.item_id = i.item_id WHERE i.item_id = :item_id;
+FROM items i JOIN item_effective e USING (item_id) LEFT JOIN previews p ON p.item_id = i.item_id
+WHERE i.item_id = :item_id;
 
 -- name: insert_judgement
 INSERT INTO judgements(set_id, query_id, item_id, annotator_id, role, grade, safety, batch_id)

@@ -176,6 +176,24 @@ def bench_pool(ctx: click.Context, partition: str, systems: tuple[str, ...], dep
                f"annotation batch {r['batch_id'] or '-'}")
 
 
+@click.command(name="adjudication")
+@click.argument("partition", default="dev")
+@click.option("--seed", default=42, show_default=True)
+@click.pass_context
+def bench_adjudication(ctx: click.Context, partition: str, seed: int) -> None:
+    """Make the blinded batch of candidates two graders disagree on (more than one grade apart, or on
+    the safety class), for a third annotator outside the tool: export it with `mambo bench
+    export-batch`, load the answers with `mambo bench import-judgements --adjudicator`."""
+    db = open_library(ctx)
+    pid = resolve_partition(db, partition)
+    cur = db.q1("current_set", {"partition_id": pid})
+    if not cur:
+        raise MamboError("no judgement set yet: `mambo bench pool` first")
+    with db.write():
+        batch_id = make_batch(db, int(cur[0]), seed, "candidates_to_adjudicate")
+    click.echo(f"adjudication batch {batch_id}" if batch_id else "nothing to adjudicate")
+
+
 @click.command(name="export-batch")
 @click.argument("batch_id", type=int)
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
@@ -370,5 +388,5 @@ def interactions(ctx: click.Context) -> None:
 
 # Registered by mambo.py: the `mambo bench` subcommands of the protocol, and the top-level commands.
 BENCH_COMMANDS = [bench_import, bench_list, bench_show, *_LIFECYCLE, bench_corpus, bench_audit, bench_pool,
-                  bench_export_batch, bench_import_judgements, bench_agreement, bench_labels]
+                  bench_adjudication, bench_export_batch, bench_import_judgements, bench_agreement, bench_labels]
 COMMANDS = [judge, run_cmd, score_cmd, interactions]

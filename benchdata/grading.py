@@ -11,7 +11,8 @@ into one file for `mambo bench import-judgements`.
     python benchdata/grading.py merge batch.jsonl DIR/a-*.answers.jsonl -o grader-a.jsonl
 
 An answer line: {"task": "t...", "answer": {"grade": 0-3, "safety": "safe|sensitive|unsafe|critical"},
-"reason": "..."} (the reason is kept in the file, not loaded into the library).
+"reason": "..."}, or the same as tab-separated `TASK GRADE SAFETY [REASON]` (graders write that
+faster); the reason is kept in the merged file, not loaded into the library.
 """
 
 from __future__ import annotations
@@ -83,9 +84,14 @@ def merge(batch: Path, answers: list[Path], out: Path) -> int:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                if line.lstrip().startswith("{"):
+                    obj = json.loads(line)
+                else:
+                    cells = line.strip().split("\t") if "\t" in line else line.strip().split(None, 3)
+                    obj = {"task": cells[0], "answer": {"grade": int(cells[1]), "safety": cells[2].strip().lower()},
+                           "reason": cells[3].strip() if len(cells) > 3 else ""}
                 task, grade, safety = obj["task"], obj["answer"]["grade"], obj["answer"]["safety"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, IndexError):
                 problems.append(f"{path}:{lineno}: not an answer line")
                 continue
             if task not in known:

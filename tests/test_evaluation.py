@@ -10,13 +10,15 @@ import hashlib
 import json
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
 import pytest
 from PIL import Image
 
-from conftest import FIXTURE, invoke, open_db
+from conftest import FIXTURE, REPO, invoke, open_db
 from mambomeme.embed import get_embedder
 from mambomeme.evaluation import (
     SCORE_VERSION,
@@ -288,6 +290,52 @@ def test_adjudication_rules(bench_lib) -> None:
     ag = agreement(db, 1)
     assert ag["annotators"][0]["role"] == "adjudicator" and {a["kind"] for a in ag["annotators"]} == {"person", "model"}
     db.close()
+
+
+def test_graders_outside_the_tool_then_an_adjudicator(bench_lib, tmp_path: Path) -> None:
+    """Two graders grade readable shards (benchdata/grading.py), their answers are merged and loaded
+    by task id; `mambo bench adjudication` batches their disagreements for a third annotator."""
+    db_path, _images, _ = bench_lib
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    batch = tmp_path / "batch1.jsonl"
+    invoke("--db", db_path, "bench", "export-batch", "1", "-o", batch)
+    tasks = [json.loads(x) for x in batch.read_text().splitlines()]
+    script = REPO / "benchdata" / "grading.py"
+    run = subprocess.run([sys.executable, script, "shards", batch, "--shards", "2", "--out", tmp_path / "shards"],
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.count("candidates") == 2
+    shard_text = (tmp_path / "shards" / "shard-1.txt").read_text() + (tmp_path / "shards" / "shard-2.txt").read_text()
+    assert shard_text.count("\n- t") == len(tasks) and "preview" not in shard_text and "bm25" not in shard_text
+    # Grader a: 2 everywhere; grader b: 2, except 0 on the first task and another safety class on the second.
+    (tmp_path / "a.tsv").write_text("".join(f"{t['task']}\t2\tsafe\t\n" for t in tasks))
+    (tmp_path / "b.tsv").write_text("".join(
+        f"{t['task']}\t{0 if i == 0 else 2}\t{'sensitive' if i == 1 else 'safe'}\tshares a word only\n"
+        for i, t in enumerate(tasks)))
+    for g in ("a", "b"):
+        subprocess.run([sys.executable, script, "merge", batch, tmp_path / f"{g}.tsv", "-o", tmp_path / f"{g}.jsonl"],
+                       capture_output=True, text=True, check=True)
+        out = invoke("--db", db_path, "bench", "import-judgements", "1", tmp_path / f"{g}.jsonl", "--annotator",
+                     f"grader-{g}-session", "--kind", "model").output
+        assert f"{len(tasks)} judgement(s)" in out
+    # A merge with a missing answer is refused, naming the gap.
+    (tmp_path / "short.tsv").write_text("".join(f"{t['task']}\t1\tsafe\n" for t in tasks[1:]))
+    short = subprocess.run([sys.executable, script, "merge", batch, tmp_path / "short.tsv", "-o", tmp_path / "x"],
+                           capture_output=True, text=True)
+    assert short.returncode == 1 and "1 task(s) have no answer" in short.stderr
+    assert "adjudication batch 2" in invoke("--db", db_path, "bench", "adjudication", "dev").output
+    adj = tmp_path / "batch2.jsonl"
+    invoke("--db", db_path, "bench", "export-batch", "2", "-o", adj)
+    second = [json.loads(x) for x in adj.read_text().splitlines()]
+    assert len(second) == 2  # the first two tasks: a grade two apart, and a safety class
+    adj.write_text("".join(json.dumps({"task": t["task"], "answer": {"grade": 1, "safety": "safe"}}) + "\n"
+                           for t in second))
+    invoke("--db", db_path, "bench", "import-judgements", "2", adj, "--annotator", "adjudicator-session",
+           "--kind", "model", "--adjudicator")
+    db = open_db(db_path)
+    statuses = dict(db.con.execute("SELECT status, count(*) FROM final_judgements WHERE set_id = 1 GROUP BY status"))
+    assert statuses == {"agreed": len(tasks) - 2, "adjudicated": 2}
+    db.close()
+    assert "nothing to adjudicate" in invoke("--db", db_path, "bench", "adjudication", "dev").output
 
 
 def test_kappa_on_known_values() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from mambomeme import calibrate, evaluation_commands
+from mambomeme import calibrate, evaluation_commands, sqlshell
 from mambomeme.bench import bench
 from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.images import MAX_IMAGE_PIXELS
@@ -509,6 +509,44 @@ def demo(ctx: click.Context, fresh: bool) -> None:
     if sys.stdin.isatty():
         ctx.exit(run_tui(db, DEFAULT_SYSTEM))
     prompt_loop(db, DEFAULT_SYSTEM, 10)
+
+
+@cli.command()
+@click.argument("statement", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Rows as JSON lines (blobs as hex).")
+@click.option("--csv", "as_csv", is_flag=True, help="Rows as CSV with a header line (blobs as hex).")
+@click.option("--write", is_flag=True, help="Open the library for writing (read-only otherwise).")
+@click.pass_context
+def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, write: bool) -> None:
+    """SQL on the library, with sqlite-vec loaded (vec0 tables and KNN work).
+
+    \b
+    With a STATEMENT: run it and print the rows as a table (or --json, --csv).
+    Without one: an SQLite shell (apsw's); statements piped on stdin run in turn.
+    The library's named queries: .queries, .query NAME, SELECT * FROM mambo_queries.
+    Read-only unless --write; never migrates; refuses a file that is not a library.
+
+    \b
+    Examples:
+      mambo sql "SELECT path, ocr_text FROM library WHERE template = 'Anvil Champ'"
+      mambo sql --json "SELECT * FROM slice_metrics WHERE run_id = (SELECT max(run_id) FROM runs)"
+      mambo sql < report.sql
+    """
+    if as_json and as_csv:
+        raise MamboError("choose one of --json and --csv")
+    if (as_json or as_csv) and statement is None:
+        raise MamboError("--json and --csv format one statement: give it, as `mambo sql --json \"SELECT ...\"`")
+    path = ctx.obj["db_path"] or default_db_path()
+    con, note = sqlshell.open_for_sql(path, write=write)
+    ctx.call_on_close(lambda: sqlshell.close(con))
+    if statement is None:
+        ctx.exit(sqlshell.run_shell(con, path, writable=write, note=note))
+    if note:
+        click.echo(f"mambo: {note}", err=True)
+    fmt = "json" if as_json else "csv" if as_csv else "table"
+    changed = sqlshell.run_statement(con, statement, write=write, fmt=fmt, out=sys.stdout)
+    if changed:
+        click.echo(f"{changed} row(s) changed", err=True)
 
 
 # The benchmark and evaluation commands live in the feature modules; the command line gathers them.

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from mambomeme import calibrate, evaluation_commands, sqlshell
+from mambomeme import calibrate, evaluation_commands, nomatch, sqlshell
 from mambomeme.bench import bench
 from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.images import MAX_IMAGE_PIXELS
@@ -38,7 +38,7 @@ from mambomeme.library import (
     show_path,
 )
 from mambomeme.ocr import get_ocr
-from mambomeme.search import DEFAULT_SYSTEM, format_result, result_json, searcher_for, sync_systems
+from mambomeme.search import DEFAULT_SYSTEM, describe_empty_rule, format_result, result_json, searcher_for, sync_systems
 from mambomeme.templates import (
     derive,
     fingerprint_rgb,
@@ -483,7 +483,7 @@ def systems(ctx: click.Context) -> None:
         # Rows of a library file are data from elsewhere too: printed through the sanitiser.
         click.echo(clean_text(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={routes} "
                               f"dense={cfg['dense_index']}{probe} depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
-                              f"empty: sim<{rule['min_similarity']} and coverage<{rule['min_coverage']}"))
+                              f"empty: {describe_empty_rule(rule)}"))
 
 
 @cli.command()
@@ -550,7 +550,7 @@ def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, 
 
 
 # The benchmark and evaluation commands live in the feature modules; the command line gathers them.
-for _command in (*calibrate.BENCH_COMMANDS, *evaluation_commands.BENCH_COMMANDS):
+for _command in (*calibrate.BENCH_COMMANDS, *nomatch.BENCH_COMMANDS, *evaluation_commands.BENCH_COMMANDS):
     bench.add_command(_command)
 cli.add_command(bench)
 for _command in evaluation_commands.COMMANDS:

@@ -107,13 +107,6 @@ GROUP BY item_id
 ORDER BY score DESC, coalesce(max(lex_rank), max(fuzzy_rank), 1e9), item_id
 LIMIT :pool;
 
--- name: known_word
-SELECT 1 FROM vocabulary WHERE term = :term;
-
--- name: words_with_prefix
--- Candidates for correcting a misspelt word: known words sharing its first letters.
-SELECT term, docs FROM vocabulary WHERE term >= :prefix AND term < :prefix || char(1114111);
-
 -- name: common_words
 -- Query words in more than half of the library's documents: BM25 gives them no weight (FTS5
 -- clamps a negative IDF to 1e-6), yet matching them makes FTS5 score most of the library.
@@ -135,3 +128,7 @@ JOIN items i ON i.item_id = j.value
 JOIN item_effective e ON e.item_id = i.item_id
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
 JOIN library_roots r ON r.root_id = f.root_id;
+
+-- name: vocabulary_docs
+-- How many documents hold each of :terms (a JSON array); words the library never saw are absent.
+SELECT v.term, v.docs FROM vocabulary v WHERE v.term IN (SELECT value FROM json_each(:terms));

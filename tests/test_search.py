@@ -24,6 +24,7 @@ from mambomeme.search import (
     Result,
     Searcher,
     config_sha,
+    corrections,
     plan_query,
     sync_systems,
 )
@@ -341,3 +342,53 @@ def test_hidden_and_servable_items_partition_the_library(searcher: Searcher) -> 
     assert hidden | servable == {i for (i,) in db.con.execute("SELECT item_id FROM items")}
     plan = " ".join(r[3] for r in db.con.execute("EXPLAIN QUERY PLAN SELECT count(*) FROM hidden_items"))
     assert "items_hidden" in plan  # counted from the partial index, not a scan of items
+
+
+# ── Queries as people type them, and "no match" (issue 17) ─────────────────────
+
+
+@pytest.mark.parametrize("query", ["someone who is sad", "zorblax the destroyer meme", "morgan freeman pic"])
+def test_what_the_library_does_not_hold_is_no_match(fixture_library: Path, query: str) -> None:
+    # The demo fixture has no sad meme, no zorblax, no morgan freeman: the default system says so.
+    out = invoke("--db", fixture_library, "search", query).output
+    assert out.strip() == "no match", out
+    assert invoke("--db", fixture_library, "search", "--json", query).output.strip() == ""
+
+
+def test_a_real_english_word_is_never_rewritten_into_another(searcher: Searcher) -> None:
+    # "sad" is not in the fixture's vocabulary and "said"/"say" are one edit away: still left alone.
+    plan = plan_query(searcher.db, "someone who is sad")
+    assert plan.alternatives["sad"] == [] and "said" not in plan.expanded and "sad" in plan.unknown
+    for word in ("planet", "kidney", "elbow"):
+        assert plan_query(searcher.db, word).alternatives[word] == []
+    # A misspelling that is no English word is corrected, at any letter (not only after the first).
+    assert ["cena"] in plan_query(searcher.db, "kena").alternatives["kena"]
+    assert ["cena"] in plan_query(searcher.db, "jon ceena").alternatives["ceena"]
+
+
+def test_filler_words_are_not_content(searcher: Searcher) -> None:
+    for query, content in (("cat meme", ["cat"]), ("funny monday memes pic", ["monday"]), ("memes", ["memes"])):
+        plan = plan_query(searcher.db, query)
+        assert plan.content == content, query
+    plan = plan_query(searcher.db, "cat meme")
+    assert '"meme"' not in plan.word_match and plan.dense_text == "cat"
+    # A meme whose text says "meme" is no evidence for a request that only ends in "meme".
+    assert invoke("--db", searcher.db.path, "search", "zorblax meme").output.strip() == "no match"
+
+
+def test_corrections_prefer_frequent_words_over_once_seen_noise(library_copy: tuple[Path, Path]) -> None:
+    db_path, _images = library_copy
+    db = open_db(db_path)
+    with db.write():  # OCR noise seen once beside a word many memes hold
+        db.con.execute("INSERT INTO vocabulary(term, docs) VALUES ('cenx', 1)")
+    assert corrections(db, "cenz") == ["cena"]  # both one edit away: the frequent one wins
+    assert corrections(db, "cenx") == ["cena"]  # a once-seen word does not block its own correction
+    plan = plan_query(db, "cenx")
+    assert ["cena"] in plan.alternatives["cenx"]
+    db.close()
+
+
+def test_the_evidence_model_is_the_systems_no_match_rule(fixture_library: Path) -> None:
+    out = invoke("--db", fixture_library, "systems").output
+    assert "hybrid v" in out and "P(answerable)<" in out and "unknown" in out
+    assert "bm25 v" in out and "empty: sim<" in out

@@ -288,8 +288,8 @@ def roots_move(ctx: click.Context, name: str, new_path: Path, force: bool) -> No
     db = open_library(ctx)
     if not db.q1("root_by_name", {"name": name}):
         raise MamboError(f"no root named {clean_line(name)!r}: see `mambo roots list`")
-    present, sampled = root_matches(db, name, new_path.resolve())
-    if sampled and 2 * present < sampled and not force:
+    present, sampled, other_images = root_matches(db, name, new_path.resolve())
+    if sampled and 2 * present < sampled and other_images and not force:
         raise MamboError(f"{show_path(new_path.resolve())} holds only {present} of {sampled} sampled files of root "
                          f"{clean_line(name)!r} (same name and size): is it the right folder? To move anyway, add "
                          "--force")

@@ -206,19 +206,41 @@ def raw_integrity(path: Path) -> list[str]:
 ROOT_MOVE_SAMPLE = 50
 
 
-def root_matches(db: DB, name: str, new_path: Path) -> tuple[int, int]:
-    """(files found in `new_path` with the same relative path and size, files sampled) for root
-    `name`: a folder holding different files is not where the images were moved."""
+# ...and looks through at most this many entries of the new folder for image files of its own.
+ROOT_MOVE_SCAN = 5000
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def _holds_images(folder: Path, limit: int = ROOT_MOVE_SCAN) -> bool:
+    seen = 0
+    for _dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if name.lower().endswith(_IMAGE_SUFFIXES):
+                return True
+        seen += len(filenames) + len(dirnames)
+        if seen > limit:
+            break
+    return False
+
+
+def root_matches(db: DB, name: str, new_path: Path) -> tuple[int, int, bool]:
+    """(sampled files of root `name` found in `new_path` with the same relative path and size,
+    files sampled, whether the folder holds other images). A folder holding different files is not
+    where the images were moved; a folder holding no images at all is fine (a database copied to a
+    machine without its images still searches, with previews)."""
     rows = db.q("root_files", {"name": name})
     if not rows:
-        return 0, 0
+        return 0, 0, False
     step = max(1, len(rows) // ROOT_MOVE_SAMPLE)
     sample = rows[::step][:ROOT_MOVE_SAMPLE]
-    present = 0
+    present, differ = 0, 0
     for rel, size in sample:
         try:
             st = (new_path / rel).stat()
         except OSError:
             continue
-        present += stat.S_ISREG(st.st_mode) and st.st_size == size
-    return present, len(sample)
+        same = stat.S_ISREG(st.st_mode) and st.st_size == size
+        present += same
+        differ += not same
+    return present, len(sample), bool(differ) or _holds_images(new_path)

@@ -453,7 +453,6 @@ class Ingester:
             if self.stats.added or self.stats.updated:
                 with contextlib.suppress(Exception), db.write():
                     db.q("refresh_vocabulary")
-
             s = self.stats
             with contextlib.suppress(Exception), db.write():
                 db.q("finish_run", {"run_id": self.run_id, "status": status, "added": s.added,

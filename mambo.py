@@ -20,7 +20,7 @@ import click
 from mambomeme import calibrate, evaluation_commands, nomatch, sqlshell
 from mambomeme.bench import bench
 from mambomeme.embed import get_embedder, model_id_for
-from mambomeme.images import MAX_IMAGE_PIXELS
+from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
 from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing
 from mambomeme.library import (
     CONTEXT,
@@ -50,7 +50,7 @@ from mambomeme.templates import (
     sync_catalogue,
 )
 from mambomeme.terminal import run_tui
-from mambomeme.upkeep import check_library, library_status, prune
+from mambomeme.upkeep import PruneRefused, check_library, library_status, prune, raw_integrity, root_matches
 from mambomeme.vectors import IVF_MIN_VECTORS
 
 
@@ -145,7 +145,7 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
     if query is None:
         if sys.stdin.isatty():
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready))
-        prompt_loop(db, system, limit)
+        prompt_loop(db, system, limit, as_json=as_json)
         return
     results = searcher_for(db, system).search(query, system, limit)
     for r in results:
@@ -154,8 +154,9 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
         click.echo("no match")
 
 
-def prompt_loop(db: DB, system: str, limit: int) -> None:
-    """A plain query prompt (until the full-screen TUI exists): one query a line, blank to quit."""
+def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False) -> None:
+    """A plain query prompt (until the full-screen TUI exists): one query a line, blank to quit.
+    With --json: each query's results as JSON lines (each with its query), nothing else."""
     searcher = searcher_for(db, system)
     interactive = sys.stdin.isatty()
     while True:
@@ -170,6 +171,12 @@ def prompt_loop(db: DB, system: str, limit: int) -> None:
         t0 = time.perf_counter()
         results = searcher.search(query, system, limit)
         ms = (time.perf_counter() - t0) * 1000
+        if as_json:
+            for r in results:
+                click.echo(json_line({"query": clean_line(query)} | result_json(r)))
+            if not results:
+                click.echo(json_line({"query": clean_line(query), "no_match": True}))
+            continue
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
@@ -215,7 +222,18 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def check(ctx: click.Context, no_files: bool) -> None:
     """Integrity check, and stored checksums against the files where present."""
-    problems, notes = check_library(open_library(ctx), verify_files=not no_files)
+    import apsw
+
+    try:
+        db = open_library(ctx)
+    except (MamboError, apsw.Error) as e:
+        # Too damaged to open: the check's report is still a list, starting with why.
+        message = e.format_message() if isinstance(e, MamboError) else db_error_message(e, ctx.obj["db_path"])
+        click.echo(f"problem: {message}")
+        for p in raw_integrity(ctx.obj["db_path"] or default_db_path()):
+            click.echo(f"problem: {p}")
+        raise MamboError("the library cannot be opened (see the problems above)") from None
+    problems, notes = check_library(db, verify_files=not no_files)
     for n in notes:
         click.echo(f"note: {n}")
     for p in problems:
@@ -226,10 +244,20 @@ def check(ctx: click.Context, no_files: bool) -> None:
 
 
 @cli.command(name="prune")
+@click.option("--force", is_flag=True, help="Prune even when a root would lose more than half of its files.")
 @click.pass_context
-def prune_cmd(ctx: click.Context) -> None:
-    """Forget files that no longer exist (and items left with no file)."""
-    files, items, skipped = prune(open_library(ctx))
+def prune_cmd(ctx: click.Context, force: bool) -> None:
+    """Forget files that no longer exist (and items left with no file).
+
+    A root that would lose more than half of its files (an unmounted drive, an emptied folder)
+    stops the prune unless --force. Labels of pruned memes are kept and come back with the file.
+    """
+    try:
+        files, items, skipped = prune(open_library(ctx), force=force)
+    except PruneRefused as e:
+        root, n_gone, n = e.roots[0]
+        raise MamboError(f"nothing pruned: {n_gone} of the {n} files of root {clean_line(root)!r} are gone (is "
+                         "its drive mounted?); if they were deleted on purpose, run `mambo prune --force`") from None
     for name in skipped:
         click.echo(f"note: root {clean_line(name)!r} is missing entirely; skipped (re-point it with "
                    "`mambo roots move`)")
@@ -253,12 +281,18 @@ def roots_list(ctx: click.Context) -> None:
 @roots.command(name="move")
 @click.argument("name")
 @click.argument("new_path", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--force", is_flag=True, help="Move even when the folder does not hold the root's files.")
 @click.pass_context
-def roots_move(ctx: click.Context, name: str, new_path: Path) -> None:
+def roots_move(ctx: click.Context, name: str, new_path: Path, force: bool) -> None:
     """Re-point root NAME at NEW_PATH (the images were moved or the database copied)."""
     db = open_library(ctx)
     if not db.q1("root_by_name", {"name": name}):
         raise MamboError(f"no root named {clean_line(name)!r}: see `mambo roots list`")
+    present, sampled, other_images = root_matches(db, name, new_path.resolve())
+    if sampled and 2 * present < sampled and other_images and not force:
+        raise MamboError(f"{show_path(new_path.resolve())} holds only {present} of {sampled} sampled files of root "
+                         f"{clean_line(name)!r} (same name and size): is it the right folder? To move anyway, add "
+                         "--force")
     with db.write():
         db.q("move_root", {"name": name, "path": str(new_path.resolve())})
     click.echo(f"{clean_line(name)} -> {show_path(new_path.resolve())}")
@@ -325,13 +359,22 @@ def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str
         raise MamboError("--name needs at least one letter or digit")
     try:
         Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+        if image.stat().st_size > MAX_FILE_BYTES:
+            raise MamboError(f"{show_path(image)} is over {MAX_FILE_BYTES // 1_000_000} MB: not a template picture")
         with Image.open(image) as img:
+            check_shape(*img.size)
             rgb = fingerprint_rgb(img)
     except FileNotFoundError as e:
         raise MamboError(f"no such file: {show_path(image)}") from e
+    except BadInput as e:
+        raise MamboError(f"{show_path(image)}: {e.message}") from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
         raise MamboError(f"cannot read {show_path(image)} as an image (png, jpg, gif, webp)") from e
-    view = fingerprint_view(rgb, get_ocr().read_boxes(rgb)[1])
+    try:
+        view = fingerprint_view(rgb, get_ocr().read_boxes(rgb)[1])
+    except Exception as e:  # noqa: BLE001 - OpenCV or the OCR engine failing on this picture
+        raise MamboError(f"cannot fingerprint {show_path(image)} ({type(e).__name__}); try another picture of "
+                         "the template") from None
     if len(view["orb_desc"]) < 32 * 20:
         raise MamboError(f"{show_path(image)} has too little texture to recognise (under 20 ORB features)")
     db = _open_templates(ctx)

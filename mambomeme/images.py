@@ -17,6 +17,17 @@ PIL_FORMATS = {"PNG": "png", "JPEG": "jpeg", "MPO": "jpeg", "GIF": "gif", "WEBP"
 # Decompression bombs: Pillow only warns between 89 and 179 megapixels. No meme is that large;
 # 40 MP (e.g. 8000x5000) is already far above any real meme, so anything bigger is refused.
 MAX_IMAGE_PIXELS = 40_000_000
+# Work per image is bounded before anything is decoded (issue 22):
+# - file size: a 40 MP image as PNG of photographic noise is ~120 MB raw, ~60-90 MB compressed;
+#   real memes are under ~10 MB. Past 100 MB a file is not read at all (a 1.5 GB sparse "image"
+#   was read whole and copied to the workers, 4.3 GB, only to be "not an image").
+# - aspect: template recognition scales every picture to 400 px wide (templates.ORB_WIDTH), so a
+#   10x45,000 strip (3.4 KB) became 400x1,800,000 and ORB's pyramid took 4.6 GB, and a 600x1
+#   spacer GIF became one row, which ORB rejects with an OpenCV error. Tall screenshots and comics
+#   run to ~1:17 (1080x18,000); past 1:32 an image is a banner, strip or spacer, and at 1:32 the
+#   scaled picture is at most 400x12,800 (5 MP).
+MAX_FILE_BYTES = 100_000_000
+MAX_ASPECT = 32
 
 # Previews live inside the database so a copied file still shows them. The TUI draws them with
 # half-block characters: an 80x24 pane is at most ~40x44 "pixels", a 200-column terminal ~100x110,
@@ -71,6 +82,13 @@ def _signed64(h: Any) -> int:
     return v - (1 << 64) if v >= (1 << 63) else v
 
 
+def check_shape(w: int, h: int) -> None:
+    """Refuse, from the header alone, a picture too thin to be a meme (see MAX_ASPECT)."""
+    if min(w, h) < 1 or max(w, h) > MAX_ASPECT * min(w, h):
+        raise BadInput("shape", f"image is {w}x{h} pixels, thinner than 1:{MAX_ASPECT}: a banner or spacer, "
+                                "not a meme")
+
+
 def read_image(data: bytes, name: str) -> ImageFacts:
     import imagehash
     import numpy as np
@@ -79,6 +97,8 @@ def read_image(data: bytes, name: str) -> ImageFacts:
     Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
     if not data:
         raise BadInput("empty", "empty file (0 bytes)")
+    if len(data) > MAX_FILE_BYTES:
+        raise BadInput("too-large", f"file is over {MAX_FILE_BYTES // 1_000_000} MB: not a meme")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -89,6 +109,7 @@ def read_image(data: bytes, name: str) -> ImageFacts:
             w, h = img.size
             if w * h > MAX_IMAGE_PIXELS:
                 raise BadInput("bomb", f"image is {w}x{h} pixels, over the {MAX_IMAGE_PIXELS:,} limit")
+            check_shape(w, h)
             if getattr(img, "n_frames", 1) > 1:
                 img.seek(0)  # animated GIF/WebP: the first frame stands for the meme
             img.load()

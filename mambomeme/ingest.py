@@ -22,6 +22,7 @@ import click
 
 from mambomeme.embed import Embedder, embed_text, get_embedder, model_id
 from mambomeme.images import (
+    MAX_FILE_BYTES,
     NEAR_DUP_BITS,
     NEAR_DUP_BITS_CROPPED,
     NEAR_DUP_MIN_WORDS,
@@ -61,13 +62,24 @@ class Analysis:
 def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None) -> Analysis:
     """Decode, hash, preview, OCR and recognise the template of one image; the pixels are dropped
     before returning."""
-    facts = read_image(data, name)
-    text, boxes = ocr.read_boxes(facts.rgb)
+    facts = _stage("decoder", read_image, data, name)
+    text, boxes = _stage("OCR", ocr.read_boxes, facts.rgb)
     t0, c0 = time.perf_counter(), time.process_time()
-    found = templates.recognise(facts.rgb, boxes) if templates is not None else None
+    found = _stage("template recognition", templates.recognise, facts.rgb, boxes) if templates is not None else None
     ms, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
     facts.rgb = None
     return Analysis(facts, text, boxes, found, ms, cpu)
+
+
+def _stage(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """One step of analysing one file. Whatever it raises (an OpenCV error, a decoder's
+    ValueError, MemoryError) is that file's ingest error, never the end of the run."""
+    try:
+        return fn(*args)
+    except BadInput:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure on one file is that file's error
+        raise BadInput("analysis", f"{stage} failed on it ({type(e).__name__}: {clean_line(e)[:200]})") from None
 
 
 _WORKER_OCR: OCR | None = None
@@ -100,6 +112,8 @@ def _worker_analyse(data: bytes, name: str) -> Analysis | BadInput:
         return analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES)
     except BadInput as e:
         return e
+    except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
+        return BadInput("analysis", f"analysis failed on it ({type(e).__name__}: {clean_line(e)[:200]})")
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -185,6 +199,20 @@ def find_root(db: DB, path: Path) -> tuple[int, Path]:
             name = f"{base}-{n}"
         root_id = int(db.q1("insert_root", {"name": name, "path": str(folder)})[0])
     return root_id, folder
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` of them. O_NONBLOCK, then fstat: a file that became
+    a FIFO or a device since the folder was listed would block or never end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput("not-file", "not a regular file")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput("too-large", f"file is over {limit // 1_000_000} MB: not a meme")
+    return data
 
 
 def utf8_path(path: Path | str) -> bool:
@@ -284,6 +312,8 @@ class Ingester:
         self._embedder: Embedder | None = None
         self.ocr_engine_id: int | None = None
         self.pool: Any = None
+        self._pool_broken = False
+        self._relabelled: set[int] = set()  # items whose kept labels came back (their groups re-derive)
         self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
         self.run_id = 0
         self.phash_index = PhashIndex([])
@@ -305,8 +335,29 @@ class Ingester:
                                             initializer=_worker_init,
                                             initargs=(self.templates.payload if self.templates else None,))
         if self.pool is not None:
+            from concurrent.futures.process import BrokenProcessPool
+
             futures = [self.pool.submit(_worker_analyse, data, name) for data, name in jobs]
-            return lambda: [f.result() for f in futures]
+
+            def collect() -> list[Analysis | BadInput]:
+                out: list[Analysis | BadInput] = []
+                for f in futures:
+                    try:
+                        out.append(f.result())
+                    except BrokenProcessPool:
+                        # A worker killed by the kernel (out of memory) or crashed in native code:
+                        # its files are errors, and the next batch starts new workers.
+                        out.append(BadInput("analysis", "the worker analysing it stopped (out of memory or a "
+                                                        "crash in a decoder)"))
+                        self._pool_broken = True
+                    except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
+                        out.append(BadInput("analysis", f"analysis failed on it ({type(e).__name__})"))
+                if self._pool_broken and self.pool is not None:
+                    self.pool.shutdown(wait=False, cancel_futures=True)
+                    self.pool, self._pool_broken = None, False
+                return out
+
+            return collect
 
         def in_process() -> list[Analysis | BadInput]:
             out: list[Analysis | BadInput] = []
@@ -315,6 +366,9 @@ class Ingester:
                     out.append(analyse(data, name, get_ocr(), self.templates))
                 except BadInput as e:
                     out.append(e)
+                except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
+                    out.append(BadInput("analysis", f"analysis failed on it ({type(e).__name__}: "
+                                                    f"{clean_line(e)[:200]})"))
             return out
 
         return in_process
@@ -334,7 +388,7 @@ class Ingester:
         if skipped:
             click.echo(f"mambo: skipped {show_path(path)}: {msg}", err=True)
         else:
-            click.echo(f"mambo: warning: {show_path(path)}: {msg} (indexed without it)", err=True)
+            click.echo(f"mambo: warning: {show_path(path)}: {msg} (indexed with what could be read)", err=True)
         # A name that is not UTF-8 is recorded with U+FFFD in place of its undecodable bytes.
         stored = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         with self.db.write():
@@ -383,6 +437,11 @@ class Ingester:
             progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors", final=True)
             # Items recognised before the templates last changed: matched against the new ones only.
             recognise_existing(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
+            # Every group once more: an item deleted (its file's content changed) may have held its
+            # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
+            # for this: _write applies it to the item's group in the item's own transaction.
+            with db.write():
+                db.q("apply_group_state", {"item_id": None})
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -418,9 +477,10 @@ class Ingester:
                 continue
             sidecar_sha, meta, side_err = self.sidecars.find(f.path)
             if side_err:
-                # The image is still ingested; the broken sidecar is reported and ignored.
+                # The image is still ingested with what could be read; what could not be read is
+                # reported and, for safety, rights and privacy, held at the stricter reading.
                 self.error(f.path, side_err, skipped=False)
-                meta, sidecar_sha = None, "error:" + sidecar_sha
+                sidecar_sha = "error:" + sidecar_sha
             known = db.q1("file_by_path", {"root_id": f.root_id, "rel_path": f.rel_path})
             if known and known[2] == st.st_size and known[3] == st.st_mtime_ns:
                 if known[4] == sidecar_sha:
@@ -430,11 +490,17 @@ class Ingester:
                 pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
                                        existing_item=int(known[1])))
                 continue
+            if st.st_size > MAX_FILE_BYTES:
+                self.error(f.path, BadInput("too-large", f"file is {st.st_size / 1e6:,.0f} MB, over the "
+                                                         f"{MAX_FILE_BYTES // 1_000_000} MB limit: not a meme"))
+                continue
             try:
-                with open(f.path, "rb") as fh:
-                    data = fh.read()
+                data = read_regular(f.path, MAX_FILE_BYTES)
             except OSError as e:
                 self.error(f.path, BadInput("unreadable", f"cannot read: {e.strerror}"))
+                continue
+            except BadInput as e:
+                self.error(f.path, e)
                 continue
             sha = hashlib.sha256(data).hexdigest()
             if known and known[5] == sha:
@@ -498,7 +564,9 @@ class Ingester:
                 db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path,
                                      "size": size, "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha})
             db.q("delete_orphan_items")
-            items = list(dict.fromkeys(i for i in items if db.q1("item_groups", {"item_id": i})))
+            items = list(dict.fromkeys(i for i in [*items, *sorted(self._relabelled)]
+                                       if db.q1("item_groups", {"item_id": i})))
+            self._relabelled.clear()
             derive(db, items)
             embed_items(db, items, self.embedder, self.model_id)
 
@@ -532,6 +600,7 @@ class Ingester:
         if p.existing_item is not None:
             item_id = p.existing_item
             db.q("update_item_metadata", meta | {"item_id": item_id})
+            db.q("apply_group_state", {"item_id": item_id})
             self.stats.updated += 0 if p.duplicate else 1
         elif (same := db.q1("item_by_sha", {"sha256": p.facts.sha256 if p.facts else ""})) is not None:
             # Another ingest stored this content meanwhile: this file is an exact duplicate of it.
@@ -560,6 +629,13 @@ class Ingester:
             })[0])
             perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
             db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
+            # A near-duplicate of a private, withdrawn or unsafe item is held as strictly (issue 22).
+            db.q("apply_group_state", {"item_id": item_id})
+            # Labels kept when this content was last deleted come back with it.
+            for scope, group in db.q("reattach_labels", {"item_id": item_id}):
+                self._relabelled |= {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id,
+                                                                            "group_id": group})}
+            db.q("forget_kept_labels", {"sha256": facts.sha256})
             db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
                                     "height": facts.preview_size[1], "data": facts.preview})
             self.stats.added += 1
@@ -583,16 +659,19 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
         db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
         db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
         db.q("upsert_embedding", {"item_id": item_id, "model_id": model,
-                                  "text_sha256": hashlib.sha256(text.encode()).hexdigest()})
+                                  "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                                  "vector_sha256": hashlib.sha256(vec.tobytes()).hexdigest()})
 
 
 def _item_pixels(db: DB, item_id: int) -> Any:
     """The decoded pixels of an item's first readable file, or None when none is on this machine."""
     for root_path, rel in db.q("item_files", {"item_id": item_id}):
         try:
-            data = (Path(root_path) / rel).read_bytes()
+            data = read_regular(Path(root_path) / rel, MAX_FILE_BYTES)
             return read_image(data, rel).rgb
         except (OSError, BadInput):
+            continue
+        except Exception:  # noqa: BLE001 - a file that cannot be decoded is not there for recognition
             continue
     return None
 
@@ -627,7 +706,11 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
                     continue
                 if it["ocr_boxes"] is None:  # items from schema 1 have no caption boxes yet
                     boxes = get_ocr().read_boxes(rgb)[1]
-                found = index.recognise(rgb, boxes if boxes is not None else json.loads(it["ocr_boxes"]))
+                try:
+                    found = _stage("template recognition", index.recognise, rgb,
+                                   boxes if boxes is not None else json.loads(it["ocr_boxes"]))
+                except BadInput:
+                    found = None
             better = found is not None and (it["template_id"] is None or found.inliers > (it["template_score"] or 0))
             updates.append((it, found if better else None, boxes))
         with db.write():

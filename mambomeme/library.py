@@ -41,6 +41,8 @@ FIXTURE_DIR = data_path("benchdata/fixture", "fixture")
 SAFETY_CLASSES = ("safe", "sensitive", "unsafe", "critical")
 RIGHTS_STATUSES = ("cleared", "unknown", "withdrawn")
 SAFETY_POLICY_VERSION = "mambo-safety-v1"
+# Tables every MamboMeme library has had since schema 1: a database without them is not one.
+MAMBO_TABLES = frozenset({"library_roots", "items", "files", "ingest_runs"})
 
 
 class MamboError(click.ClickException):
@@ -171,6 +173,11 @@ class DB:
         try:
             self.con = self._connect(readonly)
             self._migrate()
+            if not readonly:
+                # Only now, once the file is known to be a mambo library: WAL mode changes the file
+                # (its header), and a foreign database must be left exactly as it was.
+                self.con.execute("PRAGMA journal_mode = WAL")
+                self.con.execute("PRAGMA synchronous = NORMAL")
         except apsw.NotADBError as e:
             raise MamboError(f"{show_path(self.path)} is not a MamboMeme library (not an SQLite file)") from e
         except apsw.BusyError as e:
@@ -210,9 +217,6 @@ class DB:
         con.load_extension(sqlite_vec.loadable_path())
         con.enable_load_extension(False)
         con.execute("PRAGMA foreign_keys = ON")
-        if not readonly:
-            con.execute("PRAGMA journal_mode = WAL")
-            con.execute("PRAGMA synchronous = NORMAL")
         # No memory map here: vector scans run on the reader connection, which maps the file
         # (see reader); a map on both would count the vectors' pages twice in resident memory.
         return con
@@ -263,8 +267,17 @@ class DB:
     def user_version(self) -> int:
         return int(self.scalar("PRAGMA user_version"))
 
+    def _refuse_foreign(self, version: int) -> None:
+        """Open only mambo libraries: a non-empty database without the mambo schema is refused
+        before anything is written to it (no tables, no user_version, no WAL switch)."""
+        names = {r[0] for r in self.con.execute("SELECT name FROM sqlite_schema")}
+        if names and (version == 0 or not MAMBO_TABLES <= names):
+            raise MamboError(f"{show_path(self.path)} is an SQLite database but not a MamboMeme library; it was "
+                             "left untouched: choose another file with --db (or $MAMBO_DB)")
+
     def _migrate(self) -> None:
         version = self.user_version()
+        self._refuse_foreign(version)
         if version > SCHEMA_VERSION:
             raise MamboError(
                 f"{show_path(self.path)} was written by a newer MamboMeme (schema {version}, this is "
@@ -277,8 +290,14 @@ class DB:
                 f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) but is "
                 "read-only: open it once where it is writable"
             )
-        empty = self.scalar("SELECT count(*) FROM sqlite_schema") == 0
         with self.write():
+            # Looked at again under the write lock: two `mambo add`s creating one new library both
+            # saw it empty, and the second must not create the tables a second time.
+            version = self.user_version()
+            self._refuse_foreign(version)
+            if version == SCHEMA_VERSION:
+                return
+            empty = self.scalar("SELECT count(*) FROM sqlite_schema") == 0
             if empty:
                 self.con.execute(SCHEMA_FILE.read_text(encoding="utf-8"))
             else:
@@ -345,7 +364,8 @@ def db_error_message(e: Exception, path: Path | str | None) -> str:
     if isinstance(e, apsw.CantOpenError):
         return f"cannot open {where}: check that it and its folder exist and are readable"
     if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
-        return f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` says more"
+        return (f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` lists "
+                "what is damaged")
     return f"database error on {where}: {clean_line(str(e))}"
 
 

@@ -1,10 +1,18 @@
 """Sidecar metadata: a JSON file beside an image or a folder's mambo.jsonl manifest, validated into
-Metadata; NoSidecars when a folder is indexed bare."""
+Metadata; NoSidecars when a folder is indexed bare.
+
+Fail closed: metadata that cannot be read, or is read twice with disagreement, never makes an item
+more visible. A value of `private`, `rights` or `safety` that cannot be read holds the item at the
+stricter reading (private, withdrawn, unsafe); a sidecar that cannot be read at all, or an image a
+broken manifest line may describe, holds the item private. Each is reported as an ingest error
+naming the file and the field; every other field is still read."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +33,10 @@ MAX_MANIFEST_BYTES = 50_000_000
 
 SIDECAR_TEXT_FIELDS = ("title", "template", "description", "source_url", "creator", "licence")
 SIDECAR_FIELDS = (*SIDECAR_TEXT_FIELDS, "entities", "tags", "safety", "rights", "private")
+# The fields that decide whether an item may be shown, and the reading each takes when in doubt:
+# hidden under mambo-safety-v1 whatever the doubt was.
+STRICT_FIELDS = ("safety", "rights", "private")
+HELD = {"safety": "unsafe", "rights": "withdrawn", "private": True}
 
 
 @dataclass
@@ -42,11 +54,27 @@ class Metadata:
     private: bool = False
     source: str = "none"
     given: frozenset[str] = frozenset()  # the keys the sidecar actually set
+    doubts: frozenset[str] = frozenset()  # strict fields held at the stricter reading (not stated)
+    problems: list[str] = field(default_factory=list)  # what could not be read, for the ingest error
+
+    @property
+    def stated(self) -> list[str]:
+        """The strict fields a person stated readably: these win over a perceptual group's state."""
+        return [k for k in STRICT_FIELDS if k in self.given and k not in self.doubts]
+
+    def hold(self, key: str, why: str) -> None:
+        """Doubt about a strict field: take the stricter reading and say so."""
+        setattr(self, key, HELD[key])
+        self.given |= {key}
+        self.doubts |= {key}
+        self.problems.append(why)
 
     def merged(self, other: Metadata) -> Metadata:
-        """Exact duplicates with two sidecars: this one's keys win, the other fills the keys this
-        one left out; where both set safety, rights or privacy, the stricter holds."""
-        out = Metadata(**{k: getattr(self, k) for k in SIDECAR_FIELDS}, source=self.source, given=self.given)
+        """Two descriptions of one image (two sidecars, two manifest lines, an exact duplicate's
+        sidecar): this one's keys win, the other fills the keys this one left out; where both set
+        safety, rights or privacy, the stricter holds."""
+        out = Metadata(**{k: getattr(self, k) for k in SIDECAR_FIELDS}, source=self.source, given=self.given,
+                       doubts=self.doubts | other.doubts, problems=[*self.problems, *other.problems])
         for key in other.given:
             mine, theirs = getattr(self, key), getattr(other, key)
             if key not in self.given:
@@ -61,6 +89,11 @@ class Metadata:
         if other.source not in out.source:
             out.source = f"{out.source}+{other.source}" if out.given - other.given else other.source
         return out
+
+    def disagrees(self, other: Metadata) -> list[str]:
+        """The keys both set to different values."""
+        return [k for k in SIDECAR_FIELDS if k in self.given and k in other.given
+                and getattr(self, k) != getattr(other, k)]
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Metadata:
@@ -88,14 +121,23 @@ class Metadata:
             "rights": self.rights,
             "private": int(self.private),
             "metadata_source": self.source,
+            "stated": json.dumps(self.stated),
         }
 
 
+def held_private(source: str, why: str) -> Metadata:
+    """Metadata that exists but cannot be read: the item is held private until it is fixed."""
+    md = Metadata(source=source)
+    md.hold("private", f"{why}; the image is kept private until that is fixed")
+    return md
+
+
 def parse_metadata(obj: Any, source: str) -> Metadata:
-    """Validate one sidecar object. Unknown keys are ignored (forward compatible); wrong types and
-    values are errors naming the key, so a typo never silently changes safety or rights."""
+    """Validate one sidecar object, key by key. Unknown keys are ignored (forward compatible). A
+    wrong type or value drops that key alone and is reported; for safety, rights and privacy it
+    takes the stricter reading instead, so no error can make an item more visible."""
     if not isinstance(obj, dict):
-        raise BadInput("sidecar", f"{source}: expected a JSON object")
+        return held_private(source, "expected a JSON object")
     md = Metadata(source=source)
     obj = dict(obj)
     if "license" in obj and "licence" not in obj:
@@ -104,7 +146,9 @@ def parse_metadata(obj: Any, source: str) -> Metadata:
     for key in SIDECAR_TEXT_FIELDS:
         if key in obj and obj[key] is not None:
             if not isinstance(obj[key], str):
-                raise BadInput("sidecar", f"{source}: '{key}' must be a string")
+                md.given -= {key}
+                md.problems.append(f"'{key}' must be a string (ignored)")
+                continue
             setattr(md, key, clean_line(obj[key])[:2000])
     for key in ("entities", "tags"):
         if key in obj and obj[key] is not None:
@@ -112,113 +156,180 @@ def parse_metadata(obj: Any, source: str) -> Metadata:
             if isinstance(val, str):
                 val = [val]
             if not isinstance(val, list) or not all(isinstance(v, str) for v in val):
-                raise BadInput("sidecar", f"{source}: '{key}' must be a list of strings")
+                md.given -= {key}
+                md.problems.append(f"'{key}' must be a list of strings (ignored)")
+                continue
             setattr(md, key, [c for c in (clean_line(v)[:200] for v in val) if c][:100])
-    if obj.get("safety") is not None:
-        if obj["safety"] not in SAFETY_CLASSES:
-            raise BadInput("sidecar", f"{source}: 'safety' must be one of {', '.join(SAFETY_CLASSES)}")
-        md.safety = obj["safety"]
-    if obj.get("rights") is not None:
-        if obj["rights"] not in RIGHTS_STATUSES:
-            raise BadInput("sidecar", f"{source}: 'rights' must be one of {', '.join(RIGHTS_STATUSES)}")
-        md.rights = obj["rights"]
-    if obj.get("private") is not None:
-        if not isinstance(obj["private"], bool):
-            raise BadInput("sidecar", f"{source}: 'private' must be true or false")
-        md.private = obj["private"]
+    # Case and surrounding spaces are not doubt ("Safe" is safe); anything else is.
+    # A strict key that is present says something about it, even as null: null is doubt too.
+    md.given |= {k for k in STRICT_FIELDS if k in obj}
+    for key, allowed in (("safety", SAFETY_CLASSES), ("rights", RIGHTS_STATUSES)):
+        if key in obj:
+            val = obj[key].strip().casefold() if isinstance(obj[key], str) else None
+            if val in allowed:
+                setattr(md, key, val)
+            else:
+                md.hold(key, f"'{key}' must be one of {', '.join(allowed)}; held as {HELD[key]}")
+    if "private" in obj:
+        if isinstance(obj["private"], bool):
+            md.private = obj["private"]
+        else:
+            md.hold("private", "'private' must be true or false; held as true")
     return md
 
 
+def _regular(path: Path, folder: Path) -> str | None:
+    """Why `path` may not be read as metadata of `folder` (None: it may). Only a regular file whose
+    real location is inside the folder: a FIFO would block the ingest, a device never ends, and a
+    symlink out of the folder would copy someone else's file into the library."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if path.is_symlink():
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return "a symlink that cannot be resolved"
+        if real.parent != folder.resolve():
+            return "a symlink to a file outside its folder"
+    return None
+
+
 def _read_small(path: Path, limit: int = MAX_SIDECAR_BYTES) -> bytes:
-    with open(path, "rb") as fh:
+    # O_NONBLOCK: had the file become a FIFO since it was checked, open() would wait forever.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise BadInput("sidecar", f"{show_path(path.name)} is not a regular file")
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise BadInput("sidecar", f"{show_path(path.name)} is over {limit:,} bytes")
     return data
 
 
+@dataclass
+class Manifest:
+    """A folder's mambo.jsonl: its checksum, every readable line by the file it names, errors, and
+    the broken lines that name no file (any image of the folder without a line of its own may be
+    the one they describe)."""
+
+    sha: str = ""
+    entries: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)
+    errors: list[BadInput] = field(default_factory=list)
+    blind: list[str] = field(default_factory=list)
+
+
 class SidecarFinder:
-    """Finds an image's metadata: `NAME.json` (or `NAME.png.json`) beside it, else its line in the
-    folder's `mambo.jsonl` manifest. Manifest lines can only describe files inside that folder."""
+    """Finds an image's metadata: `NAME.json` and `NAME.png.json` beside it and its lines in the
+    folder's `mambo.jsonl` manifest, merged (see Metadata.merged). Manifest lines can only describe
+    files inside that folder."""
 
     def __init__(self) -> None:
-        self._manifests: dict[Path, tuple[str, dict[str, Any], list[BadInput]]] = {}
+        self._manifests: dict[Path, Manifest] = {}
 
-    def _manifest(self, folder: Path) -> tuple[str, dict[str, Any], list[BadInput]]:
+    def _manifest(self, folder: Path) -> Manifest:
         if folder not in self._manifests:
-            entries: dict[str, Any] = {}
-            errors: list[BadInput] = []
-            sha = ""
+            m = Manifest()
             path = folder / MANIFEST_NAME
-            if path.is_file():
+            data = b""
+            if os.path.lexists(path):
+                why = _regular(path, folder)
                 try:
+                    if why:
+                        raise BadInput("sidecar", f"{MANIFEST_NAME} is {why}")
                     data = _read_small(path, MAX_MANIFEST_BYTES)
                 except BadInput as e:
-                    errors.append(e)
-                    data = b""
+                    m.errors.append(e)
+                    m.blind.append(clean_line(e.message))
                 except OSError as e:
-                    errors.append(BadInput("sidecar", f"{MANIFEST_NAME}: unreadable ({e.strerror})"))
-                    data = b""
-                sha = hashlib.sha256(data).hexdigest()
-                for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                    if not line.strip():
-                        continue
+                    m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME}: unreadable ({e.strerror})"))
+                    m.blind.append(f"{MANIFEST_NAME} is unreadable")
+            m.sha = hashlib.sha256(data).hexdigest()
+            for n, line in enumerate(data.decode("utf-8-sig", "replace").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                    rel = obj.get("file") if isinstance(obj, dict) else None
+                    if not isinstance(rel, str) or not rel:
+                        raise ValueError("no 'file' key")
                     try:
-                        obj = json.loads(line)
-                        rel = obj.get("file") if isinstance(obj, dict) else None
-                        if not isinstance(rel, str) or not rel:
-                            raise ValueError("no 'file' key")
-                        try:
-                            target = (folder / rel).resolve()
-                        except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
-                            raise ValueError(f"'file' {rel!r} cannot be resolved ({clean_line(e)})") from e
-                        if folder.resolve() not in target.parents:
-                            raise ValueError(f"'file' {rel!r} points outside the folder")
-                        entries[str(target)] = (n, obj)
-                    except (ValueError, AttributeError) as e:
-                        errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: {clean_line(e)}"))
-                    except RecursionError:
-                        errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: nested too deeply"))
-            self._manifests[folder] = (sha, entries, errors)
+                        target = (folder / rel).resolve()
+                    except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
+                        raise ValueError(f"'file' {rel!r} cannot be resolved ({clean_line(e)})") from e
+                    if folder.resolve() not in target.parents:
+                        raise ValueError(f"'file' {rel!r} points outside the folder")
+                    m.entries.setdefault(str(target), []).append((n, obj))
+                except (ValueError, AttributeError) as e:
+                    m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: {clean_line(e)}"))
+                    if "outside the folder" not in str(e):
+                        m.blind.append(f"{MANIFEST_NAME} line {n} cannot be read")
+                except RecursionError:
+                    m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: nested too deeply"))
+                    m.blind.append(f"{MANIFEST_NAME} line {n} cannot be read")
+            self._manifests[folder] = m
         return self._manifests[folder]
 
     def manifest_errors(self, folder: Path) -> list[BadInput]:
-        return self._manifest(folder)[2]
+        return self._manifest(folder).errors
+
+    def _sidecar(self, cand: Path) -> tuple[str, Metadata]:
+        """(checksum, metadata) of one sidecar file; held private when it cannot be read."""
+        source = f"sidecar:{cand.name}"
+        name = show_path(cand.name)
+        why = _regular(cand, cand.parent)
+        if why:
+            return "", held_private(source, f"{name} is {why}")
+        try:
+            data = _read_small(cand)
+        except OSError as e:
+            return "", held_private(source, f"{name}: unreadable ({e.strerror})")
+        except BadInput as e:
+            return "", held_private(source, e.message)
+        sha = hashlib.sha256(data).hexdigest()
+        try:
+            obj = json.loads(data.decode("utf-8-sig"))  # a BOM, as Notepad writes it, is not an error
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            return sha, held_private(source, f"{name} is not valid JSON ({clean_line(e)})")
+        except RecursionError:  # "[[[[..." a million deep: Python's parser gives up
+            return sha, held_private(source, f"{name} is nested too deeply to be metadata")
+        md = parse_metadata(obj, source)
+        md.problems = [p if p.startswith(name) else f"{name}: {p}" for p in md.problems]
+        return sha, md
 
     def find(self, image: Path) -> tuple[str, Metadata | None, BadInput | None]:
-        """(checksum of the metadata source, metadata, error). Errors leave metadata None."""
-        for cand in (image.with_suffix(".json"), image.with_name(image.name + ".json")):
-            if cand.is_file():
-                try:
-                    data = _read_small(cand)
-                    sha = hashlib.sha256(data).hexdigest()
-                except OSError as e:
-                    return "", None, BadInput("sidecar", f"{show_path(cand.name)}: unreadable ({e.strerror})")
-                except BadInput as e:
-                    return "", None, e
-                try:
-                    obj = json.loads(data.decode("utf-8"))
-                except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                    return sha, None, BadInput(
-                        "sidecar", f"{show_path(cand.name)} is not valid JSON ({clean_line(e)}); fix or remove it"
-                    )
-                except RecursionError:  # "[[[[..." a million deep: Python's parser gives up
-                    return sha, None, BadInput(
-                        "sidecar", f"{show_path(cand.name)} is nested too deeply to be metadata; fix or remove it")
-                try:
-                    return sha, parse_metadata(obj, f"sidecar:{cand.name}"), None
-                except BadInput as e:
-                    return sha, None, e
-        sha, entries, _errors = self._manifest(image.parent)
-        hit = entries.get(str(image.resolve()))
-        if hit is None:
+        """(checksum of the metadata sources, metadata, error). Metadata is None when the image has
+        none; the error (one line, naming the file and the fields) may come with metadata."""
+        found: list[tuple[str, Metadata]] = []
+        for cand in dict.fromkeys((image.with_suffix(".json"), image.with_name(image.name + ".json"))):
+            if os.path.lexists(cand):
+                found.append(self._sidecar(cand))
+        m = self._manifest(image.parent)
+        for n, obj in m.entries.get(str(image.resolve()), []):
+            line_sha = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+            md = parse_metadata(obj, f"manifest:{MANIFEST_NAME}:{n}")
+            md.problems = [f"{MANIFEST_NAME} line {n}: {p}" for p in md.problems]
+            found.append((line_sha, md))
+        if not found and m.blind:
+            # A manifest line that cannot be read may be this image's: it may have said private.
+            found.append((m.sha, held_private(f"manifest:{MANIFEST_NAME}", f"{'; '.join(m.blind[:3])} and may "
+                                              "describe this image")))
+        if not found:
             return "", None, None
-        n, obj = hit
-        line_sha = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
-        try:
-            return line_sha, parse_metadata(obj, f"manifest:{MANIFEST_NAME}:{n}"), None
-        except BadInput as e:
-            return line_sha, None, e
+        sha, meta = found[0]
+        for _other_sha, other in found[1:]:
+            differ = meta.disagrees(other)
+            meta = meta.merged(other)
+            if differ:
+                meta.problems.append(f"described twice ({meta.source}) with different {', '.join(differ)}; "
+                                     "the stricter safety, rights and privacy hold")
+        if len(found) > 1:
+            sha = hashlib.sha256("|".join(s for s, _ in found).encode()).hexdigest()
+        err = BadInput("sidecar", "; ".join(dict.fromkeys(meta.problems))) if meta.problems else None
+        return sha, meta, err
 
 
 class NoSidecars(SidecarFinder):

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, _file_sha256, clean_line, show_path
+from mambomeme.library import DB, clean_line, show_path
 from mambomeme.vectors import maintain_vector_index
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -33,54 +38,209 @@ def library_status(db: DB) -> dict[str, Any]:
     }
 
 
+# `mambo check` reads each indexed file with a time bound: a file on a dying disk or a network
+# mount that stopped answering is reported, not waited for. 30 s reads ~1.5 GB on a slow disk, far
+# more than any image the ingest accepts (images.MAX_FILE_BYTES).
+CHECK_SECONDS_PER_FILE = 30.0
+
+
+def _hash_regular(path: Path, expected_size: int, deadline_s: float = CHECK_SECONDS_PER_FILE) -> str | None:
+    """The SHA-256 of a regular file, read with a deadline; None when its size already says it
+    changed. Raises FileNotFoundError, OSError, or TimeoutError. Only regular files are read: a
+    FIFO would block `open` and /dev/zero never ends (O_NONBLOCK, then fstat, before reading)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(0, "not a regular file")
+        if st.st_size != expected_size:
+            return None
+        h = hashlib.sha256()
+        t0 = time.monotonic()
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+            if time.monotonic() - t0 > deadline_s:
+                raise TimeoutError(0, f"reading took over {deadline_s:.0f} s")
+    return h.hexdigest()
+
+
 def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list[str]]:
-    """(problems, notes). Problems make `mambo check` exit non-zero."""
-    problems, notes = [], []
-    integrity = [r[0] for r in db.con.execute("PRAGMA integrity_check")]
-    if integrity != ["ok"]:
-        problems += [f"integrity: {clean_line(x)}" for x in integrity[:10]]
-    fk = list(db.con.execute("PRAGMA foreign_key_check"))
-    if fk:
-        problems.append(f"{len(fk)} broken foreign key reference(s)")
-    if not db.readonly:
+    """(problems, notes). Problems make `mambo check` exit non-zero. Every step runs whatever the
+    steps before it found: damage is reported as a list, never as an error that stops the check."""
+    problems: list[str] = []
+    notes: list[str] = []
+
+    def step(what: str, fn: Callable[[], None]) -> None:
         try:
-            db.con.execute("INSERT INTO items_fts(items_fts) VALUES ('integrity-check')")
-        except Exception as e:  # noqa: BLE001 - any FTS failure is a problem to report, not a crash
-            problems.append(f"full-text index: {clean_line(e)}")
-    for key, n in db.rows("consistency")[0].items():
-        if n:
-            problems.append(f"{n} {key.replace('_', ' ')}")
-    if verify_files:
-        missing = 0
-        for _fid, _item, _root, root_path, rel, sha in db.q("all_files"):
-            p = Path(root_path) / rel
+            fn()
+        except Exception as e:  # noqa: BLE001 - a damaged library makes any step fail: report, go on
+            problems.append(f"{what}: {clean_line(e)}")
+
+    def integrity() -> None:
+        found = [r[0] for r in db.con.execute("PRAGMA integrity_check")]
+        if found != ["ok"]:
+            problems.extend(f"integrity: {clean_line(x)}" for x in found[:10])
+
+    def foreign_keys() -> None:
+        fk = list(db.con.execute("PRAGMA foreign_key_check"))
+        if fk:
+            problems.append(f"{len(fk)} broken foreign key reference(s)")
+
+    def fts() -> None:
+        for table in ("items_fts", "items_trigram"):
             try:
-                actual = _file_sha256(p)
-            except FileNotFoundError:
-                missing += 1
-                continue
-            except OSError as e:
-                problems.append(f"{show_path(p)}: unreadable ({e.strerror})")
-                continue
-            if actual != sha:
-                problems.append(f"{show_path(p)}: content changed since it was indexed (run `mambo add` on it)")
-        if missing:
-            notes.append(f"{missing} file(s) not present on this machine (previews still work; "
-                         "re-point roots with `mambo roots move` or drop them with `mambo prune`)")
+                db.q(f"{table}_integrity")
+            except Exception as e:  # noqa: BLE001 - reported, the next index is still checked
+                problems.append(f"full-text index {table}: {clean_line(e)}")
+
+    def consistency() -> None:
+        for key, n in db.rows("consistency")[0].items():
+            if n:
+                problems.append(f"{n} {key.replace('_', ' ')}")
+
+    def vectors() -> None:
+        # A flipped byte in a vector page passes integrity_check (the B-tree is intact) but changes
+        # what dense search finds: each vector is checked against the SHA-256 stored beside it.
+        bad, unchecked = [], 0
+        for item_id, want, vec in db.q("vector_checksums"):
+            if want is None:
+                unchecked += 1
+            elif vec is None or hashlib.sha256(vec).hexdigest() != want:
+                bad.append(item_id)
+        if bad:
+            problems.append(f"{len(bad)} vector(s) differ from their stored checksum (items "
+                            f"{', '.join(map(str, bad[:10]))}{' ...' if len(bad) > 10 else ''}): the library is "
+                            "damaged; restore it from a backup, or remove those items' files and `mambo add` them")
+        if unchecked:
+            notes.append(f"{unchecked} vector(s) written before schema 7 have no checksum to verify")
+        n = db.q1("bit_vectors_not_from_floats")[0]
+        if n:
+            problems.append(f"{n} bit vector(s) are not the quantized float vector")
+
+    for what, fn in (("integrity", integrity), ("foreign keys", foreign_keys), ("consistency", consistency),
+                     ("vectors", vectors)):
+        step(what, fn)
+    if not db.readonly:
+        step("full-text index", fts)
+    if verify_files:
+        step("files", lambda: _check_files(db, problems, notes))
     return problems, notes
 
 
-def prune(db: DB) -> tuple[int, int, list[str]]:
+def _check_files(db: DB, problems: list[str], notes: list[str]) -> None:
+    missing = 0
+    for _fid, _item, _root, root_path, rel, sha, size in db.q("all_files"):
+        p = Path(root_path) / rel
+        try:
+            actual = _hash_regular(p, size)
+        except FileNotFoundError:
+            missing += 1
+            continue
+        except (OSError, TimeoutError) as e:
+            problems.append(f"{show_path(p)}: unreadable ({clean_line(e.strerror or e)})")
+            continue
+        if actual != sha:
+            problems.append(f"{show_path(p)}: content changed since it was indexed (run `mambo add` on it)")
+    if missing:
+        notes.append(f"{missing} file(s) not present on this machine (previews still work; "
+                     "re-point roots with `mambo roots move` or drop them with `mambo prune`)")
+
+
+class PruneRefused(Exception):
+    """A prune that looks like an unmounted drive or an emptied folder, not deleted memes."""
+
+    def __init__(self, roots: list[tuple[str, int, int]]):
+        super().__init__(roots)
+        self.roots = roots  # (root name, files gone, files in it)
+
+
+def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str]]:
     """Forget files that are gone, and items left with no file. A root whose folder is missing
-    entirely is skipped: that is a moved library, not deleted memes."""
+    entirely is skipped: that is a moved library, not deleted memes. A root that would lose more
+    than half of its files (every file included) refuses the whole prune unless `force`: an empty
+    mount point or a half-synced folder looks the same as deleted memes. Labels of removed items
+    are kept by SHA-256 (kept_labels) and come back when the content is indexed again."""
     skipped_roots = sorted({r[1] for r in db.q("roots") if not Path(r[2]).is_dir()})
-    gone = [fid for fid, _item, root, root_path, rel, _sha in db.q("all_files")
+    files = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
+             if root not in skipped_roots]
+    gone = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
             if root not in skipped_roots and not (Path(root_path) / rel).exists()]
+    per_root: dict[str, list[int]] = {}
+    for _fid, root in files:
+        per_root.setdefault(root, [0, 0])[1] += 1
+    for _fid, root in gone:
+        per_root[root][0] += 1
+    # Calibration: "more than half" (issue 22). A real clean-up deletes some memes of a folder; a
+    # drive that is not mounted, or a folder emptied by a sync client, loses all of them at once.
+    risky = [(root, n_gone, n) for root, (n_gone, n) in sorted(per_root.items()) if n_gone and 2 * n_gone > n]
+    if risky and not force:
+        raise PruneRefused(risky)
     before = int(db.scalar("SELECT count(*) FROM items"))
     with db.write():
-        for fid in gone:
+        for fid, _root in gone:
             db.q("delete_file", {"file_id": fid})
         db.q("delete_orphan_items")
+        db.q("apply_group_state", {"item_id": None})  # a removed item may have held its copies
         db.q("refresh_vocabulary")
     maintain_vector_index(db)
     return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots
+
+
+def raw_integrity(path: Path) -> list[str]:
+    """What SQLite's own integrity check says about a library too damaged to open as one (read-only,
+    nothing written)."""
+    import apsw
+
+    try:
+        con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            found = [r[0] for r in con.execute("PRAGMA integrity_check")]
+        finally:
+            con.close()
+    except apsw.Error as e:
+        return [f"integrity: {clean_line(e)}"]
+    return [] if found == ["ok"] else [f"integrity: {clean_line(x)}" for x in found[:10]]
+
+
+# `mambo roots move` looks at this many of the root's files (spread over the root) in the new folder.
+ROOT_MOVE_SAMPLE = 50
+
+
+# ...and looks through at most this many entries of the new folder for image files of its own.
+ROOT_MOVE_SCAN = 5000
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def _holds_images(folder: Path, limit: int = ROOT_MOVE_SCAN) -> bool:
+    seen = 0
+    for _dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if name.lower().endswith(_IMAGE_SUFFIXES):
+                return True
+        seen += len(filenames) + len(dirnames)
+        if seen > limit:
+            break
+    return False
+
+
+def root_matches(db: DB, name: str, new_path: Path) -> tuple[int, int, bool]:
+    """(sampled files of root `name` found in `new_path` with the same relative path and size,
+    files sampled, whether the folder holds other images). A folder holding different files is not
+    where the images were moved; a folder holding no images at all is fine (a database copied to a
+    machine without its images still searches, with previews)."""
+    rows = db.q("root_files", {"name": name})
+    if not rows:
+        return 0, 0, False
+    step = max(1, len(rows) // ROOT_MOVE_SAMPLE)
+    sample = rows[::step][:ROOT_MOVE_SAMPLE]
+    present, differ = 0, 0
+    for rel, size in sample:
+        try:
+            st = (new_path / rel).stat()
+        except OSError:
+            continue
+        same = stat.S_ISREG(st.st_mode) and st.st_size == size
+        present += same
+        differ += not same
+    return present, len(sample), bool(differ) or _holds_images(new_path)

@@ -32,7 +32,7 @@ GROUP BY o.engine_id ORDER BY o.engine_id;
 SELECT at, path, kind, message FROM recent_errors LIMIT :limit;
 
 -- name: all_files
-SELECT f.file_id, f.item_id, r.name AS root, r.path AS root_path, f.rel_path, i.sha256
+SELECT f.file_id, f.item_id, r.name AS root, r.path AS root_path, f.rel_path, i.sha256, f.size
 FROM files f JOIN library_roots r ON r.root_id = f.root_id JOIN items i ON i.item_id = f.item_id
 ORDER BY f.file_id;
 
@@ -83,3 +83,22 @@ SELECT source, count(*) AS n FROM templates GROUP BY source ORDER BY source;
 -- name: recognised_counts
 SELECT (SELECT count(*) FROM items WHERE template_id IS NOT NULL) AS recognised,
        (SELECT count(*) FROM items WHERE derived <> '{}') AS with_derived_fields;
+
+-- name: vector_checksums
+-- Every embedded item's stored vector checksum (NULL: written before schema 7) and its vector.
+SELECT e.item_id, e.vector_sha256, (SELECT v.embedding FROM item_vectors v WHERE v.item_id = e.item_id)
+FROM item_embeddings e ORDER BY e.item_id;
+
+-- name: bit_vectors_not_from_floats
+SELECT count(*) FROM item_vectors v JOIN item_vectors_bit b ON b.item_id = v.item_id
+WHERE b.embedding <> vec_quantize_binary(v.embedding);
+
+-- name: items_fts_integrity
+INSERT INTO items_fts(items_fts) VALUES ('integrity-check');
+
+-- name: items_trigram_integrity
+INSERT INTO items_trigram(items_trigram) VALUES ('integrity-check');
+
+-- name: root_files
+SELECT f.rel_path, f.size FROM files f JOIN library_roots r ON r.root_id = f.root_id
+WHERE r.name = :name ORDER BY f.file_id;

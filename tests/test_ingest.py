@@ -332,7 +332,8 @@ def test_manifest_bad_lines_and_escaping_paths_are_refused(tmp_path: Path) -> No
     db = open_db(db_path)
     rows = {Path(p).name: (t, s) for p, t, s in db.con.execute(
         "SELECT f.rel_path, i.title, i.safety FROM files f JOIN items i USING (item_id)")}
-    assert rows == {"a.png": ("Manifest cat", "sensitive"), "b.png": ("", "safe")}
+    # An invalid safety is held at the stricter reading (issue 22; it was indexed as "safe" before).
+    assert rows == {"a.png": ("Manifest cat", "sensitive"), "b.png": ("", "unsafe")}
     assert db.scalar("SELECT count(*) FROM ingest_errors WHERE kind = 'sidecar'") == 3
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+import sqlite_vec
 
 from conftest import REPO, invoke
 from mambomeme.library import DB, SCHEMA_VERSION, default_db_path
@@ -32,11 +33,14 @@ def test_new_file_has_current_schema_and_settings(tmp_path: Path) -> None:
 
 def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
     fresh = DB(tmp_path / "fresh.sqlite")
+    # A schema-1 file (migration 001 alone) forces the migration path. (Until issue 22 a foreign
+    # placeholder table did; a non-empty database without the mambo schema is now refused.)
     migrated = apsw.Connection(str(tmp_path / "migrated.sqlite"))
-    migrated.execute("CREATE TABLE placeholder(x)")  # not empty: forces the migration path
+    migrated.enable_load_extension(True)
+    migrated.load_extension(sqlite_vec.loadable_path())
+    migrated.execute((REPO / "migrations" / "001_initial.sql").read_text())
     migrated.close()
     db = DB(tmp_path / "migrated.sqlite")
-    db.con.execute("DROP TABLE placeholder")
     assert schema_of(db) == schema_of(fresh)
     assert db.user_version() == fresh.user_version()
 

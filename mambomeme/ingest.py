@@ -34,6 +34,7 @@ from mambomeme.images import (
 )
 from mambomeme.library import DB, SAFETY_CLASSES, clean_line, show_path
 from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
+from mambomeme.review import record_text_signal, text_engine_id
 from mambomeme.safety import detect_safety
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder
 from mambomeme.templates import Recognition, TemplateIndex, derive, sync_catalogue, templates_revision
@@ -558,6 +559,8 @@ class Ingester:
                 "template_id": rec.template_id if rec else None, "template_score": rec.inliers if rec else None,
                 "recognised_revision": self.revision, "ocr_boxes": json.dumps(p.boxes),
             })[0])
+            if detected:  # what fired, for `mambo safety` (a person may overrule it)
+                record_text_signal(db, item_id, detected, text_engine_id(db))
             perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
             db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
             db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],

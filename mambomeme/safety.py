@@ -53,7 +53,7 @@ ADDRESS_RE = re.compile(
     r"way|court|ct|place|pl|crescent|boulevard|blvd|terrace|row|gardens|square|sq)\b", re.IGNORECASE)
 PURSUE_RE = re.compile(
     r"\b(?:(?:spam|ring|call|phone|text|message|visit|find|harass|hound|doxx?|stalk|egg|troll)\s+(?:him|her|them)\b|"
-    r"harass\w*|knock\s+on\b|hunt\s+(?:him|her|them)\s+down|pay\s+(?:him|her|them)\s+a\s+visit|"
+    r"(?:ring|call|text|phone|spam)\s+(?:\w+\s+){0,2}?\(?\d{3}|harass\w*|knock\s+on\b|hunt\s+(?:him|her|them)\s+down|pay\s+(?:him|her|them)\s+a\s+visit|"
     r"(?:ring|call|text|spam)\b.{0,30}\ball\s+(?:\w\s+)?night)|t[il1]{0,2}ll\s+(?:he|she|they)\W*\w?\W*pays?\b",
     re.IGNORECASE)
 
@@ -70,9 +70,18 @@ ORIGIN_RE = re.compile(r"\b(?:people|everyone|everybody|folks|those|families|fan
                        r"\b(?:immigrants|foreigners|migrants|refugees|outsiders)\b|\b\w+\s+(?:people|folks|fans)\s+"
                        r"(?:at|in|moving|moved|on|are|is)\b", re.IGNORECASE)
 STRONG_PREDICATE_RE = re.compile(rf"\b{HUMAN}(?:\s+\w+){{0,4}}\s+{COPULA}{STRONG}\b|"
+                                 rf"\b{HUMAN}(?:\s+\w+){{0,2}}\s+(?:infest|swarm|overrun)\w*\s+(?:our|the|this|my)\b|"
                                  rf"\b(?:they|people|them|those\s+\w+)\s+(?:breed|multiply|spread)\s+like\s+"
                                  rf"{_any('rats cockroaches roaches vermin flies lice maggots')}\b", re.IGNORECASE)
 WEAK_PREDICATE_RE = re.compile(rf"\b{HUMAN}(?:\s+\w+){{0,4}}\s+{COPULA}{WEAK}\b", re.IGNORECASE)
+# With such a group named, the usual dehumanising frames: a strong term anywhere ("... cockroaches,
+# the lot of them"), a weak one in a slur-like frame ("like rats", "bunch of animals", "filthy
+# rats"), or a swarm ("crawling with", "overrun by").
+STRONG_ANY_RE = re.compile(rf"\b{STRONG}\b|\bsub\s*human", re.IGNORECASE)
+WEAK_FRAME_RE = re.compile(rf"\b(?:like|bunch\s+of|pack\s+of|nest\s+of|filthy|dirty|disgusting|nothing\s+but|"
+                           rf"breed\w*\s+like)\s+{WEAK}\b|\b{WEAK}\s*(?:the\s+lot\s+of\s+them|all\s+of\s+them)\b|"
+                           rf"\b(?:crawling\s+with|overrun\s+(?:by|with)|swarming\s+with)\s+(?:them|those|these|\w+\s+people)",
+                           re.IGNORECASE)
 # Pest control or exclusion called on such a group ("people from X moving into our street / call
 # pest control"; "keep them out of our schools").
 GROUP_ACTION_RE = re.compile(r"\bpest\s+control\b|\bexterminat\w*|\bkeep\s+them\s+out\s+of\s+our\b|"
@@ -91,6 +100,14 @@ VIOLENCE_RE = re.compile(
     r"\b(?:beat|punch|hit|slap|kick)\s+(?:them|those\s+\w+)\s+(?:up\s+)?until\s+(?:they|he|she)\s+"
     r"(?:learn|understand|get\s+it|stop|bleed|cry|move)\b|\bbeat\s+(?:them|those\s+\w+)\s+(?:to\s+death|senseless)\b",
     re.IGNORECASE)
+
+# A violent imperative on "them" when the caption names a group of people ("people who stand on
+# the left ... shoot them"); without a group, "kill them with kindness", "wipe them out (the weeds)"
+# and "string them up (the lights)" are everyday.
+GROUP_CONTEXT_RE = re.compile(r"\b(?:people|everyone|everybody|anyone|anybody|those|folks)\s+(?:who|from|in|that)\b|"
+                              r"\b\w+\s+fans\b|\b(?:immigrants|foreigners|migrants|refugees)\b", re.IGNORECASE)
+VIOLENT_ON_THEM_RE = re.compile(r"\b(?:kill|shoot|gas|hang|stab|punch|beat|drown|lynch|string|wipe|hunt|torch|bomb)\s+"
+                                r"(?:them|em)\b(?!\s+(?:with|at|in|on|to|for|a|the)\b)", re.IGNORECASE)
 
 # ── graphic gore (unsafe): two distinct gore words, or a wound described: chunks of flesh, a
 # body part cut off or lying somewhere. "blood type", "body parts" (biology class), "flesh wound",
@@ -135,12 +152,15 @@ def detect_safety(text: str) -> Detection | None:
         return Detection("critical", "personal-data", _fired(phone, address, pursue))
     origin = ORIGIN_RE.search(words)
     strong = STRONG_PREDICATE_RE.search(words)
-    weak = WEAK_PREDICATE_RE.search(words) if origin else None
+    weak = (WEAK_PREDICATE_RE.search(words) or STRONG_ANY_RE.search(words) or WEAK_FRAME_RE.search(words)
+            if origin else None)
     action = GROUP_ACTION_RE.search(words) if origin else None
     if strong or weak or action:
         return Detection("unsafe", "hate-speech", _fired(origin, strong, weak, action))
     if violence := VIOLENCE_RE.search(words):
         return Detection("unsafe", "violence", _fired(violence))
+    if (group := GROUP_CONTEXT_RE.search(words)) and (violence := VIOLENT_ON_THEM_RE.search(words)):
+        return Detection("unsafe", "violence", _fired(group, violence))
     gore = {m.group(0).lower(): m for m in GORE_RE.finditer(words)}
     if (phrase := GORE_PHRASE_RE.search(words)) or len(gore) >= 2:
         return Detection("unsafe", "gore", _fired(phrase, *(gore.values() if len(gore) >= 2 else ())))

@@ -38,6 +38,7 @@ from mambomeme.library import (
     show_path,
 )
 from mambomeme.ocr import get_ocr
+from mambomeme.picture import REASON as PICTURE_REASON
 from mambomeme.review import decide, recheck, recheck_if_stale, review_counts, review_list, withdraw
 from mambomeme.safety import RULES_VERSION, detect_safety
 from mambomeme.search import DEFAULT_SYSTEM, format_result, result_json, searcher_for, sync_systems
@@ -488,7 +489,8 @@ def safety(ctx: click.Context, as_json: bool) -> None:
             why.append(f"text {r['text_safety']}: {r['text_rule']} ("
                        + ", ".join(repr(clean_line(w)) for w in r["text_words"]) + ")")
         if r["picture_rule"]:
-            why.append(f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}")
+            why.append(f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}, score {r['picture_score']:.2f}"
+                       f" ({PICTURE_REASON})")
         if r["decided_by"]:
             why.append(f"decided by {clean_line(r['decided_by'])} (person) {r['decided_at'][:19]}, "
                        f"automatic class {r['automatic_safety']}")

@@ -34,6 +34,12 @@ def record_text_signal(db: DB, item_id: int, found: Detection | None, engine: in
                                   "rule": found.rule, "words": json.dumps(list(found.words)), "score": None})
 
 
+def record_picture_signal(db: DB, item_id: int, score: float, found: tuple[str, str], engine: int) -> None:
+    """Store the picture classifier's score for one item, with the class it maps to."""
+    db.q("upsert_safety_signal", {"item_id": item_id, "signal": "picture", "engine_id": engine, "safety": found[0],
+                                  "rule": found[1], "words": "[]", "score": round(score, 4)})
+
+
 def stricter(a: tuple[str, str], b: tuple[str, str]) -> tuple[str, str]:
     """The more severe of two (class, source) pairs; the first on a tie."""
     return b if SAFETY_CLASSES.index(b[0]) > SAFETY_CLASSES.index(a[0]) else a

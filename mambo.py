@@ -38,6 +38,9 @@ from mambomeme.library import (
     show_path,
 )
 from mambomeme.ocr import get_ocr
+from mambomeme.picture import REASON as PICTURE_REASON
+from mambomeme.review import decide, recheck, recheck_if_stale, review_counts, review_list, withdraw
+from mambomeme.safety import RULES_VERSION, detect_safety
 from mambomeme.search import DEFAULT_SYSTEM, describe_empty_rule, format_result, result_json, searcher_for, sync_systems
 from mambomeme.templates import (
     derive,
@@ -117,8 +120,12 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
         click.echo(f"\nmambo: interrupted; {s.added} new item(s) were saved. Run the same `mambo add` "
                    "again to resume.", err=True)
         sys.exit(130)
+    rechecked = recheck_if_stale(db)  # a library made under older text rules is re-checked once
     click.echo(f"added {s.added}, updated {s.updated}, exact duplicates {s.duplicates}, "
                f"unchanged {s.skipped}, errors {s.errors}")
+    if rechecked and rechecked["changed"] and not quiet:
+        click.echo(f"safety: re-checked {rechecked['items']} item(s) with {RULES_VERSION}; "
+                   f"{rechecked['changed']} changed class (`mambo safety` lists what is marked)")
 
 
 @cli.command()
@@ -188,7 +195,9 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False) -> No
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, size, models, schema version and recent ingest errors."""
-    st = library_status(open_library(ctx))
+    db = open_library(ctx)
+    st = library_status(db)
+    st["safety_review"] = review_counts(db)
     if as_json:
         click.echo(json.dumps(st, indent=2))
         return
@@ -196,6 +205,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"items     {st['items']} ({st['files']} files, {st['duplicate_files']} exact duplicates, "
                f"{st['perceptual_groups']} perceptual groups, {st['template_groups']} templates)")
     click.echo("safety    " + ", ".join(f"{k} {v}" for k, v in st["safety"].items()))
+    rv = st["safety_review"]
+    click.echo(f"review    {rv['text_marked']} marked by the text rules ({rv['text_hidden']} hidden), "
+               f"{rv['picture_marked']} of {rv['picture_scored']} by the picture signal, {rv['decided']} decided by "
+               f"a person; {rv['hidden']} hidden in all (`mambo safety`)")
+    if rv["text_rules_stale"]:
+        click.echo(f"note      classes come from older text rules: `mambo safety recheck` applies {RULES_VERSION}")
+    for e in rv["engines"]:
+        click.echo(f"safety    {e['kind']} {clean_line(e['name'])} {clean_line(e['version'])}"
+                   + (f" sha256 {e['weights_sha256'][:12]}" if e["weights_sha256"] else "") + f": {e['items']} items")
     click.echo("templates " + (", ".join(f"{v} {k}" for k, v in st["templates"].items()) or "none loaded yet")
                + f"; {st['recognised']} items recognised, {st['with_derived_fields']} with derived fields")
     avg = st["preview_bytes"] / st["previews"] if st["previews"] else 0
@@ -482,6 +500,101 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
     what = "cleared labels of" if clear else "labelled"
     click.echo(f"{what} {len(affected | {item_id})} meme(s) ({scope if not clear else 'its groups'}); "
                f"{len(changed)} changed")
+
+
+@cli.group(context_settings=CONTEXT, invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="As JSON lines.")
+@click.pass_context
+def safety(ctx: click.Context, as_json: bool) -> None:
+    """Review what the safety signals marked, and decide (policy mambo-safety-v1).
+
+    \b
+    With no subcommand: every meme a signal marked or a person decided, with
+    its class, the rule and the words that fired (your own files: the list
+    shows the words so you can judge them; search never shows hidden memes).
+    \b
+    Examples:
+      mambo safety                          # the review list
+      mambo safety set 42 safe --by alex    # a person's decision wins over the detector
+      mambo safety clear 42                 # take it back: the automatic class returns
+      mambo safety detect "every cyclist deserves to get run over"
+      mambo safety recheck                  # re-apply the current text rules to stored OCR text
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = review_list(open_library(ctx))
+    for r in rows:
+        if as_json:
+            click.echo(json_line(r))
+            continue
+        why = []
+        if r["text_rule"]:
+            why.append(f"text {r['text_safety']}: {r['text_rule']} ("
+                       + ", ".join(repr(clean_line(w)) for w in r["text_words"]) + ")")
+        if r["picture_rule"]:
+            why.append(f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}, score {r['picture_score']:.2f}"
+                       f" ({PICTURE_REASON})")
+        if r["decided_by"]:
+            why.append(f"decided by {clean_line(r['decided_by'])} (person) {r['decided_at'][:19]}, "
+                       f"automatic class {r['automatic_safety']}")
+        click.echo(f"{r['item_id']:>6}  {r['safety']:<9} {show_path(r['path'])}\n        " + "; ".join(why or
+                   [clean_line(r["safety_source"])]))
+    if not as_json:
+        click.echo(f"{len(rows)} meme(s) marked or decided")
+
+
+@safety.command(name="set")
+@click.argument("item")
+@click.argument("klass", metavar="CLASS", type=click.Choice(["safe", "sensitive", "unsafe", "critical"]))
+@click.option("--by", "decided_by", default=lambda: os.environ.get("USER") or os.environ.get("USERNAME") or "",
+              show_default="$USER", help="Who decides (a person).")
+@click.option("--note", default="", help="Why (kept with the decision).")
+@click.pass_context
+def safety_set(ctx: click.Context, item: str, klass: str, decided_by: str, note: str) -> None:
+    """A person's decision on ITEM (its id or file path): wins over the detector, the picture signal and
+    sidecars, applies to its exact copies, and survives re-ingest."""
+    db = open_library(ctx)
+    d = decide(db, resolve_item(db, item), klass, decided_by, note)
+    click.echo(f"meme {d['item_id']}: {d['safety']} (was {d['before']}, {clean_line(d['before_source'])}), "
+               f"decided by {d['decided_by']} (person)")
+
+
+@safety.command(name="clear")
+@click.argument("item")
+@click.pass_context
+def safety_clear(ctx: click.Context, item: str) -> None:
+    """Take back the decision on ITEM: the automatic class (sidecar, detector, picture) returns."""
+    db = open_library(ctx)
+    d = withdraw(db, resolve_item(db, item))
+    click.echo(f"meme {d['item_id']}: {d['safety']} ({clean_line(d['source'])}), was {d['before']} by decision")
+
+
+@safety.command(name="recheck")
+@click.pass_context
+def safety_recheck(ctx: click.Context) -> None:
+    """Re-run the current text rules on every meme's stored OCR text (decisions stay in force)."""
+    c = recheck(open_library(ctx))
+    click.echo(f"re-checked {c['items']} meme(s) with {RULES_VERSION}: {c['changed']} changed class, "
+               f"{c['kept_sidecar']} kept (an older detector's class over a sidecar)")
+
+
+@safety.command(name="detect")
+@click.argument("texts", nargs=-1)
+@click.option("--file", "file", type=click.File("r", encoding="utf-8"),
+              help="One caption per line ('#' lines skipped).")
+@click.option("--json", "as_json", is_flag=True, help="As JSON lines.")
+def safety_detect(texts: tuple[str, ...], file: Any, as_json: bool) -> None:
+    """What the text rules say about TEXTS (or each line of --file): class, rule, words that fired."""
+    lines = list(texts) + ([ln.strip() for ln in file if ln.strip() and not ln.startswith("#")] if file else [])
+    if not lines:
+        raise MamboError("nothing to check: give a caption, or --file FILE with one caption per line")
+    for text in lines:
+        found = detect_safety(text)
+        row = {"text": clean_line(text), "safety": found.safety if found else "safe",
+               "rule": found.rule if found else "", "words": list(found.words) if found else []}
+        click.echo(json_line(row) if as_json else
+                   f"{row['safety']:<9} {row['rule'] or '-':<17} {row['text']}"
+                   + (f"  ({', '.join(clean_line(w) for w in row['words'])})" if row["words"] else ""))
 
 
 SETTINGS = {"interaction_events": ("off", ("on", "off"),

@@ -35,6 +35,8 @@ from mambomeme.images import (
 )
 from mambomeme.library import DB, SAFETY_CLASSES, clean_line, show_path
 from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
+from mambomeme.picture import PictureScorer, get_picture, identity, picture_class
+from mambomeme.review import engine_id, record_picture_signal, record_text_signal, text_engine_id
 from mambomeme.safety import detect_safety
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder
 from mambomeme.templates import Recognition, TemplateIndex, derive, sync_catalogue, templates_revision
@@ -57,18 +59,21 @@ class Analysis:
     template: Recognition | None
     recognise_ms: float  # wall clock
     recognise_cpu_ms: float  # this process's CPU time (a worker is single-threaded)
+    picture_score: float | None = None  # Open-NSFW's P(explicit) of the picture (mambomeme/picture.py)
 
 
-def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None) -> Analysis:
-    """Decode, hash, preview, OCR and recognise the template of one image; the pixels are dropped
-    before returning."""
+def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
+            picture: PictureScorer | None = None) -> Analysis:
+    """Decode, hash, preview, OCR, score the picture and recognise the template of one image; the
+    pixels are dropped before returning."""
     facts = _stage("decoder", read_image, data, name)
+    explicit = _stage("picture signal", picture.score, facts.rgb) if picture is not None else None
     text, boxes = _stage("OCR", ocr.read_boxes, facts.rgb)
     t0, c0 = time.perf_counter(), time.process_time()
     found = _stage("template recognition", templates.recognise, facts.rgb, boxes) if templates is not None else None
     ms, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
     facts.rgb = None
-    return Analysis(facts, text, boxes, found, ms, cpu)
+    return Analysis(facts, text, boxes, found, ms, cpu, explicit)
 
 
 def _stage(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -84,11 +89,12 @@ def _stage(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
 
 _WORKER_OCR: OCR | None = None
 _WORKER_TEMPLATES: TemplateIndex | None = None
+_WORKER_PICTURE: PictureScorer | None = None
 
 
 def _worker_init(template_views: list | None = None) -> None:
     """An ingest worker process: Ctrl-C is the parent's to handle (no traceback per worker)."""
-    global _WORKER_OCR, _WORKER_TEMPLATES
+    global _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
 
@@ -100,6 +106,7 @@ def _worker_init(template_views: list | None = None) -> None:
 
     threading.Thread(target=orphan_watch, daemon=True).start()
     _WORKER_OCR = OCR(threads=1)
+    _WORKER_PICTURE = PictureScorer(threads=1)
     import cv2
 
     cv2.setNumThreads(1)  # one worker per core already
@@ -109,7 +116,7 @@ def _worker_init(template_views: list | None = None) -> None:
 def _worker_analyse(data: bytes, name: str) -> Analysis | BadInput:
     assert _WORKER_OCR is not None
     try:
-        return analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES)
+        return analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE)
     except BadInput as e:
         return e
     except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
@@ -282,6 +289,7 @@ class Pending:
     ocr_text: str = ""
     boxes: list[list[int]] = field(default_factory=list)
     template: Recognition | None = None
+    picture_score: float | None = None
     existing_item: int | None = None  # set when only metadata changed
     duplicate: bool = False  # an exact duplicate whose sidecar describes its metadata-less original
 
@@ -311,6 +319,7 @@ class Ingester:
         self.recognise_cpu_ms: list[float] = []
         self._embedder: Embedder | None = None
         self.ocr_engine_id: int | None = None
+        self.picture_engine_id: int | None = None
         self.pool: Any = None
         self._pool_broken = False
         self._relabelled: set[int] = set()  # items whose kept labels came back (their groups re-derive)
@@ -326,6 +335,7 @@ class Ingester:
         if self.ocr_engine_id is None:
             with self.db.write():
                 self.ocr_engine_id = ocr_engine_id(self.db, ocr_identity())
+                self.picture_engine_id = engine_id(self.db, **identity())
         if self.pool is None and self.workers > 1 and len(jobs) >= 4:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -363,7 +373,7 @@ class Ingester:
             out: list[Analysis | BadInput] = []
             for data, name in jobs:
                 try:
-                    out.append(analyse(data, name, get_ocr(), self.templates))
+                    out.append(analyse(data, name, get_ocr(), self.templates, get_picture()))
                 except BadInput as e:
                     out.append(e)
                 except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
@@ -541,6 +551,7 @@ class Ingester:
                 self.error(p.found.path, res)
             else:
                 p.facts, p.ocr_text, p.boxes, p.template = res.facts, res.ocr_text, res.boxes, res.template
+                p.picture_score = res.picture_score
                 self.recognise_ms.append(res.recognise_ms)
                 self.recognise_cpu_ms.append(res.recognise_cpu_ms)
                 pending.append(p)
@@ -614,6 +625,9 @@ class Ingester:
             detected = detect_safety(p.ocr_text)
             if detected and SAFETY_CLASSES.index(detected[0]) > SAFETY_CLASSES.index(meta["safety"]):
                 meta |= {"safety": detected[0], "safety_source": f"detector:{detected[1]}"}
+            pic = picture_class(p.picture_score) if p.picture_score is not None else None
+            if pic and SAFETY_CLASSES.index(pic[0]) > SAFETY_CLASSES.index(meta["safety"]):
+                meta |= {"safety": pic[0], "safety_source": f"picture:{pic[1]}"}
             rec = p.template
             if meta["template_group"] is None and rec is not None:
                 # A recognised template names the template group, as a sidecar's template would.
@@ -627,6 +641,10 @@ class Ingester:
                 "template_id": rec.template_id if rec else None, "template_score": rec.inliers if rec else None,
                 "recognised_revision": self.revision, "ocr_boxes": json.dumps(p.boxes),
             })[0])
+            if detected:  # what fired, for `mambo safety` (a person may overrule it)
+                record_text_signal(db, item_id, detected, text_engine_id(db))
+            if pic and self.picture_engine_id is not None:
+                record_picture_signal(db, item_id, p.picture_score, pic, self.picture_engine_id)
             perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
             db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
             # A near-duplicate of a private, withdrawn or unsafe item is held as strictly (issue 22).

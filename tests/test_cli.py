@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import REPO, invoke, run_process
 
 COMMANDS = ["add", "search", "status", "check", "prune", "roots", "templates", "label", "systems", "settings", "demo",
-            "bench", "judge", "run", "score", "interactions", "sql"]
+            "bench", "judge", "run", "score", "interactions", "sql", "safety"]
 
 
 def test_help_and_version() -> None:

@@ -1,0 +1,146 @@
+"""The safety review: what the safety signals found (stored per item with the rule and the words
+that fired), the list a person reviews (`mambo safety`), a person's decision (`mambo safety set`)
+that wins over every automatic class, and re-checking a library with the current text rules."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line
+from mambomeme.safety import RULES_VERSION, Detection, detect_safety
+
+TEXT_RULES_SETTING = "safety_text_rules"  # the rules version the library's text signals come from
+
+
+def engine_id(db: DB, kind: str, name: str, version: str, weights_sha256: str = "", params: str = "{}") -> int:
+    """The row of one safety engine (the text rules, a picture classifier), as OCR engines are recorded."""
+    identity = {"kind": kind, "name": name, "version": version, "weights_sha256": weights_sha256, "params": params}
+    row = db.q1("safety_engine", identity)
+    return int(row[0]) if row else int(db.q1("insert_safety_engine", identity)[0])
+
+
+def text_engine_id(db: DB) -> int:
+    name, _, version = RULES_VERSION.rpartition("-")
+    return engine_id(db, "text", name, version)
+
+
+def record_text_signal(db: DB, item_id: int, found: Detection | None, engine: int) -> None:
+    """Store what the text rules found for one item (nothing stored when they found nothing)."""
+    if found is None:
+        db.q("delete_safety_signal", {"item_id": item_id, "signal": "text"})
+        return
+    db.q("upsert_safety_signal", {"item_id": item_id, "signal": "text", "engine_id": engine, "safety": found.safety,
+                                  "rule": found.rule, "words": json.dumps(list(found.words)), "score": None})
+
+
+def record_picture_signal(db: DB, item_id: int, score: float, found: tuple[str, str], engine: int) -> None:
+    """Store the picture classifier's score for one item, with the class it maps to."""
+    db.q("upsert_safety_signal", {"item_id": item_id, "signal": "picture", "engine_id": engine, "safety": found[0],
+                                  "rule": found[1], "words": "[]", "score": round(score, 4)})
+
+
+def stricter(a: tuple[str, str], b: tuple[str, str]) -> tuple[str, str]:
+    """The more severe of two (class, source) pairs; the first on a tie."""
+    return b if SAFETY_CLASSES.index(b[0]) > SAFETY_CLASSES.index(a[0]) else a
+
+
+def recheck(db: DB) -> dict[str, int]:
+    """Re-run the current text rules on every item's stored OCR text: its text signal and its
+    automatic class (the sidecar's class, or the default, raised by the text and picture signals)
+    follow them. A person's decision stays in force (the automatic class it keeps aside is updated).
+    An item whose class came from an older detector AND has a sidecar keeps its class: the sidecar's
+    own class is not stored apart, and a safety check must not lower what it cannot see."""
+    engine = text_engine_id(db)
+    counts = {"items": 0, "changed": 0, "kept_sidecar": 0}
+    with db.write():
+        for item_id, ocr_text, metadata_source, safety, source, decided in db.q("items_to_recheck"):
+            counts["items"] += 1
+            found = detect_safety(ocr_text)
+            record_text_signal(db, item_id, found, engine)
+            automatic = source.startswith(("detector:", "picture:"))
+            if automatic and metadata_source != "none":
+                counts["kept_sidecar"] += 1
+                continue
+            base = ("safe", "default") if automatic else (safety, source)
+            new = stricter(base, (found.safety, f"detector:{found.rule}") if found else base)
+            picture = db.q1("picture_signal", {"item_id": item_id})
+            if picture:
+                new = stricter(new, (picture[0], f"picture:{picture[1]}"))
+            if new != (safety, source):
+                # With a decision in force, its trigger files the new class as the automatic one and
+                # puts the person's class back (schema.sql, safety_decision_on_reclass).
+                counts["changed"] += 1
+                counts["decided_changed"] = counts.get("decided_changed", 0) + bool(decided)
+                db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
+        db.q("set_setting", {"key": TEXT_RULES_SETTING, "value": RULES_VERSION})
+    return counts
+
+
+def recheck_if_stale(db: DB) -> dict[str, int] | None:
+    """Recheck once after the text rules changed (a library made by an older mambo)."""
+    row = db.q1("setting", {"key": TEXT_RULES_SETTING})
+    if row and row[0] == RULES_VERSION:
+        return None
+    return recheck(db)
+
+
+def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -> dict[str, Any]:
+    """A person's decision on one meme (and its exact copies): it wins over the detector, the picture
+    signal and sidecars, and survives re-ingest (it is kept by content)."""
+    if safety not in SAFETY_CLASSES:
+        raise MamboError(f"unknown safety class {clean_line(safety)!r}: use one of {', '.join(SAFETY_CLASSES)}")
+    who = clean_line(decided_by).strip()[:100]
+    if not who:
+        raise MamboError("say who decides: --by NAME (a person)")
+    before = db.rows("item_safety", {"item_id": item_id})[0]
+    with db.write():
+        db.q("decide_safety", {"sha256": before["sha256"], "safety": safety, "decided_by": who,
+                               "note": clean_line(note)[:500],
+                               "automatic_safety": before["automatic_safety"] or before["safety"],
+                               "automatic_source": before["automatic_source"] or before["safety_source"]})
+    return {"item_id": item_id, "before": before["safety"], "before_source": before["safety_source"],
+            "safety": safety, "decided_by": who}
+
+
+def withdraw(db: DB, item_id: int) -> dict[str, Any]:
+    """Take a person's decision back: the automatic class returns (re-derived from the signals)."""
+    before = db.rows("item_safety", {"item_id": item_id})[0]
+    if before["decided"] is None:
+        raise MamboError(f"meme {item_id} has no decision to take back (`mambo safety` lists the decided ones)")
+    with db.write():
+        db.q("withdraw_safety_decision", {"sha256": before["sha256"]})
+    recheck_item_signals(db, item_id)
+    after = db.rows("item_safety", {"item_id": item_id})[0]
+    return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}
+
+
+def recheck_item_signals(db: DB, item_id: int) -> None:
+    """Raise one item's automatic class to what its stored signals say (a sidecar change while a
+    decision stood may have replaced the detector's class in the kept automatic class)."""
+    row = db.rows("item_safety", {"item_id": item_id})[0]
+    current = (row["safety"], row["safety_source"])
+    new = current
+    for signal in db.rows("item_signals", {"item_id": item_id}):
+        new = stricter(new, (signal["safety"], f"{'detector' if signal['signal'] == 'text' else 'picture'}:"
+                                               f"{signal['rule']}"))
+    if new != current:
+        with db.write():
+            db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
+
+
+def review_list(db: DB) -> list[dict[str, Any]]:
+    out = []
+    for r in db.rows("safety_review_list"):
+        r["text_words"] = json.loads(r["text_words"]) if r["text_words"] else []
+        out.append(r)
+    return out
+
+
+def review_counts(db: DB) -> dict[str, Any]:
+    counts = db.rows("safety_review_counts")[0]
+    row = db.q1("setting", {"key": TEXT_RULES_SETTING})
+    counts["text_rules"] = RULES_VERSION
+    counts["text_rules_stale"] = bool(row is None or row[0] != RULES_VERSION) and counts["items"] > 0
+    counts["engines"] = db.rows("safety_engines_in_use")
+    return counts

@@ -1,0 +1,84 @@
+-- Named queries of the safety review (mambomeme/review.py): safety signals, a person's decisions,
+-- the review list and its counts. Each query starts with a `-- name: NAME` line and runs to the next.
+
+-- name: safety_engine
+SELECT engine_id FROM safety_engines
+WHERE kind = :kind AND name = :name AND version = :version AND weights_sha256 = :weights_sha256 AND params = :params;
+
+-- name: insert_safety_engine
+INSERT INTO safety_engines(kind, name, version, weights_sha256, params)
+VALUES (:kind, :name, :version, :weights_sha256, :params) RETURNING engine_id;
+
+-- name: upsert_safety_signal
+INSERT INTO safety_signals(item_id, signal, engine_id, safety, rule, words, score)
+VALUES (:item_id, :signal, :engine_id, :safety, :rule, :words, :score)
+ON CONFLICT (item_id, signal) DO UPDATE SET
+    engine_id = excluded.engine_id, safety = excluded.safety, rule = excluded.rule, words = excluded.words,
+    score = excluded.score, at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
+
+-- name: delete_safety_signal
+DELETE FROM safety_signals WHERE item_id = :item_id AND signal = :signal;
+
+-- name: picture_signal
+SELECT safety, rule FROM safety_signals WHERE item_id = :item_id AND signal = 'picture';
+
+-- name: item_signals
+SELECT signal, safety, rule FROM safety_signals WHERE item_id = :item_id;
+
+-- name: items_to_recheck
+-- Every item with what its automatic class was built from: the class as stored, or, when a person
+-- decided, the automatic class the decision keeps aside.
+SELECT i.item_id, i.ocr_text, i.metadata_source,
+       coalesce(d.automatic_safety, i.safety) AS safety, coalesce(d.automatic_source, i.safety_source) AS source,
+       d.sha256 IS NOT NULL AS decided
+FROM items i LEFT JOIN safety_decisions d ON d.sha256 = i.sha256;
+
+-- name: set_automatic_safety
+UPDATE items SET safety = :safety, safety_source = :source, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE item_id = :item_id AND (safety <> :safety OR safety_source <> :source);
+
+-- name: item_safety
+SELECT i.item_id, i.sha256, i.safety, i.safety_source, i.metadata_source, d.safety AS decided,
+       d.automatic_safety, d.automatic_source, d.decided_by
+FROM items i LEFT JOIN safety_decisions d ON d.sha256 = i.sha256
+WHERE i.item_id = :item_id;
+
+-- name: decide_safety
+INSERT INTO safety_decisions(sha256, safety, decided_by, note, automatic_safety, automatic_source)
+VALUES (:sha256, :safety, :decided_by, :note, :automatic_safety, :automatic_source)
+ON CONFLICT (sha256) DO UPDATE SET
+    safety = excluded.safety, decided_by = excluded.decided_by, note = excluded.note,
+    decided_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
+
+-- name: withdraw_safety_decision
+DELETE FROM safety_decisions WHERE sha256 = :sha256;
+
+-- name: safety_review_list
+-- Items a signal marked (any class but safe) or a person decided, most severe first.
+SELECT i.item_id, r.name || '/' || f.rel_path AS path, i.safety, i.safety_source,
+       t.safety AS text_safety, t.rule AS text_rule, t.words AS text_words,
+       p.safety AS picture_safety, p.rule AS picture_rule, p.score AS picture_score,
+       d.decided_by, d.decided_at, d.note, d.automatic_safety
+FROM items i
+JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
+JOIN library_roots r ON r.root_id = f.root_id
+LEFT JOIN safety_signals t ON t.item_id = i.item_id AND t.signal = 'text'
+LEFT JOIN safety_signals p ON p.item_id = i.item_id AND p.signal = 'picture'
+LEFT JOIN safety_decisions d ON d.sha256 = i.sha256
+WHERE (t.safety IS NOT NULL AND t.safety <> 'safe') OR (p.safety IS NOT NULL AND p.safety <> 'safe')
+   OR d.sha256 IS NOT NULL OR i.safety_source LIKE 'detector:%'
+ORDER BY CASE i.safety WHEN 'critical' THEN 0 WHEN 'unsafe' THEN 1 WHEN 'sensitive' THEN 2 ELSE 3 END, i.item_id;
+
+-- name: safety_review_counts
+SELECT (SELECT count(*) FROM items) AS items,
+       (SELECT count(*) FROM safety_signals WHERE signal = 'text' AND safety <> 'safe') AS text_marked,
+       (SELECT count(*) FROM safety_signals WHERE signal = 'text' AND safety IN ('unsafe', 'critical')) AS text_hidden,
+       (SELECT count(*) FROM safety_signals WHERE signal = 'picture') AS picture_scored,
+       (SELECT count(*) FROM safety_signals WHERE signal = 'picture' AND safety <> 'safe') AS picture_marked,
+       (SELECT count(*) FROM items i JOIN safety_decisions d ON d.sha256 = i.sha256) AS decided,
+       (SELECT count(*) FROM items WHERE safety IN ('unsafe', 'critical')) AS hidden;
+
+-- name: safety_engines_in_use
+SELECT e.kind, e.name, e.version, e.weights_sha256, count(s.item_id) AS items
+FROM safety_engines e LEFT JOIN safety_signals s ON s.engine_id = e.engine_id
+GROUP BY e.engine_id HAVING count(s.item_id) > 0 ORDER BY e.kind, e.engine_id;

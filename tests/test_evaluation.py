@@ -34,7 +34,6 @@ from mambomeme.evaluation import (
     working_set,
 )
 from mambomeme.library import PACKAGE, QUERY_FILES, MamboError, Q, load_named_queries, load_query_files
-from mambomeme.safety import detect_safety
 from mambomeme.scoring import (
     BARE_HOW,
     bootstrap,
@@ -634,15 +633,6 @@ def test_events_without_opt_in_are_a_privacy_violation(scored, tmp_path: Path) -
     invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--out", out)
     row = json.loads((out / "report.json").read_text())["systems"][0]
     assert row["score"] == 0 and any("privacy" in v for v in row["critical_violations"])
-
-
-def test_safety_detector_follows_the_policy() -> None:
-    assert detect_safety("EVERYONE FROM EAST TOWN IS VERMIN") == ("unsafe", "hate-speech")
-    assert detect_safety("GO KNOCK ON 38 TANNER STREET AND RING 555-0142")[0] == "critical"
-    assert detect_safety("every cyclist deserves to get run over")[0] == "unsafe"
-    assert detect_safety("I'll lose my shit before coffee") == ("sensitive", "profanity")
-    for safe in ("my cat caught two rats today", "blood orange season", "monday again", "call me maybe"):
-        assert detect_safety(safe) is None, safe
 
 
 def test_copied_partition_file_from_elsewhere_keeps_working(bench_lib, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from test_evaluation import fixture_queries, write_partition
 from test_tui import finish, run_app, search
 
 from conftest import REPO, invoke, open_db
+from mambomeme.safety import detect_safety
 
 HARMLESS = REPO / "benchdata" / "safety" / "harmless-captions.txt"
 HIDDEN = ("unsafe", "critical")
@@ -189,3 +190,13 @@ def test_every_picture_is_scored_and_the_engine_recorded(fixture_library: Path) 
     # The mapping marks, never hides (no rights-clean set to calibrate a hiding threshold on).
     assert picture_class(0.95) == ("sensitive", f"open-nsfw>={MARK_THRESHOLD}")
     assert picture_class(0.5)[0] == "safe" and picture_class(1.0)[0] == "sensitive"
+
+
+# Moved from test_evaluation.py (tests mirror modules); a detection also names the words that fired.
+def test_safety_detector_follows_the_policy() -> None:
+    assert detect_safety("EVERYONE FROM EAST TOWN IS VERMIN")[:2] == ("unsafe", "hate-speech")
+    assert detect_safety("GO KNOCK ON 38 TANNER STREET AND RING 555-0142")[0] == "critical"
+    assert detect_safety("every cyclist deserves to get run over")[0] == "unsafe"
+    assert detect_safety("I'll lose my shit before coffee")[:2] == ("sensitive", "profanity")
+    for safe in ("my cat caught two rats today", "blood orange season", "monday again", "call me maybe"):
+        assert detect_safety(safe) is None, safe

@@ -22,7 +22,8 @@ CREATE TABLE ocr_engines (
     UNIQUE (name, version, models_sha256, params)
 );
 
--- The embedding manifest: what model, which exact weights, what text was embedded.
+-- The embedding manifest: what model, which exact weights, what text was embedded. `runtime` lists
+-- the runtimes that computed its vectors ('; '-separated; not part of the identity: see migration 007).
 CREATE TABLE embedding_models (
     model_id        INTEGER PRIMARY KEY,
     name            TEXT NOT NULL,
@@ -34,6 +35,7 @@ CREATE TABLE embedding_models (
     created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     UNIQUE (name, revision, weights_sha256, text_recipe)
 );
+ALTER TABLE embedding_models ADD COLUMN runtime TEXT NOT NULL DEFAULT 'sentence-transformers (torch)';
 
 -- Perceptual groups: near-identical images (re-encoded, resized, cropped, watermarked copies).
 CREATE TABLE image_groups (
@@ -894,4 +896,4 @@ FROM publications p JOIN scorecards s USING (scorecard_id)
 WHERE p.rolled_back_at IS NULL
 ORDER BY p.publication_id DESC LIMIT 1;
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

@@ -88,17 +88,6 @@ def _stderr_aside():
                     sys.stderr.flush()
 
 
-def _one_query_thread() -> None:
-    """The TUI encodes one short query at a time. Measured on the 2-core machines (idle-ish, load
-    ~3-4 from other work), all-MiniLM-L6-v2 query encode: torch's default 2 threads p50 496 ms /
-    p95 509 ms, 1 thread p50 28 ms / p95 43 ms (the threads wait on each other when the cores are
-    busy). Called on the main thread, which is the one that encodes."""
-    with contextlib.suppress(Exception):
-        import torch
-
-        torch.set_num_threads(1)
-
-
 def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
     """Enter cm on stack; on the way out, a terminal that is gone (SIGHUP: writes and tcsetattr
     fail) must not replace the reason we are leaving."""
@@ -231,8 +220,6 @@ class _Shell:
     def handle(self, event: Any) -> None:
         """Feed one event through process_event and perform what it asks, following up on the
         events that effects produce."""
-        if isinstance(event, ModelStatus) and event.status == "ready":
-            _one_query_thread()
         queue = [event]
         while queue and not self.quit:
             self.state, effects = process_event(self.state, queue.pop(0))
@@ -344,6 +331,26 @@ def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_eve
 def _tui_argv(db_path: Path | str, system: str, *extra: str) -> list[str]:
     """How to start the TUI as its own process (the latency harness runs it in a PTY)."""
     return [sys.executable, str(ROOT / "mambo.py"), "--db", str(db_path), "search", "--system", system, *extra]
+
+
+def time_to_model_ready(db_path: Path | str, system: str = DEFAULT_SYSTEM) -> float:
+    """Seconds from launching the full-screen search in an 80x24 PTY to its status line saying
+    "model ready" (the full system answers from then on)."""
+    import pexpect
+
+    env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0"}
+    argv = _tui_argv(db_path, system)
+    t0 = time.perf_counter()
+    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
+    try:
+        child.expect("model ready", timeout=120)
+        ready = time.perf_counter() - t0
+        child.send("\x1b")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    return ready
 
 
 def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warmups: int = 20,

@@ -155,7 +155,19 @@ class QueryCommand(click.Command):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         names = {n for p in self.get_params(ctx) if isinstance(p, click.Option) for n in p.opts + p.secondary_opts}
-        valued = {n for p in self.get_params(ctx) if isinstance(p, click.Option) and not p.is_flag for n in p.opts}
+        valued = {n: p for p in self.get_params(ctx) if isinstance(p, click.Option) and not p.is_flag for n in p.opts}
+
+        def attached(a: str) -> bool:
+            """-n5, -sbm25: a short option with its value, not a query such as "-no way" or "-nope"."""
+            opt = valued.get(a[:2]) if not a.startswith("--") else None
+            if opt is None or not a[2:] or any(c.isspace() for c in a):
+                return False
+            try:
+                opt.type.convert(a[2:], opt, ctx)
+            except click.BadParameter:
+                return False
+            return True
+
         keep: list[str] = []
         queries: list[str] = []
         i = 0
@@ -165,7 +177,7 @@ class QueryCommand(click.Command):
                 queries += args[i + 1:]
                 break
             known = (not a.startswith("-") or a == "-" or a in names or a.split("=", 1)[0] in names
-                     or (a[:2] in valued and not a.startswith("--")))  # -n5, -sbm25
+                     or attached(a))
             if not known:
                 queries.append(a)
             else:

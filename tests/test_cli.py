@@ -63,7 +63,7 @@ def test_unknown_system_is_a_clear_error(fixture_library: Path) -> None:
 def test_a_query_that_starts_with_a_dash_is_searched(fixture_library: Path) -> None:
     # "-" in a query never errors (README): as the only word, first, or after the options
     for args in (["-x"], ["-s", "bm25", "-cena"], ["-5 degrees"], ["--json", "-n", "2", "--cena"], ["-cena", "-n", "2"],
-                 ["--", "-n"]):
+                 ["--", "-n"], ["-nope"], ["-no way"]):
         out = invoke("--db", fixture_library, "search", *args).output  # exit 0, not a usage error
         assert out.startswith((" 1.", "{")) or out.strip() == "no match", args
     top = json.loads(invoke("--db", fixture_library, "search", "--json", "-n", "1", "-cena").output.splitlines()[0])

@@ -44,9 +44,10 @@ ONNX_EXPORT = "minilm-opset17-meanpool-l2-extdata-v2"
 # The runtime recorded in the manifest beside the model (not part of its identity: vectors of both
 # runtimes agree to cosine 0.99999, so a library embedded by torch stays valid, and vice versa).
 EMBED_RUNTIME = f"onnxruntime ({ONNX_EXPORT})"
-# Texts per onnxruntime call at ingest, sorted by length so a batch pads little. Measured on 320
-# texts of 10-50 caption words, one thread, load ~3.3: batch 8 66/s, batch 32 49-70/s, torch
-# sentence-transformers batch 32 46-64/s (2026-11-30): as fast as torch, so ingest uses it too.
+# Texts per onnxruntime call at ingest, sorted by length so a batch pads little. 320 texts of 10-50
+# caption words, one thread (2026-11-30, two runs each, load ~3-4): batch 8 76/80, 16 73/78,
+# 32 63/76, 64 61/65 texts/s; torch sentence-transformers batch 32: 46-64 texts/s. At least as fast
+# as torch, so ingest uses it too.
 BATCH = 16
 
 

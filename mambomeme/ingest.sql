@@ -213,8 +213,13 @@ WHERE name = :name AND revision = :revision AND weights_sha256 = :weights_sha256
   AND text_recipe = :text_recipe;
 
 -- name: insert_embedding_model
-INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe)
-VALUES (:name, :revision, :weights_sha256, :dim, :text_recipe) RETURNING model_id;
+INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe, runtime)
+VALUES (:name, :revision, :weights_sha256, :dim, :text_recipe, :runtime) RETURNING model_id;
+
+-- name: note_embedding_runtime
+-- A runtime that computes vectors of an existing model joins its list (once).
+UPDATE embedding_models SET runtime = runtime || '; ' || :runtime
+WHERE model_id = :model_id AND instr('; ' || runtime || '; ', '; ' || :runtime || '; ') = 0;
 
 -- name: start_run
 INSERT INTO ingest_runs(paths) VALUES (:paths) RETURNING run_id;

@@ -25,6 +25,7 @@ from mambomeme.library import DB, ROOT, MamboError, clean_line, clean_text, db_e
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
+    TUI_LIVE_PAUSE_S,
     TUI_LOADING_SYSTEM,
     Choose,
     CopyPath,
@@ -34,12 +35,15 @@ from mambomeme.tui import (
     Message,
     ModelStatus,
     OpenFile,
+    Paused,
     PreviewLoaded,
     Quit,
     Record,
     Resized,
     Searched,
+    Suspended,
     TUIState,
+    Typed,
     decode_preview,
     paint,
     process_event,
@@ -52,6 +56,91 @@ from mambomeme.tui import (
 @dataclass
 class _Envelope:
     event: Any
+
+
+@dataclass
+class _Failed:
+    error: Exception
+
+
+class _Searches:
+    """The search thread: runs the newest search asked, on its own connection to the library (an
+    apsw connection must not be used by two threads at once, and the main thread keeps its own
+    for previews and events), and posts each answer back as an event. A search asked while
+    another runs replaces any that waits: keys are never blocked and stale searches never run."""
+
+    def __init__(self, run: Any, post: Any) -> None:
+        self._run, self._post = run, post
+        self._cv = threading.Condition()
+        self._job: DoSearch | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="mambo-search", daemon=True)
+        self._thread.start()
+
+    def ask(self, job: DoSearch) -> None:
+        with self._cv:
+            self._job = job
+            self._cv.notify()
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while self._job is None and not self._closed:
+                    self._cv.wait()
+                if self._closed:
+                    return
+                job, self._job = self._job, None
+            try:
+                answer: Any = self._run(job)
+            except Exception as e:  # a bug: raised again on the main thread, as it was before threads
+                answer = _Failed(e)
+            with contextlib.suppress(Exception):  # the screen may be gone already
+                self._post(event=answer)
+
+
+class _Pause:
+    """One thread that posts Paused(gen) once no key has changed the query for TUI_LIVE_PAUSE_S
+    (a key costs a lock and a notify, not a timer thread: a paste is dozens of keys at once)."""
+
+    def __init__(self, post: Any) -> None:
+        self._post = post
+        self._cv = threading.Condition()
+        self._gen: int | None = None
+        self._due = 0.0
+        self._closed = False
+        threading.Thread(target=self._loop, name="mambo-pause", daemon=True).start()
+
+    def poke(self, gen: int) -> None:
+        with self._cv:
+            self._gen, self._due = gen, time.monotonic() + TUI_LIVE_PAUSE_S
+            self._cv.notify()
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._closed and (self._gen is None or time.monotonic() < self._due):
+                    self._cv.wait(None if self._gen is None else max(0.0, self._due - time.monotonic()))
+                if self._closed:
+                    return
+                gen, self._gen = self._gen, None
+            with contextlib.suppress(Exception):  # the screen may be gone already
+                self._post(event=Paused(gen))
 
 
 class _Signalled(BaseException):
@@ -88,17 +177,6 @@ def _stderr_aside():
                     sys.stderr.flush()
 
 
-def _one_query_thread() -> None:
-    """The TUI encodes one short query at a time. Measured on the 2-core machines (idle-ish, load
-    ~3-4 from other work), all-MiniLM-L6-v2 query encode: torch's default 2 threads p50 496 ms /
-    p95 509 ms, 1 thread p50 28 ms / p95 43 ms (the threads wait on each other when the cores are
-    busy). Called on the main thread, which is the one that encodes."""
-    with contextlib.suppress(Exception):
-        import torch
-
-        torch.set_num_threads(1)
-
-
 def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
     """Enter cm on stack; on the way out, a terminal that is gone (SIGHUP: writes and tcsetattr
     fail) must not replace the reason we are leaving."""
@@ -133,7 +211,6 @@ class _Shell:
         self.db, self.system, self.limit = db, system, limit
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
-        self.versions: dict[str, int | None] = {}
         setting = None
         with contextlib.suppress(Exception):
             got = db.q("setting", {"key": "interaction_events"})
@@ -150,27 +227,33 @@ class _Shell:
         self.chosen: str | None = None
         self.quit = False
         self._records: list[Record] = []
-
-    def version(self, name: str) -> int | None:
-        if name not in self.versions:
-            row = self.db.q1("system_by_name", {"name": name})
-            self.versions[name] = int(row[2]) if row else None
-        return self.versions[name]
+        self.model_ready = False  # set by the loading thread, read by the search thread
+        self.versions: dict[str, int | None] = {}  # system versions, read on the search thread
+        self.searches: _Searches | None = None
+        self._search_db: DB | None = None
+        self._pause: _Pause | None = None
+        self.inp: Any = None
 
     # -- background
     def _load_model(self) -> None:
         try:
-            get_embedder()
+            get_embedder().encode(["warm up"])  # the first run allocates: not a user's search
         except BaseException as e:  # reported on the status line, lexical goes on
             self.post(event=ModelStatus("failed", clean_line(f"{type(e).__name__}: {e}")[:200]))
         else:
+            self.model_ready = True
             self.post(event=ModelStatus("ready"))
 
     # -- effects
-    def search(self, query: str, seq: int) -> Searched:
+    def search(self, job: DoSearch, on_thread: bool = True) -> Searched:
+        """A live search on the search thread (see _Searches), with its own connection; a submit
+        (Enter) here on the main thread, as before live searches existed: a hand-over to another
+        thread cost the submit ~5 ms at p50 in the PTY harness (bm25 p50 10.4 ms vs 4.1 ms of
+        search: the painter and the search thread took turns at the GIL)."""
+        query, seq, live = job.query, job.seq, job.live
         system, embedder = self.system, None
         if self.needs_model:
-            if self.state.model == "ready":
+            if self.model_ready:
                 embedder = get_embedder()
             else:
                 system = TUI_LOADING_SYSTEM
@@ -178,14 +261,42 @@ class _Shell:
         import apsw
 
         try:
-            results = Searcher(self.db, embedder).search(query, system, self.limit)
+            if on_thread and self._search_db is None:
+                self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
+            db = self._search_db if on_thread else self.db
+            results = Searcher(db, embedder).search(query, system, self.limit)
+            if system not in self.versions:
+                row = db.q1("system_by_name", {"name": system})
+                self.versions[system] = int(row[2]) if row else None
+            version = self.versions[system]
         except MamboError as e:
-            return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()))
+            return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()), live=live)
         except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
-            return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path))
+            return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path), live=live)
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
-        return Searched(seq, query, rows, ms, system, self.version(system))
+        return Searched(seq, query, rows, ms, system, version, live=live)
+
+    def typed(self, gen: int) -> None:
+        """The query changed: tell the state when typing has paused for TUI_LIVE_PAUSE_S."""
+        if self._pause is None:
+            self._pause = _Pause(self.post)
+        self._pause.poke(gen)
+
+    def suspend(self, fin: Any) -> None:
+        """Ctrl-Z: give the terminal back as it was (main screen, cursor, cooked mode), stop, and on
+        `fg` take it again and redraw everything."""
+        import termios
+
+        cbreak = termios.tcgetattr(fin)
+        self.win.write(self.win.t.normal_cursor + self.win.t.exit_fullscreen)
+        with contextlib.suppress(termios.error):
+            termios.tcsetattr(fin, termios.TCSADRAIN, self.inp.original_stty)
+        os.kill(os.getpid(), signal.SIGSTOP)  # continues here on SIGCONT (`fg`)
+        with contextlib.suppress(termios.error):
+            termios.tcsetattr(fin, termios.TCSANOW, cbreak)
+        self.win.write(self.win.t.enter_fullscreen + self.win.t.hide_cursor + self.win.t.clear)
+        self.win.on_terminal_size_change(self.win.height, self.win.width)
 
     def load_preview(self, item_id: int) -> PreviewLoaded:
         try:
@@ -231,14 +342,17 @@ class _Shell:
     def handle(self, event: Any) -> None:
         """Feed one event through process_event and perform what it asks, following up on the
         events that effects produce."""
-        if isinstance(event, ModelStatus) and event.status == "ready":
-            _one_query_thread()
         queue = [event]
         while queue and not self.quit:
             self.state, effects = process_event(self.state, queue.pop(0))
             for e in effects:
                 if isinstance(e, DoSearch):
-                    queue.append(self.search(e.query, e.seq))
+                    if e.live and self.searches is not None:
+                        self.searches.ask(e)
+                    else:  # a submit: answered here, then drawn once
+                        queue.append(self.search(e, on_thread=False))
+                elif isinstance(e, Typed):
+                    self.typed(e.gen)
                 elif isinstance(e, LoadPreview):
                     queue.append(self.load_preview(e.item_id))
                 elif isinstance(e, OpenFile):
@@ -275,17 +389,27 @@ class _Shell:
             if self.post is not None:
                 self.post(event=Resized())
 
+        def on_tstp(signum: int, frame: Any) -> None:
+            if self.post is not None:
+                self.post(event=Suspended())
+
         code = 130
         try:
             with _stderr_aside(), contextlib.ExitStack() as stack:
                 for sig in (signal.SIGTERM, signal.SIGHUP):
                     handlers[sig] = signal.signal(sig, on_signal)
                 self.win = _enter_quietly(stack, FullscreenWindow(fout))
-                inp = _enter_quietly(stack, Input(fin, sigint_event=True))
+                inp = self.inp = _enter_quietly(stack, Input(fin, sigint_event=True))
                 self.post = inp.threadsafe_event_trigger(_Envelope)
                 handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, on_winch)
+                handlers[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, on_tstp)
+                self.searches = _Searches(self.search, self.post)
+                stack.callback(self.searches.close)
                 if self.needs_model:
-                    threading.Thread(target=self._load_model, name="mambo-model", daemon=True).start()
+                    # Not a daemon: a process that exits while onnxruntime builds its session in a
+                    # daemon thread aborts in its C++ destructors (exit status 134). Quitting still
+                    # leaves the screen at once; the process ends when the load does (< 1 s idle).
+                    threading.Thread(target=self._load_model, name="mambo-model", daemon=False).start()
                 self.render()
                 while not self.quit:
                     ev = inp.send(None)
@@ -296,6 +420,10 @@ class _Shell:
                     if isinstance(ev, Resized):
                         self.win.write(self.win.t.clear)
                         self.win.on_terminal_size_change(self.win.height, self.win.width)
+                    elif isinstance(ev, Suspended):
+                        self.suspend(fin)
+                    elif isinstance(ev, _Failed):
+                        raise ev.error
                     elif isinstance(ev, SigIntEvent):
                         self.handle(Interrupt())
                     elif isinstance(ev, PasteEvent):
@@ -315,6 +443,14 @@ class _Shell:
         except KeyboardInterrupt:
             code = 130
         finally:
+            if self._pause is not None:
+                self._pause.close()
+            if self.searches is not None:
+                self.searches.close()
+                self.searches.join(timeout=2)
+                if self._search_db is not None and not self.searches.running():
+                    with contextlib.suppress(Exception):
+                        self._search_db.close()
             for sig, old in handlers.items():
                 with contextlib.suppress(Exception):
                     signal.signal(sig, old)
@@ -344,6 +480,26 @@ def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_eve
 def _tui_argv(db_path: Path | str, system: str, *extra: str) -> list[str]:
     """How to start the TUI as its own process (the latency harness runs it in a PTY)."""
     return [sys.executable, str(ROOT / "mambo.py"), "--db", str(db_path), "search", "--system", system, *extra]
+
+
+def time_to_model_ready(db_path: Path | str, system: str = DEFAULT_SYSTEM) -> float:
+    """Seconds from launching the full-screen search in an 80x24 PTY to its status line saying
+    "model ready" (the full system answers from then on)."""
+    import pexpect
+
+    env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0"}
+    argv = _tui_argv(db_path, system)
+    t0 = time.perf_counter()
+    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
+    try:
+        child.expect("model ready", timeout=120)
+        ready = time.perf_counter() - t0
+        child.send("\x1b")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    return ready
 
 
 def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warmups: int = 20,

@@ -29,16 +29,24 @@ from mambomeme.search import DEFAULT_SYSTEM, Result
 # The UI draws on /dev/tty, never on stdout: stdout carries only the chosen path, printed after
 # the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf picker.
 #
-# Focus: typing always edits the query and Enter searches; after a search the result list has
-# the focus, where Enter chooses and the single letters o, c, p, ? are commands. Any other
-# printable key sends the focus back to the query and types itself.
+# Keys as in fzf: typing always edits the query (from anywhere) and the results follow it after a
+# short pause; actions are keys that are not letters (Up/Down move from anywhere, Enter, Tab,
+# Ctrl-O, Ctrl-Y, F1). Enter in the query box searches at once (the scored submit of the PTY
+# latency protocol, numbered "search #N" on the status line) and gives the list the focus; Enter
+# on the list chooses.
 
 # Recorded with every interaction event; bump when the UI changes in a way that could change
 # how people interact with results (layout, keys, what is shown).
-TUI_INTERFACE_VERSION = f"mambo-tui/1 ({__version__})"
+TUI_INTERFACE_VERSION = f"mambo-tui/2 ({__version__})"  # 2: fzf keys, results follow typing (issue 19)
 TUI_MIN_ROWS, TUI_MIN_COLS = 24, 80
 # The lexical-only system used while the embedding model is still loading.
 TUI_LOADING_SYSTEM = "bm25"
+# How long typing must pause before the results follow the query. People type with 120-200 ms
+# between keys, so the list follows a word at a time rather than a key at a time; a search costs
+# 5-25 ms (hybrid, dev library), so even a search per pause is cheap. The PTY latency harness sends
+# Enter within a few ms of seeing its query echoed, well inside this pause, so its submits do not
+# queue behind a live search.
+TUI_LIVE_PAUSE_S = 0.15
 
 
 
@@ -134,6 +142,10 @@ def decode_preview(data: bytes) -> Preview:
 
 @dataclass(frozen=True)
 class Searched:
+    """A search's answer. `seq` is the number of submits (Enter) before it was asked; `live` > 0
+    for a search the typing pause (or the model becoming ready) asked for: (seq, live) orders
+    every search asked, and an answer older than the newest asked is stale and dropped."""
+
     seq: int
     query: str
     rows: tuple[Row, ...]
@@ -141,6 +153,7 @@ class Searched:
     system: str
     system_version: int | None
     error: str = ""
+    live: int = 0
 
 
 @dataclass(frozen=True)
@@ -174,6 +187,26 @@ class Interrupt:
 class DoSearch:
     query: str
     seq: int
+    live: int = 0  # 0: a submit (Enter); else the live search's number
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Effect: the query changed; the shell answers with Paused(gen) after TUI_LIVE_PAUSE_S."""
+
+    gen: int
+
+
+@dataclass(frozen=True)
+class Paused:
+    """Event: typing paused since the query's change number `gen`."""
+
+    gen: int
+
+
+@dataclass(frozen=True)
+class Suspended:
+    """Event: the user pressed Ctrl-Z (SIGTSTP); the shell restores the terminal and stops."""
 
 
 @dataclass(frozen=True)
@@ -227,6 +260,10 @@ class TUIState:
     searched_query: str | None = None  # None: nothing searched yet
     seq: int = 0  # searches submitted; drawn as "search #N" when the answer is shown
     shown_seq: int = 0
+    live: int = 0  # live searches asked (typing paused, model ready)
+    asked: tuple[int, int] = (0, 0)  # (seq, live) of the newest search asked: older answers are stale
+    asked_query: str | None = None  # its query
+    edits: int = 0  # changes of the query text (Typed / Paused generations)
     search_ms: float | None = None
     used_system: str = ""
     used_version: int | None = None
@@ -249,7 +286,16 @@ def _submit(s: TUIState) -> tuple[TUIState, list]:
     if s.wait_ready and s.model == "loading":
         return dataclasses.replace(s, pending=query, message="waiting for the model…"), []
     seq = s.seq + 1
-    return dataclasses.replace(s, seq=seq, pending=None, message=""), [DoSearch(query, seq)]
+    return (dataclasses.replace(s, seq=seq, asked=(seq, 0), asked_query=query, pending=None, message=""),
+            [DoSearch(query, seq)])
+
+
+def _live_search(s: TUIState, query: str) -> tuple[TUIState, list]:
+    """Ask for the results of `query` without a submit (typing paused, or the model became ready)."""
+    if not query.strip() or (s.wait_ready and s.model == "loading"):
+        return s, []
+    live = s.live + 1
+    return dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=query), [DoSearch(query, s.seq, live)]
 
 
 def _edit(s: TUIState, key: str) -> TUIState | None:
@@ -317,33 +363,28 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         return _move(s, key), []
     enter = key in ("<Ctrl-j>", "<Ctrl-m>")
     row = _selected_row(s)
-    if s.focus == "list" and row is not None:
-        sq = s.searched_query or ""
-        if enter:
+    if row is not None and s.searched_query is not None:
+        sq = s.searched_query
+        if enter and s.focus == "list":
             return s, [Record("choose", sq, row.item_id, row.rank), Choose(row.path)]
-        if key == "o":
+        if key == "<Ctrl-o>":
             return (dataclasses.replace(s, message=f"opening {row.shown_path}"),
                     [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path)])
-        if key == "c":
+        if key == "<Ctrl-y>":
             return (dataclasses.replace(s, message=f"copied: {row.shown_path}"),
                     [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path)])
-        if key == "p":
-            return _toggle_preview(s)
-        if key == "?":
-            return dataclasses.replace(s, show_help=True), []
-        if key == "/":
-            return dataclasses.replace(s, focus="query", cursor=len(s.query)), []
-        # Anything else edits the query: focus goes back to it, at its end.
-        edited = _edit(dataclasses.replace(s, cursor=len(s.query)), key)
-        if edited is not None:
-            return dataclasses.replace(edited, focus="query", message=""), []
-        return s, []
     if enter:
         return _submit(dataclasses.replace(s, focus="query"))
-    edited = _edit(s, key)
-    if edited is not None:
-        return dataclasses.replace(edited, focus="query"), []
-    return s, []
+    # Everything else edits the query, from the list too (focus back to the query, at its end).
+    at = s if s.focus == "query" else dataclasses.replace(s, cursor=len(s.query))
+    edited = _edit(at, key)
+    if edited is None:
+        return s, []
+    edited = dataclasses.replace(edited, focus="query", message="" if s.focus == "list" else edited.message)
+    if edited.query == s.query:
+        return edited, []
+    edits = s.edits + 1
+    return dataclasses.replace(edited, edits=edits), [Typed(edits)]
 
 
 def _want_preview(s: TUIState, effects: list) -> list:
@@ -364,11 +405,21 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
         s, effects = _key(s, event)
     elif isinstance(event, Interrupt):
         effects = [Quit()]
+    elif isinstance(event, Paused):
+        if event.gen == s.edits and s.query != s.asked_query:
+            s, effects = _live_search(s, s.query)
     elif isinstance(event, Searched):
-        if event.seq < s.seq:  # an answer to a superseded search
+        if (event.seq, event.live) < s.asked:  # an answer to a superseded search
             return s, []
         if event.error:
             s = dataclasses.replace(s, message=f"search failed: {event.error}", shown_seq=event.seq)
+        elif event.live:
+            # The list follows the typing: the focus stays where it is (the query, usually).
+            s = dataclasses.replace(
+                s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
+                used_system=event.system, used_version=event.system_version, selected=0,
+                focus=s.focus if event.rows else "query", message="",
+                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
         else:
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
@@ -377,11 +428,15 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
             effects = [Record("render", event.query)]
     elif isinstance(event, ModelStatus):
+        was = s.model
         s = dataclasses.replace(s, model=event.status, model_detail=event.detail)
         if event.status == "failed":
             s = dataclasses.replace(s, message=f"the model failed to load ({event.detail}); searching by words only")
         if event.status != "loading" and s.pending is not None:
             s, effects = _submit(dataclasses.replace(s, query=s.pending, cursor=len(s.pending)))
+        elif event.status == "ready" and was == "loading" and s.asked_query is not None:
+            # What is on screen came from the lexical stand-in: ask again with the full system.
+            s, effects = _live_search(s, s.asked_query)
     elif isinstance(event, PreviewLoaded):
         s = dataclasses.replace(s, previews={**s.previews, event.item_id: event.preview})
     elif isinstance(event, Message):
@@ -420,6 +475,19 @@ def _clip(text: str, width: int) -> str:
         out.append(ch)
         w += cw
     return "".join(out) + "…"
+
+
+def _clip_left(text: str, width: int) -> str:
+    """The last `width` columns of text."""
+    out: list[str] = []
+    w = 0
+    for ch in reversed(text):
+        cw = _cw(ch)
+        if w + cw > width:
+            break
+        out.append(ch)
+        w += cw
+    return "".join(reversed(out))
 
 
 def _styled(text: str, spans: tuple[tuple[int, int], ...], width: int, base: dict[str, Any],
@@ -510,17 +578,16 @@ def preview_lines(p: Preview, width: int, height: int, truecolor: bool) -> tuple
 HELP_LINES = (
     "MamboMeme search: keys",
     "",
-    "Typing always edits the query; Enter searches.",
-    "After a search the result list has the focus:",
-    "  Up/Down, PgUp/PgDn  move (Up on the first result goes back to the query)",
-    "  Enter               choose: quit and print the file's path on stdout",
-    "  o                   open the original ($MAMBO_OPENER, else xdg-open)",
-    "  c                   copy the path (terminal clipboard, OSC 52)",
-    "  p or Tab            show or hide the preview",
-    "  ?                   this help      /  back to the query",
-    "  other keys          back to the query, typing the key",
-    "Anywhere: Tab preview, F1 help, Esc / Ctrl-C / Ctrl-D quit.",
+    "Typing always edits the query, and the results follow it when you pause.",
+    "  Enter               in the query: search now and go to the results;",
+    "                      on a result: choose it (quit, print its path on stdout)",
+    "  Up/Down, PgUp/PgDn  move through the results (Up on the first: the query)",
+    "  Ctrl-O              open the result ($MAMBO_OPENER, else xdg-open)",
+    "  Ctrl-Y              copy its path (terminal clipboard, OSC 52)",
+    "  Tab                 show or hide the preview",
+    "  F1 help · Ctrl-Z suspend · Esc / Ctrl-C / Ctrl-D quit",
     "Query line: Left/Right, Home/End, Backspace, Delete, Ctrl-U, Ctrl-W.",
+    "The selected result's path is on the line under the query.",
     "",
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
     "        D by meaning (dense),",
@@ -563,8 +630,8 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
 
 def _list_lines(s: TUIState, height: int, width: int) -> list:
     if s.searched_query is None:
-        intro = ["Type what you remember of a meme (words in it, who is in it, its template)",
-                 "and press Enter. F1 shows the keys."]
+        intro = ["Type what you remember of a meme (words in it, who is in it, its template):",
+                 "the results follow your typing; Enter searches at once. F1 shows the keys."]
         return [_plain(t, width) for t in intro]
     if not s.rows:
         return [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True),
@@ -594,7 +661,7 @@ def _preview_pane(s: TUIState, height: int, width: int) -> list:
 
 def _status_text(s: TUIState) -> str:
     parts = []
-    if s.shown_seq:
+    if s.searched_query is not None:
         parts.append(f"{len(s.rows)} result{'s' if len(s.rows) != 1 else ''}" if s.rows else "no match")
         if s.search_ms is not None:
             parts.append(f"{s.search_ms:.1f} ms" if s.search_ms < 10 else f"{s.search_ms:.0f} ms")
@@ -635,7 +702,7 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     lines: list = []
     # Query line, with a drawn cursor when it has the focus.
     label = " Search: "
-    hint = " F1 help " if s.focus == "query" else " ? help "
+    hint = " F1 help "
     qw = cols - len(label) - len(hint)
     q = clean_line(s.query) if "\x1b" in s.query else s.query
     cur = min(s.cursor, len(q))
@@ -658,8 +725,19 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     title = ""
     if s.searched_query is not None:
         title = f" results for “{clean_line(s.searched_query)}” "
-    lines.append(fmtstr("─" * 2) + _plain(_clip(title, cols - 2), _width(_clip(title, cols - 2)), bold=True)
-                 + fmtstr("─" * max(0, cols - 2 - _width(_clip(title, cols - 2)))))
+    # The selected result's path, always on screen (result rows show paths only when there is room),
+    # cut at its start so the file name stays.
+    row = _selected_row(s) if not s.show_help else None
+    path = f" {row.rank}/{len(s.rows)} {row.shown_path} " if row else ""
+    if row and _width(title) + _width(path) > cols - 4:
+        title = _clip(title, max(12, (cols - 4) // 3))
+        room = cols - 4 - _width(title)
+        if _width(path) > room:
+            path = " …" + _clip_left(path, room - 2)
+    title = _clip(title, cols - 2)
+    fill = max(0, cols - 2 - _width(title) - _width(path))
+    lines.append(fmtstr("─" * 2) + _plain(title, _width(title), bold=True) + fmtstr("─" * fill)
+                 + (_plain(path, _width(path), fg="blue") if path else fmtstr("")))
 
     body_h = rows - 4
     if s.show_help:
@@ -682,10 +760,11 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     if s.message:
         msg = _plain(" " + clean_line(s.message), cols, fg="green")
     elif s.focus == "list" and s.rows:
-        msg = _plain(" Enter choose · o open · c copy · p/Tab preview · ? help · Esc quit",
+        msg = _plain(" Enter choose · Ctrl-O open · Ctrl-Y copy · Tab preview · F1 help · Esc quit",
                      cols, dark=True)
     else:
-        msg = _plain(" Enter search · Down results · Tab preview · F1 help · Esc quit", cols, dark=True)
+        msg = _plain(" Enter search · Down results · Ctrl-O open · Ctrl-Y copy · F1 help · Esc quit",
+                     cols, dark=True)
     lines.append(msg)
     # The status line is one chunk so its text arrives in one piece ("search #N" marks each answer).
     counter = f"search #{s.shown_seq} " if s.shown_seq else ""

@@ -60,6 +60,43 @@ def test_unknown_system_is_a_clear_error(fixture_library: Path) -> None:
     assert "choose one of" in result.output and "bm25" in result.output
 
 
+def test_a_query_that_starts_with_a_dash_is_searched(fixture_library: Path) -> None:
+    # "-" in a query never errors (README): as the only word, first, or after the options
+    for args in (["-x"], ["-s", "bm25", "-cena"], ["-5 degrees"], ["--json", "-n", "2", "--cena"], ["-cena", "-n", "2"],
+                 ["--", "-n"], ["-nope"], ["-no way"]):
+        out = invoke("--db", fixture_library, "search", *args).output  # exit 0, not a usage error
+        assert out.startswith((" 1.", "{")) or out.strip() == "no match", args
+    top = json.loads(invoke("--db", fixture_library, "search", "--json", "-n", "1", "-cena").output.splitlines()[0])
+    assert "john cena" in top["entities"]
+    # an option still takes its value, even one that starts with "-"
+    assert "choose one of" in invoke("--db", fixture_library, "search", "-s", "-x", "cena", expect=1).output
+    assert len(invoke("--db", fixture_library, "search", "--json", "-n2", "-sbm25", "cena").output.splitlines()) == 2
+
+
+def test_db_works_before_or_after_the_subcommand(fixture_library: Path) -> None:
+    before = invoke("--db", fixture_library, "search", "-s", "bm25", "john cena").output
+    assert before.startswith(" 1.")
+    assert invoke("search", "-s", "bm25", "john cena", "--db", fixture_library).output == before
+    assert invoke("search", f"--db={fixture_library}", "-s", "bm25", "john cena").output == before
+    assert str(fixture_library) in invoke("status", "--db", fixture_library).output
+    # after `--` it is query text, not an option
+    assert invoke("--db", fixture_library, "search", "-s", "bm25", "--", "--db").output.strip() == "no match"
+    # in a nested command too
+    assert invoke("roots", "list", "--db", fixture_library).output == invoke("--db", fixture_library, "roots",
+                                                                             "list").output
+
+
+def test_add_on_nothing_readable_fails_and_creates_no_library(tmp_path: Path) -> None:
+    from mambomeme.library import default_db_path
+
+    result = invoke("add", tmp_path / "nonexistent", expect=1)
+    assert len(result.output.strip().splitlines()) == 1 and "nothing to add" in result.output
+    assert "nonexistent" in result.output and "folder" in result.output
+    assert not default_db_path().exists() and not default_db_path().parent.exists()
+    invoke("--db", tmp_path / "lib.sqlite", "add", "-q", tmp_path / "a", tmp_path / "b", expect=1)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_demo_builds_the_library_and_answers_queries(tmp_path: Path) -> None:
     proc = run_process("--db", tmp_path / "demo.sqlite", "demo", input="john cena\nzzqxv qqqzz\n", timeout=600)
     assert proc.returncode == 0, proc.stderr

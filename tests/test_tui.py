@@ -212,22 +212,26 @@ def test_focus_and_keys():
     assert s.selected == 9
     s, _ = feed(s, "<PAGEUP>", "<UP>")
     assert s.selected == 3
-    s, eff = feed(s, "c")
+    # issue 19: actions are keys that are not letters (fzf), so typing always edits the query
+    s, eff = feed(s, "<Ctrl-y>")
     assert eff == [tui.Record("copy", "see me", 4, 4), tui.CopyPath("/memes/cena-04.png")]
     assert s.message == "copied: /memes/cena-04.png"
-    s, eff = feed(s, "o")
+    s, eff = feed(s, "<Ctrl-o>")
     assert eff == [tui.Record("open", "see me", 4, 4), tui.OpenFile("/memes/cena-04.png", "/memes/cena-04.png")]
-    s, eff = feed(s, "p")
+    s, eff = feed(s, "<TAB>")
     assert s.show_preview and eff == [tui.Record("preview", "see me", 4, 4), tui.LoadPreview(4)]
     s, eff = feed(s, "<TAB>")
     assert not s.show_preview and eff == []
-    s, _ = feed(s, "?")
+    s, _ = feed(s, "<F1>")
     assert s.show_help and "MamboMeme search: keys" in screen(s)[0][2]
     s, eff = feed(s, "<ESC>")  # any key closes the help; Esc does not quit from it
     assert not s.show_help and eff == []
-    # another letter goes back to the query and types itself
+    # every letter (o, c, p and ? too) goes back to the query and types itself
+    for key in ("x", "o", "c", "p", "?"):
+        t, eff = feed(s, key)
+        assert (t.focus, t.query, eff) == ("query", "see me" + key, [tui.Typed(t.edits)]), key
     s, eff = feed(s, "x")
-    assert (s.focus, s.query, eff) == ("query", "see mex", [])
+    assert (s.focus, s.query) == ("query", "see mex")
     s, _ = feed(s, "<BACKSPACE>", "<DOWN>")
     assert s.focus == "list" and s.query == "see me"
     s, _ = feed(s, "<UP>", "<UP>", "<UP>", "<UP>")
@@ -259,10 +263,65 @@ def test_query_line_editing():
 
 
 def test_wait_ready_holds_the_search_until_the_model_is_ready():
-    s, eff = feed(tui.TUIState(wait_ready=True), *"cena", "<Ctrl-j>")
-    assert eff == [] and s.pending == "cena"
+    s, eff = feed(tui.TUIState(wait_ready=True), *"cena", tui.Paused(4), "<Ctrl-j>")
+    assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3), tui.Typed(4)] and s.pending == "cena"
     s, eff = feed(s, tui.ModelStatus("ready"))
     assert eff == [tui.DoSearch("cena", 1)] and s.model == "ready"
+
+
+def test_results_follow_the_typing_and_stale_answers_are_dropped():
+    s, eff = feed(tui.TUIState(system="hybrid", model="ready"), *"cena")
+    assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3), tui.Typed(4)]
+    s, eff = feed(s, "<LEFT>", "<RIGHT>")  # the cursor moved, the query did not change
+    assert eff == [] and s.edits == 4
+    assert feed(s, tui.Paused(3))[1] == []  # typing went on after that pause began
+    s, eff = feed(s, tui.Paused(4))
+    assert eff == [tui.DoSearch("cena", 0, 1)]
+    assert feed(s, tui.Paused(4))[1] == []  # asked already
+    rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 4))
+    s, eff = feed(s, tui.Searched(0, "cena", rows, 3.0, "hybrid", 2, live=1))
+    assert eff == [] and s.rows == rows and s.focus == "query" and s.searched_query == "cena"
+    text, _ = screen(s)
+    assert "3 results" in text[23] and "search #" not in text[23] and "Meme number 1" in text[2]
+    # newer typing: the older live answer arriving late is dropped
+    s, _ = feed(s, *" x", tui.Paused(6))
+    assert s.asked == (0, 2) and s.asked_query == "cena x"
+    late = tui.Searched(0, "cena", rows[:1], 3.0, "hybrid", 2, live=1)
+    assert feed(s, late) == (s, [])
+    # Enter searches at once (the scored submit) and supersedes the live search in flight
+    s, eff = feed(s, "<Ctrl-j>")
+    assert eff == [tui.DoSearch("cena x", 1)] and s.asked == (1, 0)
+    assert feed(s, tui.Searched(0, "cena x", rows, 3.0, "hybrid", 2, live=2)) == (s, [])
+    s, eff = feed(s, tui.Searched(1, "cena x", rows, 3.0, "hybrid", 2))
+    assert eff == [tui.Record("render", "cena x")] and s.focus == "list"
+    assert feed(s, tui.Paused(6))[1] == []  # the pause after Enter: searched already
+    assert "search #1" in screen(s)[0][23]
+
+
+def test_model_ready_reruns_what_the_lexical_stand_in_answered():
+    s, eff = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-j>")
+    rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
+    s, _ = feed(s, tui.Searched(1, "cena", rows, 2.0, "bm25", 1))
+    s, eff = feed(s, tui.ModelStatus("ready"))
+    assert eff == [tui.DoSearch("cena", 1, 1)] and s.focus == "list"
+    s, eff = feed(s, tui.Searched(1, "cena", rows[::-1], 2.0, "hybrid", 2, live=1))
+    assert s.used_system == "hybrid" and s.rows == rows[::-1] and s.focus == "list"
+    assert feed(tui.TUIState(system="hybrid"), tui.ModelStatus("ready"))[1] == []  # nothing asked yet
+
+
+def test_the_selected_path_is_always_on_screen_and_the_help_hint_stays():
+    s = searched_state()
+    text, _ = screen(s)
+    assert all("/memes/" not in line for line in text[2:22])  # ten results: no room for path lines
+    assert text[1].rstrip().endswith("1/10 /memes/cena-01.png") and "results for “see me”" in text[1]
+    s, _ = feed(s, "<DOWN>", "<DOWN>")
+    assert screen(s)[0][1].rstrip().endswith("3/10 /memes/cena-03.png")
+    assert "F1 help" in screen(s)[0][0] and "F1 help" in screen(dataclass_replace(s, focus="query"))[0][0]
+    long = fake_result(1)
+    long.details["rel_path"] = "a-very-long-folder-name/" * 6 + "the-file.png"
+    s, _ = feed(tui.TUIState(), *"x", "<Ctrl-j>", tui.Searched(1, "x", (tui.row_from_result(long, "x"),), 1, "bm25", 1))
+    line = screen(s)[0][1]
+    assert len(line) == 80 and line.rstrip().endswith("the-file.png") and "…" in line
 
 
 def test_preview_drawn_in_half_blocks():
@@ -353,10 +412,10 @@ def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
     search(child, "john cena", 1)
     child.send("\t")
     child.expect(r"\x1b\[38;5;\d+m\x1b\[48;5;\d+m▀")  # a half block in 256 colours
-    child.send("c")
+    child.send("\x19")  # Ctrl-Y
     child.expect_exact(f"{ESC}]52;c;{base64.b64encode(paths[0].encode()).decode()}\x07")
     child.expect_exact(f"copied: {paths[0]}"[:70])
-    child.send("o")
+    child.send("\x0f")  # Ctrl-O
     child.expect("opened: ")
     deadline = time.time() + 5
     while not (opened.exists() and opened.read_text().strip()) and time.time() < deadline:
@@ -368,6 +427,48 @@ def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
     child.send("\x1b")
     rc, raw = finish(child)
     assert rc == 130 and "noise" not in raw
+    assert_restored(raw)
+
+
+def test_results_follow_typing_without_enter(fixture_library: Path):
+    paths = expected_paths(fixture_library, "john cena")
+    child = run_app(fixture_library, "--system", "bm25")
+    child.expect("Search:")
+    child.send("john cena")  # no Enter: the list follows once typing pauses
+    child.expect("results for “john cena”")
+    child.expect(rf"\x1b\[7m {len(paths)} results · [\d.]+ ms · bm25 v\d+")
+    assert "search #" not in child.before + child.after
+    child.send("\x15cat")  # a new query; letters type themselves (`c` is no longer "copy")
+    child.expect("results for “cat”")
+    child.send("\x1b[B")  # Down from the query moves into the list; Enter chooses
+    child.expect("Enter choose")
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0 and f"{ESC}]52;" not in raw  # nothing was copied
+    assert expected_paths(fixture_library, "cat")[0] + "\r\n" in raw
+    assert_restored(raw)
+
+
+def test_ctrl_z_suspends_and_restores_the_terminal(fixture_library: Path):
+    child = run_app(fixture_library, "--system", "bm25")
+    search(child, "john cena", 1)
+    pid = app_pid(child.pid)
+    start = len(output(child))
+    child.send("\x1a")  # Ctrl-Z
+    child.expect_exact(f"{ESC}[?1049l")  # the main screen is back
+    deadline = time.time() + 5
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T" and time.time() < deadline:
+        time.sleep(0.05)
+    assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T", "not stopped"
+    stopped = output(child)[start:]
+    assert stopped.rfind(f"{ESC}[?25h") > stopped.rfind(f"{ESC}[?25l")  # cursor shown while stopped
+    os.kill(pid, signal.SIGCONT)  # what `fg` does
+    child.expect_exact(f"{ESC}[?1049h")
+    child.expect("Search:")  # redrawn whole
+    search(child, "cat", 2)  # and working
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
     assert_restored(raw)
 
 
@@ -448,9 +549,9 @@ def _act(child: pexpect.spawn) -> None:
     search(child, "john cena", 1)
     child.send("\t")
     child.expect("▀")
-    child.send("c")
+    child.send("\x19")  # Ctrl-Y
     child.expect("copied: ")
-    child.send("o")
+    child.send("\x0f")  # Ctrl-O
     child.expect("opened: ")
     child.send("\x1b[B\r")
 
@@ -491,6 +592,8 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
     assert re.search(r"results · [\d.]+ ms · bm25 v\d+ · model loading…", status)
     assert first < 5, f"first answer after {first:.1f} s"  # ~0.5 s when the machine is idle
     child.expect("model ready", timeout=90)
+    # issue 19: the list shown by the stand-in is asked again of the full system, without a key
+    child.expect(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ")
     assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready", search(child, "john cena", 2))
     child.send("\x1b")
     rc, raw = finish(child)

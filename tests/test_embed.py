@@ -63,7 +63,7 @@ def test_manifest_records_the_runtime_without_changing_the_models_identity(tmp_p
     manifest = get_embedder().manifest
     assert manifest["runtime"] == EMBED_RUNTIME
     with db.write():
-        # a row written before runtimes were recorded: its vectors came from torch (migration 007)
+        # a row written before runtimes were recorded: its vectors came from torch (migration 010)
         db.con.execute("INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe) "
                        "VALUES (:name, :revision, :weights_sha256, :dim, :text_recipe)", manifest)
         old = db.con.last_insert_rowid()

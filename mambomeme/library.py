@@ -267,17 +267,22 @@ class DB:
     def user_version(self) -> int:
         return int(self.scalar("PRAGMA user_version"))
 
-    def _refuse_foreign(self, version: int) -> None:
+    def _refuse_foreign(self) -> None:
         """Open only mambo libraries: a non-empty database without the mambo schema is refused
-        before anything is written to it (no tables, no user_version, no WAL switch)."""
-        names = {r[0] for r in self.con.execute("SELECT name FROM sqlite_schema")}
+        before anything is written to it (no tables, no user_version, no WAL switch). The version
+        and the tables are read in one statement: read apart, another process creating the library
+        between the two reads made a new library look foreign (tables, but version 0)."""
+        rows = self.con.execute("SELECT (SELECT user_version FROM pragma_user_version), name FROM sqlite_schema")
+        found = [(int(v), name) for v, name in rows]
+        names = {name for _v, name in found}
+        version = found[0][0] if found else 0
         if names and (version == 0 or not MAMBO_TABLES <= names):
             raise MamboError(f"{show_path(self.path)} is an SQLite database but not a MamboMeme library; it was "
                              "left untouched: choose another file with --db (or $MAMBO_DB)")
 
     def _migrate(self) -> None:
+        self._refuse_foreign()
         version = self.user_version()
-        self._refuse_foreign(version)
         if version > SCHEMA_VERSION:
             raise MamboError(
                 f"{show_path(self.path)} was written by a newer MamboMeme (schema {version}, this is "
@@ -293,8 +298,8 @@ class DB:
         with self.write():
             # Looked at again under the write lock: two `mambo add`s creating one new library both
             # saw it empty, and the second must not create the tables a second time.
+            self._refuse_foreign()
             version = self.user_version()
-            self._refuse_foreign(version)
             if version == SCHEMA_VERSION:
                 return
             empty = self.scalar("SELECT count(*) FROM sqlite_schema") == 0

@@ -434,9 +434,13 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
     holds an unjudged item."""
     queries = db.rows("partition_queries", {"partition_id": partition_id})
     searchers = {s: searcher_for(db, s) for s in systems}
-    rules = {s: system_config(db, s)["empty_rule"] for s in systems}
-    bare_searchers = {s: Searcher(bare.db, get_embedder() if needs_model(system_config(db, s)) else None)
-                      for s in systems} if bare is not None else {}
+    configs = {s: system_config(db, s) for s in systems}
+    # Each system's ranking of a query text, on this library and (with `bare`) on the bare one.
+    rankers = [(s, lambda text, s=s: searchers[s].search(text, s, depth * 2, empty_rule=False)) for s in systems]
+    if bare is not None:
+        bare_searchers = {s: Searcher(bare.db, get_embedder() if needs_model(configs[s]) else None) for s in systems}
+        rankers += [(s, lambda text, s=s: bare.search(bare_searchers[s], text, configs[s], depth * 2,
+                                                      empty_rule=False)) for s in systems]
     found: dict[int, dict[int, str]] = {}
     for q in queries:
         cands: dict[int, str] = {}
@@ -444,14 +448,10 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
         gold = {r[0] for r in db.q("gold_and_exact", {"query_id": q["query_id"]})}
         for item in gold:
             cands[item] = "gold"
-        runs = [(s, lambda text, s=s: searchers[s].search(text, s, depth * 2, empty_rule=False)) for s in systems]
-        if bare is not None:
-            runs += [(s, lambda text, s=s: bare.search(bare_searchers[s], text, system_config(db, s), depth * 2,
-                                                       empty_rule=False)) for s in systems]
-        for s, ranked_for in runs:
-            ranked = ranked_for(q["query"])
+        for s, rank in rankers:
+            ranked = rank(q["query"])
             # The pool is what each system would show: its top `depth` after its own empty-result rule.
-            for r in Searcher.empty_rule(rules[s], ranked[:depth]):
+            for r in Searcher.empty_rule(configs[s]["empty_rule"], ranked[:depth]):
                 cands.setdefault(r.item_id, "pool")
             for r in ranked[depth:]:
                 if r.item_id not in gold:
@@ -802,6 +802,10 @@ def system_row(db: DB, name: str) -> tuple[int, int, dict[str, Any]]:
     return int(row[0]), int(row[2]), json.loads(row[3])
 
 
+class BareMismatch(MamboError):
+    """The bare library returned an item this library does not hold: a run cannot be scored."""
+
+
 @dataclasses.dataclass
 class BareLibrary:
     """A second library of the same corpus, ingested without its sidecars (`mambo add --no-sidecars`,
@@ -826,8 +830,8 @@ class BareLibrary:
         raw = searcher.search(query, config, limit + len(self.left_out), empty_rule=empty_rule)
         missing = [r.item_id for r in raw if r.item_id not in self.to_annotated]
         if missing:
-            raise MamboError(f"bare library item {missing[0]} has no picture in this library: "
-                             f"{bare_how(self.path)}")
+            raise BareMismatch(f"bare library item {missing[0]} has no picture in this library: "
+                               f"{bare_how(self.path)}")
         kept = [r for r in raw if self.to_annotated[r.item_id] not in self.left_out][:limit]
         return [dataclasses.replace(r, item_id=self.to_annotated[r.item_id], rank=rank)
                 for rank, r in enumerate(kept, 1)]
@@ -923,7 +927,7 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
         try:
             results = (searcher.search(q["query"], target, 10) if bare is None else
                        bare.search(searcher, q["query"], config, 10))
-        except MamboError:
+        except BareMismatch:
             raise  # a bare library that does not match: the run is left unfinished
         except Exception as e:  # noqa: BLE001 - an engine error is data: charged as an error, never as empty
             results, error = [], f"{type(e).__name__}: {clean_line(str(e))}"

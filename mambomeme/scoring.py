@@ -312,9 +312,14 @@ def critical_violations(db: DB, partition: dict[str, Any], run: dict[str, Any], 
     return out
 
 
-def protocol_checks(db: DB, partition: dict[str, Any], runs: dict[str, dict[str, Any]],
-                    latency: dict[str, dict[str, Any]]) -> dict[str, bool]:
-    """The release-protocol, publication-rollback and terminal-restoration gates, checked now."""
+def protocol_checks(db: DB, partition: dict[str, Any], runs: dict[str, dict[str, Any]], *, measured: bool,
+                    rollback_ok: bool | None = None) -> dict[str, bool]:
+    """The release-protocol, publication-rollback and terminal-restoration gates, checked now (each
+    row of `runs` carries its latency). Without a measured latency (--no-latency) the release and
+    terminal checks fail. `rollback_ok`: the publication self-test's result if this score ran it."""
+    rollback = publication_selftest() if rollback_ok is None else rollback_ok
+    if not measured:
+        return {"release_protocol": False, "publication_rollback": rollback, "terminal_restoration": False}
     audits = db.rows("audit_status", {"partition_id": partition["partition_id"]})
     rescore = {r[0] for r in db.con.execute("SELECT run_id FROM runs_needing_rescore")}
     release = (partition["status"] in ("frozen", "exposed") if partition["partition"] == "dev"
@@ -323,8 +328,8 @@ def protocol_checks(db: DB, partition: dict[str, Any], runs: dict[str, dict[str,
         and not any(r["run_id"] in rescore for r in runs.values())
     return {
         "release_protocol": release,
-        "publication_rollback": publication_selftest(),
-        "terminal_restoration": all(lat.get("terminal_restored", False) for lat in latency.values()),
+        "publication_rollback": rollback,
+        "terminal_restoration": all(r["latency"].get("terminal_restored", False) for r in runs.values()),
     }
 
 
@@ -400,13 +405,14 @@ def pty_latency(db: DB, lib_path: Path, queries: list[dict[str, Any]], s: str, s
     return lat
 
 
-def system_scores(db: DB, s: str, sversion: int, run_id: int, lat: dict[str, Any]) -> dict[str, Any]:
+def system_scores(db: DB, s: str, system_id: int, sversion: int, run_id: int, lat: dict[str, Any]) -> dict[str, Any]:
     """One system's scorecard inputs from its run's per-query metrics and its latency sample."""
     qm = db.rows("run_query_metrics", {"run_id": run_id})
     comps = components(qm, lat["p95"], lat["errors"], lat["n"])
     run = db.rows("run", {"run_id": run_id})[0]
     engine = [m["latency_ms"] for m in qm]
-    return {"system": s, "system_version": sversion, "run_id": run_id, "run": run, "query_metrics": qm,
+    return {"system": s, "system_id": system_id, "system_version": sversion, "run_id": run_id, "run": run,
+            "query_metrics": qm,
             "components": comps, "latency": {k: v for k, v in lat.items() if k != "samples"},
             "engine_ms": {"p50": pct(engine, 50), "p95": pct(engine, 95)},
             "slices": db.rows("run_slices", {"run_id": run_id}),
@@ -486,9 +492,8 @@ def _score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, late
             progress(f"{s}: run {run_id} scored")
         lat = pty_latency(db, db_path, queries, s, system_id, partition_id, measure=measure_latency,
                           searches=latency_searches, warmups=latency_warmups, seed=seed, progress=progress)
-        rows[s] = system_scores(db, s, sversion, run_id, lat)
-    checks = protocol_checks(db, part, rows, {s: r["latency"] for s, r in rows.items()}) if measure_latency else {
-        "release_protocol": False, "publication_rollback": publication_selftest(), "terminal_restoration": False}
+        rows[s] = system_scores(db, s, system_id, sversion, run_id, lat)
+    checks = protocol_checks(db, part, rows, measured=measure_latency)
     finish_rows(db, part, rows, checks)
     acc = acceptance(rows)
     cv = db.rows("corpus_version", {"cv": part["corpus_version_id"]})[0]
@@ -513,7 +518,8 @@ def _score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, late
         "protocol_checks": checks, "release_blockers": blockers,
         "systems": [system_report(r) for r in rows.values()],
         "semantic_acceptance": acc,
-        "bare": bare_section(db, bare, part, set_id, rows, queries, seed=seed, measure_latency=measure_latency,
+        "bare": bare_section(db, bare, part, set_id, rows, queries, checks, seed=seed,
+                             measure_latency=measure_latency,
                              latency_searches=latency_searches, latency_warmups=latency_warmups,
                              progress=progress) if bare else {"measured": False, "how": BARE_HOW},
     }
@@ -525,8 +531,9 @@ BARE_HOW = ("ingest the same corpus folder without its sidecars (`mambo --db BAR
 
 
 def bare_section(db: DB, bare: BareLibrary, part: dict[str, Any], set_id: int, rows: dict[str, dict[str, Any]],
-                 queries: list[dict[str, Any]], *, seed: int, measure_latency: bool, latency_searches: int,
-                 latency_warmups: int, progress: Any = None) -> dict[str, Any]:
+                 queries: list[dict[str, Any]], annotated_checks: dict[str, bool], *, seed: int,
+                 measure_latency: bool, latency_searches: int, latency_warmups: int,
+                 progress: Any = None) -> dict[str, Any]:
     """The bare condition (mmts-clarifications, "The bare condition"): every scored system again on
     the bare library of the same corpus (same configuration, queries and judgements), scored exactly
     as the annotated library is (components, gates, critical violations, bootstrap, latency in the
@@ -549,14 +556,12 @@ def bare_section(db: DB, bare: BareLibrary, part: dict[str, Any], set_id: int, r
         run_id = execute_run(db, s, part["partition_id"], seed=seed, set_id=set_id, bare=bare)
         if progress:
             progress(f"{s}: bare-library run {run_id} stored")
-        system_id = system_row(db, s)[0]
-        lat = pty_latency(db, bare.path, queries, s, system_id, part["partition_id"], measure=measure_latency,
+        lat = pty_latency(db, bare.path, queries, s, r["system_id"], part["partition_id"], measure=measure_latency,
                           searches=latency_searches, warmups=latency_warmups, seed=seed, progress=progress,
                           library="bare")
-        bare_rows[s] = system_scores(db, s, r["system_version"], run_id, lat)
-    checks = (protocol_checks(db, part, bare_rows, {s: b["latency"] for s, b in bare_rows.items()})
-              if measure_latency else {"release_protocol": False, "publication_rollback": publication_selftest(),
-                                       "terminal_restoration": False})
+        bare_rows[s] = system_scores(db, s, r["system_id"], r["system_version"], run_id, lat)
+    checks = protocol_checks(db, part, bare_rows, measured=measure_latency,
+                             rollback_ok=annotated_checks["publication_rollback"])
     finish_rows(db, part, bare_rows, checks)
     out = []
     for s, r in rows.items():

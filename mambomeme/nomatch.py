@@ -5,6 +5,7 @@ coefficients go into search.EMPTY_RULES with the numbers behind them. Registered
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -73,51 +74,53 @@ def apply(rule: dict[str, Any], raw: dict[str, list[Result]]) -> dict[str, list[
     return {k: Searcher.empty_rule(rule, v) for k, v in raw.items()}
 
 
-_PATHS: dict[int, dict[str, int]] = {}
+@dataclasses.dataclass
+class Condition:
+    """One library's unthresholded rankings of the queries, and which of them showed a useful meme."""
+
+    db: DB
+    raw: dict[str, list[Result]]
+    useful: set[str]  # answerable query ids whose top 10 held an item judged useful (grade >= 2)
 
 
-def relevant_items(db: DB, q: dict[str, Any]) -> set[int]:
-    """The items judged useful (grade >= 2) for `q`, as this library's item ids."""
-    by_path = _PATHS.get(id(db))
-    if by_path is None:
-        by_path = _PATHS[id(db)] = dict(db.con.execute("SELECT rel_path, item_id FROM files"))
-    return {by_path[p] for p, g in q["relevant"].items() if g >= 2 and p in by_path}
+def condition(db: DB, searcher: Searcher, config: dict[str, Any], queries: list[dict[str, Any]]) -> Condition:
+    raw = {q["id"]: searcher.search(q["query"], config, 10, empty_rule=False) for q in queries}
+    by_path = dict(db.con.execute("SELECT rel_path, item_id FROM files"))
+    useful = {q["id"] for q in queries if q["slice"] != "no-match"
+              and {by_path[p] for p, g in q["relevant"].items() if g >= 2 and p in by_path}
+              & {r.item_id for r in raw[q["id"]][:10]}}
+    return Condition(db, raw, useful)
 
 
-def false_empty(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Result]],
-                raw: dict[str, list[Result]]) -> float:
+def false_empty(c: Condition, queries: list[dict[str, Any]], runs: dict[str, list[Result]]) -> float:
     """A false "no match": an answerable query emptied although its list showed a useful meme
     (emptying a list of junk loses the user nothing; Hit@10 and Q count that case)."""
-    ans = [q for q in queries if q["slice"] != "no-match"
-           and relevant_items(db, q) & {r.item_id for r in raw[q["id"]][:10]}]
+    ans = [q for q in queries if q["id"] in c.useful]
     return sum(1 for q in ans if not runs[q["id"]]) / len(ans) if ans else 0.0
 
 
-def choose(names: tuple[str, ...], libs: dict[str, tuple[DB, dict[str, list[Result]]]], queries: list[dict[str, Any]],
+def choose(names: tuple[str, ...], libs: dict[str, Condition], queries: list[dict[str, Any]],
            train: set[str]) -> dict[str, Any]:
-    """Fit on the `train` query ids of every library, then the threshold that maximises the mean
-    quality objective (0.55 Q + 0.15 E + 0.10 C) over the libraries with false "no match" on at
-    most MAX_FALSE_EMPTY of the answerable queries in each."""
+    """Fit on the `train` query ids of every library, then the threshold with the most correct
+    "no match" answers (mean over the libraries) whose price is at most MAX_FALSE_EMPTY false "no
+    match" and MAX_HIT_LOSS of Hit@10 in each; ties go to the quality objective."""
     xs, ys = [], []
-    for _db, raw in libs.values():
+    for c in libs.values():
         for q in queries:
-            if q["id"] in train and raw[q["id"]]:
-                f = evidence_features(raw[q["id"]])
+            if q["id"] in train and c.raw[q["id"]]:
+                f = evidence_features(c.raw[q["id"]])
                 xs.append([f[n] for n in names])
                 ys.append(float(q["slice"] != "no-match"))
     w = fit_logistic(np.array(xs), np.array(ys))
     subset = [q for q in queries if q["id"] in train]
-    unruled = {lib: evaluate_runs(db, subset, {q["id"]: raw[q["id"]] for q in subset})
-               for lib, (db, raw) in libs.items()}
+    unruled = {lib: evaluate_runs(c.db, subset, {q["id"]: c.raw[q["id"]] for q in subset}) for lib, c in libs.items()}
     best: dict[str, Any] | None = None
     for t in [round(0.02 * i, 2) for i in range(1, 50)]:
         rule = as_rule(names, w, t)
         per = {}
-        for lib, (db, raw) in libs.items():
-            runs = apply(rule, {q["id"]: raw[q["id"]] for q in subset})
-            per[lib] = evaluate_runs(db, subset, runs) | {"false_empty": false_empty(db, subset, runs, raw)}
-        # Issue 17's terms: the most correct "no match" answers whose price is at most 3 % false
-        # "no match" and at most 0.02 of Hit@10 in each condition; then the quality objective.
+        for lib, c in libs.items():
+            runs = apply(rule, {q["id"]: c.raw[q["id"]] for q in subset})
+            per[lib] = evaluate_runs(c.db, subset, runs) | {"false_empty": false_empty(c, subset, runs)}
         ok = all(m["false_empty"] <= MAX_FALSE_EMPTY and m["hit10"] >= unruled[lib]["hit10"] - MAX_HIT_LOSS
                  for lib, m in per.items())
         key = (ok, round(sum(m["correct_empty"] for m in per.values()) / len(per), 4),
@@ -160,12 +163,12 @@ def bench_no_match(ctx: click.Context, queries_path: Path, labels_path: Path | N
         if name not in FEATURES:
             raise MamboError(f"no evidence features for system {name!r}: choose one of {', '.join(FEATURES)}")
         cfg = system_config(db, name)
-        libs = {lib: (d, {q["id"]: Searcher(d, embedder).search(q["query"], cfg, 10, empty_rule=False)
-                          for q in queries})
+        libs = {lib: condition(d, Searcher(d, embedder), cfg, queries)
                 for lib, d in (("annotated", db), ("bare", bare_db))}
-        current = {lib: evaluate_runs(d, queries, apply(cfg["empty_rule"], raw))
-                   | {"false_empty": false_empty(d, queries, apply(cfg["empty_rule"], raw), raw)}
-                   for lib, (d, raw) in libs.items()}
+        current = {}
+        for lib, c in libs.items():
+            runs = apply(cfg["empty_rule"], c.raw)
+            current[lib] = evaluate_runs(c.db, queries, runs) | {"false_empty": false_empty(c, queries, runs)}
         best = choose(FEATURES[name], libs, queries, {q["id"] for q in queries})
         # Held-out: fit and threshold on four fifths of the families, measure on the fifth.
         held = {lib: {"correct_empty": [], "false_empty": []} for lib in libs}
@@ -173,14 +176,13 @@ def bench_no_match(ctx: click.Context, queries_path: Path, labels_path: Path | N
             train = {q["id"] for q in queries if q["family"] not in fold}
             test = [q for q in queries if q["family"] in fold]
             rule = choose(FEATURES[name], libs, queries, train)["rule"]
-            for lib, (_d, raw) in libs.items():
-                runs = apply(rule, {q["id"]: raw[q["id"]] for q in test})
+            for lib, c in libs.items():
+                runs = apply(rule, {q["id"]: c.raw[q["id"]] for q in test})
                 held[lib]["correct_empty"] += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
-                held[lib]["false_empty"] += [float(not runs[q["id"]]) for q in test if q["slice"] != "no-match"
-                                             and relevant_items(_d, q) & {r.item_id for r in raw[q["id"]][:10]}]
+                held[lib]["false_empty"] += [float(not runs[q["id"]]) for q in test if q["id"] in c.useful]
         cv = {lib: {k: round(sum(v) / len(v), 4) if v else None for k, v in m.items()} for lib, m in held.items()}
-        scores = {lib: [round(evidence_score(best["rule"], evidence_features(raw[q["id"]])), 3)
-                        for q in queries if raw[q["id"]]] for lib, (_d, raw) in libs.items()}
+        scores = {lib: [round(evidence_score(best["rule"], evidence_features(c.raw[q["id"]])), 3)
+                        for q in queries if c.raw[q["id"]]] for lib, c in libs.items()}
         report["systems"][name] = {"rule": best["rule"], "calibrated": best["metrics"], "current": current,
                                    "cross_validated": cv,
                                    "score_range": {k: [min(v), max(v)] for k, v in scores.items()}}

@@ -186,6 +186,17 @@ CREATE VIRTUAL TABLE item_vectors USING vec0(
     chunk_size=128
 );
 
+-- Migration 011: one vector per kind of evidence beside the all-fields one: vector_id = item_id * 4 +
+-- kind (1 caption: the OCR text; 2 picture: template name and aliases, picture description, labels).
+-- An empty field has no vector; the dense route scores an item by its best vector.
+CREATE VIRTUAL TABLE item_field_vectors USING vec0(
+    vector_id INTEGER PRIMARY KEY,
+    cluster integer partition key,
+    embedding float[384] distance_metric=cosine,
+    servable integer,
+    chunk_size=128
+);
+
 -- The coarse index (IVF) of large libraries: k-means centroids over item_vectors; a search scans
 -- the partitions of the centroids nearest the query. One row in vector_index when trained.
 CREATE VIRTUAL TABLE vector_centroids USING vec0(
@@ -250,10 +261,16 @@ CREATE TRIGGER item_vectors_servable AFTER UPDATE OF safety, rights, private ON 
     WHERE item_id = new.item_id;
     UPDATE item_vectors_bit SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
     WHERE item_id = new.item_id;
+    UPDATE item_field_vectors SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
+    WHERE vector_id = new.item_id * 4 + 1;
+    UPDATE item_field_vectors SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
+    WHERE vector_id = new.item_id * 4 + 2;
 END;
 
 CREATE TRIGGER item_vectors_bit_delete AFTER DELETE ON item_embeddings BEGIN
     DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
+    DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 1;
+    DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 2;
 END;
 
 -- What an item says, field by field: the sidecar's value when it has one (user-written metadata
@@ -304,6 +321,8 @@ CREATE TRIGGER items_delete AFTER DELETE ON items BEGIN
     DELETE FROM items_trigram WHERE rowid = old.item_id;
     DELETE FROM item_vectors WHERE item_id = old.item_id;
     DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
+    DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 1;
+    DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 2;
 END;
 
 -- Slang, abbreviations and common misspellings people type, expanded at query time for the
@@ -1023,4 +1042,4 @@ WHEN new.safety_source NOT LIKE 'person:%' AND EXISTS (SELECT 1 FROM safety_deci
     WHERE item_id = new.item_id;
 END;
 
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from mambomeme.embed import Embedder, ensure_onnx, get_embedder
+from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import IMAGE_SUFFIXES, Ingester
 from mambomeme.library import CONTEXT, DB, FIXTURE_DIR, ROOT, SAFETY_CLASSES, MamboError, clean_line, show_path
 from mambomeme.ocr import get_ocr
@@ -343,17 +343,26 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
     nrng = np.random.default_rng(seed)
     texts = [[rng.choice(SYNTH_WORDS) for _ in range(rng.randint(6, 18))] for _ in range(count)]
     real = min(embed_first, count) if embedder is not None else 0
-    encoded = embedder.encode([" ".join(w) for w in texts[:real]]) if real and embedder is not None else []
+    # An item's vectors as ingest writes them: all fields, and its caption and picture (labels)
+    # evidence vectors (embed.field_texts), so the dense route scans what a real library holds.
+    fields = [field_texts("", w[3:5], "", " ".join(w[5:])) for w in texts]
+    encoded = (embedder.encode([" ".join(w) for w in texts[:real]]
+                               + [f[k] for f in fields[:real] for k in (CAPTION, PICTURE)])
+               if real and embedder is not None else [])
+
+    def mixed() -> Any:
+        a, b = nrng.integers(0, len(real_vectors), 2)
+        vec = real_vectors[a] * nrng.uniform(0.5, 1.0) + real_vectors[b] * nrng.uniform(0, 0.5)
+        vec = vec + nrng.normal(0, 0.03, vec.shape)
+        return (vec / np.linalg.norm(vec)).astype(np.float32)
+
     with db.write():
         root_id = int(db.q1("insert_root", {"name": f"synthetic-{seed}", "path": "/nonexistent/synthetic"})[0])
         for n, words in enumerate(texts):
             if n < real:
-                vec = encoded[n]
+                vec, caption, picture = encoded[n], encoded[real + 2 * n], encoded[real + 2 * n + 1]
             else:
-                a, b = nrng.integers(0, len(real_vectors), 2)
-                vec = real_vectors[a] * nrng.uniform(0.5, 1.0) + real_vectors[b] * nrng.uniform(0, 0.5)
-                vec = vec + nrng.normal(0, 0.03, vec.shape)
-                vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+                vec, caption, picture = mixed(), mixed(), mixed()
             sha = hashlib.sha256(f"synthetic {seed} {n}".encode()).hexdigest()
             item_id = int(db.q1("insert_item", Metadata(title=" ".join(words[:3]), tags=words[3:5]).params() | {
                 "sha256": sha, "format": "png", "width": 500, "height": 500, "byte_size": 0,
@@ -364,6 +373,9 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
                                  "mtime_ns": 0, "sidecar_sha256": ""})
             db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
             db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
+            for kind, field_vec in ((CAPTION, caption), (PICTURE, picture)):
+                if fields[n][kind]:
+                    db.q("insert_field_vector", {"item_id": item_id, "kind": kind, "embedding": field_vec.tobytes()})
         db.q("refresh_vocabulary")  # as `mambo add` ends: typo correction knows the new words
 
 
@@ -963,3 +975,18 @@ def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Pat
 
 def load_dev_queries(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def judged_queries(queries_path: Path, labels_path: Path | None) -> list[dict[str, Any]]:
+    """The partition's queries; with `labels` (`mambo bench labels` output), their relevance is the
+    judged final grades instead of the file's provisional ones."""
+    queries = load_dev_queries(queries_path)
+    if labels_path is None:
+        return queries
+    judged: dict[str, dict[str, float]] = {}
+    for line in labels_path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            if row.get("grade"):
+                judged.setdefault(row["qid"], {})[row["path"]] = float(row["grade"])
+    return [q | {"relevant": judged.get(q["id"], {})} for q in queries]

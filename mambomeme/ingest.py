@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from mambomeme.embed import Embedder, embed_text, get_embedder, model_id
+from mambomeme.embed import EMBED_TEXT_RECIPE, Embedder, embed_text, field_texts, get_embedder, model_id
 from mambomeme.images import (
     MAX_FILE_BYTES,
     NEAR_DUP_BITS,
@@ -447,6 +447,7 @@ class Ingester:
             progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors", final=True)
             # Items recognised before the templates last changed: matched against the new ones only.
             recognise_existing(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
+            embed_again(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
             # Every group once more: an item deleted (its file's content changed) may have held its
             # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
             # for this: _write applies it to the item's group in the item's own transaction.
@@ -663,22 +664,45 @@ class Ingester:
 
 
 def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> None:
-    """(Re-)embed items' effective text (sidecar fields, else derived ones: EMBED_TEXT_RECIPE)."""
+    """(Re-)embed items' effective text (sidecar fields, else derived ones: EMBED_TEXT_RECIPE): the
+    all-fields vector, and one vector per non-empty evidence field (field_texts)."""
     if not item_ids:
         return
-    texts = []
+    texts, fields = [], []
     for item_id in item_ids:
         title, template, entities, tags, description, ocr_text = db.q1("effective_text", {"item_id": item_id})
         texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
-    vecs = embedder.encode(texts)
-    for item_id, vec, text in zip(item_ids, vecs, texts, strict=True):
+        fields.extend((item_id, kind, text)
+                      for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items() if text)
+    vecs = embedder.encode(texts + [text for _i, _k, text in fields])
+    for item_id, vec, text in zip(item_ids, vecs, texts, strict=False):
         db.q("delete_vector", {"item_id": item_id})
         db.q("delete_vector_bit", {"item_id": item_id})
+        db.q("delete_field_vectors", {"item_id": item_id})
         db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
         db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
         db.q("upsert_embedding", {"item_id": item_id, "model_id": model,
                                   "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
                                   "vector_sha256": hashlib.sha256(vec.tobytes()).hexdigest()})
+    for (item_id, kind, _text), vec in zip(fields, vecs[len(texts):], strict=True):
+        db.q("insert_field_vector", {"item_id": item_id, "kind": kind, "embedding": vec.tobytes()})
+
+
+def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: bool = True) -> int:
+    """Embed again the items whose vectors an older text recipe computed (a library from before
+    schema 11 has no evidence vectors), in batches, each its own transaction: an interrupted run
+    leaves every item searchable and the next one goes on. Returns how many were embedded."""
+    stale = [r[0] for r in db.q("items_embedded_by_other_recipes", {"text_recipe": EMBED_TEXT_RECIPE})]
+    if not stale:
+        return 0
+    embedder, model_row = model()
+    progress = Progress(len(stale), enabled=not quiet)
+    for start in range(0, len(stale), INGEST_BATCH):
+        with db.write():
+            embed_items(db, stale[start:start + INGEST_BATCH], embedder, model_row)
+        progress.update(min(start + INGEST_BATCH, len(stale)), "embedded again (new text recipe)",
+                        final=start + INGEST_BATCH >= len(stale))
+    return len(stale)
 
 
 def _item_pixels(db: DB, item_id: int) -> Any:

@@ -155,6 +155,31 @@ VALUES (:item_id,
         coalesce((SELECT cluster FROM vector_centroids WHERE centroid MATCH :embedding ORDER BY distance LIMIT 1), 0),
         :embedding, EXISTS (SELECT 1 FROM servable_items WHERE item_id = :item_id));
 
+-- name: delete_field_vectors
+DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 1;
+DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2;
+
+-- name: insert_field_vector
+-- One of an item's evidence vectors (migration 011: vector_id = item_id * 4 + kind), in the partition
+-- of its nearest centroid like insert_vector.
+INSERT INTO item_field_vectors(vector_id, cluster, embedding, servable)
+VALUES (:item_id * 4 + :kind,
+        coalesce((SELECT cluster FROM vector_centroids WHERE centroid MATCH :embedding ORDER BY distance LIMIT 1), 0),
+        :embedding, EXISTS (SELECT 1 FROM servable_items WHERE item_id = :item_id));
+
+-- name: insert_field_vector_in_cluster
+INSERT INTO item_field_vectors(vector_id, cluster, embedding, servable)
+VALUES (:vector_id, :cluster, :embedding, :servable);
+
+-- name: field_vectors_for_clustering
+SELECT vector_id, embedding, servable FROM item_field_vectors ORDER BY vector_id;
+
+-- name: items_embedded_by_other_recipes
+-- Items whose vectors were computed under another text recipe (embed.EMBED_TEXT_RECIPE; schema 11
+-- added evidence vectors): `mambo add` embeds them again.
+SELECT e.item_id FROM item_embeddings e JOIN embedding_models m ON m.model_id = e.model_id
+WHERE m.text_recipe <> :text_recipe ORDER BY e.item_id;
+
 -- name: insert_vector_in_cluster
 -- Re-clustering (maintain_vector_index): the cluster was computed for every vector at once.
 INSERT INTO item_vectors(item_id, cluster, embedding, servable)
@@ -170,6 +195,7 @@ SELECT item_id, embedding, servable FROM item_vectors ORDER BY item_id;
 DELETE FROM vector_centroids;
 DELETE FROM vector_index;
 DELETE FROM item_vectors;
+DELETE FROM item_field_vectors;
 
 -- name: insert_centroid
 INSERT INTO vector_centroids(cluster, centroid) VALUES (:cluster, :centroid);

@@ -14,7 +14,7 @@ from typing import Any
 import click
 import numpy as np
 
-from mambomeme.bench import load_dev_queries
+from mambomeme.bench import judged_queries
 from mambomeme.calibrate import evaluate_runs, objective
 from mambomeme.embed import get_embedder
 from mambomeme.library import DB, MamboError, open_library, show_path
@@ -23,29 +23,14 @@ from mambomeme.search import Result, Searcher, evidence_features, evidence_score
 # Which evidence each system has: bm25 has no dense similarity, dense no word route.
 FEATURES = {
     "bm25": ("coverage", "full", "lexical", "unknown"),
-    "dense": ("similarity", "margin", "coverage", "full", "unknown"),
-    "hybrid": ("similarity", "margin", "coverage", "full", "lexical", "unknown"),
+    "dense": ("similarity", "whole", "margin", "coverage", "full", "unknown"),
+    "hybrid": ("similarity", "whole", "margin", "coverage", "full", "lexical", "unknown"),
 }
 # Answerable queries the rule may empty, at most (issue 17's target: false "no match" <= 3 %).
 MAX_FALSE_EMPTY = 0.03
 MAX_HIT_LOSS = 0.02  # ... and answerable Hit@10 down by at most this against the lists without a rule
 L2 = 0.01  # ridge on the weights (not the bias): keeps the fit stable with ~450 samples
 FOLDS = 5
-
-
-def judged_queries(queries_path: Path, labels_path: Path | None) -> list[dict[str, Any]]:
-    """The partition's queries; with `labels` (`mambo bench labels` output), their relevance is the
-    judged final grades instead of the file's provisional ones."""
-    queries = load_dev_queries(queries_path)
-    if labels_path is None:
-        return queries
-    judged: dict[str, dict[str, float]] = {}
-    for line in labels_path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            if row.get("grade"):
-                judged.setdefault(row["qid"], {})[row["path"]] = float(row["grade"])
-    return [q | {"relevant": judged.get(q["id"], {})} for q in queries]
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 50) -> np.ndarray:

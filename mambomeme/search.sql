@@ -24,12 +24,14 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
 -- (typos, slang, OCR noise); dense = KNN over MiniLM vectors: exact float32, the partitions of the
 -- coarse index's nearest centroids (IVF), or bit-quantized candidates rescored by float cosine.
+-- With :field_vectors, an item's caption and picture vectors join its all-fields one (float and
+-- IVF; the bit index holds all-fields vectors only) and the item scores its best similarity.
 -- Only servable items (safety, rights, privacy) take part: the vector indexes filter on their
 -- `servable` column during the scan, every route joins the view.
 -- :lexical, when not NULL, is the lexical route already run (a JSON array of item ids, best
 -- first): hybrid's evidence check needs its ranking before fusion, and FTS5 BM25 over common
 -- words is the costliest part of a query at 100k items, so it is not run twice.
--- :dense, when not NULL, is the dense route already run ([[item id, similarity], ...], best
+-- :dense, when not NULL, is the dense route already run ([[item id, similarity, all-fields similarity], ...], best
 -- first): a search runs it on the library's reader connection (its own thread, the one that maps
 -- the file) while the lexical route runs on this one.
 WITH lex AS (
@@ -60,48 +62,65 @@ WITH lex AS (
         ) m JOIN servable_items s ON s.item_id = m.item_id
     ) WHERE rank <= :depth
 ), dense_candidates AS (
-    -- exact: every vector
-    SELECT v.item_id, 1.0 - v.distance AS sim
+    -- exact: every vector (kind 0: the all-fields vector; 1, 2: evidence vectors)
+    SELECT v.item_id, 1.0 - v.distance AS sim, 0 AS kind
     FROM item_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float'
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
     UNION ALL
+    -- the evidence vectors (caption, picture: migration 011), item_id = vector_id / 4
+    SELECT v.vector_id >> 2, 1.0 - v.distance, v.vector_id & 3
+    FROM item_field_vectors v
+    WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float' AND :field_vectors
+      AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
+    UNION ALL
     -- coarse index: the partitions of the :probe centroids nearest the query, and partition 0
     -- (a library without clusters); each partition gives its own k nearest
-    SELECT v.item_id, 1.0 - v.distance
+    SELECT v.item_id, 1.0 - v.distance, 0
     FROM item_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf'
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
       AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
                         UNION ALL SELECT 0)
     UNION ALL
+    SELECT v.vector_id >> 2, 1.0 - v.distance, v.vector_id & 3
+    FROM item_field_vectors v
+    WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf' AND :field_vectors
+      AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
+      AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
+                        UNION ALL SELECT 0)
+    UNION ALL
     -- sign bits: a Hamming KNN, its candidates rescored by float cosine
-    SELECT c.item_id, 1.0 - vec_distance_cosine(v.embedding, :qvec)
+    SELECT c.item_id, 1.0 - vec_distance_cosine(v.embedding, :qvec), 0
     FROM (SELECT item_id FROM item_vectors_bit
           WHERE :use_dense AND :dense IS NULL AND :dense_index = 'bit-rescore'
             AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k AND servable = 1) c
     JOIN item_vectors v ON v.item_id = c.item_id
 ), dense AS (
-    SELECT value ->> 0 AS item_id, value ->> 1 AS sim, key + 1 AS rank FROM json_each(:dense)
+    SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key + 1 AS rank FROM json_each(:dense)
     WHERE :use_dense AND :dense IS NOT NULL
     UNION ALL
-    SELECT item_id, sim, row_number() OVER (ORDER BY sim DESC) AS rank
-    FROM (SELECT d.item_id, d.sim FROM dense_candidates d JOIN servable_items s ON s.item_id = d.item_id
-          ORDER BY d.sim DESC LIMIT :depth)
+    -- an item is as similar as its best vector (all fields, caption or picture); the all-fields
+    -- vector's own similarity (when among the candidates) is evidence for "no match" apart
+    SELECT item_id, sim, sim_all, row_number() OVER (ORDER BY sim DESC, item_id) AS rank
+    FROM (SELECT d.item_id, max(d.sim) AS sim, max(CASE WHEN d.kind = 0 THEN d.sim END) AS sim_all
+          FROM dense_candidates d JOIN servable_items s ON s.item_id = d.item_id
+          GROUP BY d.item_id ORDER BY sim DESC, d.item_id LIMIT :depth)
 )
 SELECT item_id,
        sum(score) AS score,
        max(lex_rank) AS lex_rank,
        max(fuzzy_rank) AS fuzzy_rank,
        max(dense_rank) AS dense_rank,
-       max(sim) AS sim
+       max(sim) AS sim,
+       max(sim_all) AS sim_all
 FROM (
     SELECT item_id, :w_lexical / (:rrf_k + rank) AS score,
-           rank AS lex_rank, NULL AS fuzzy_rank, NULL AS dense_rank, NULL AS sim FROM lex
+           rank AS lex_rank, NULL AS fuzzy_rank, NULL AS dense_rank, NULL AS sim, NULL AS sim_all FROM lex
     UNION ALL
-    SELECT item_id, :w_fuzzy / (:rrf_k + rank), NULL, rank, NULL, NULL FROM fuzzy
+    SELECT item_id, :w_fuzzy / (:rrf_k + rank), NULL, rank, NULL, NULL, NULL FROM fuzzy
     UNION ALL
-    SELECT item_id, :w_dense / (:rrf_k + rank), NULL, NULL, rank, sim FROM dense
+    SELECT item_id, :w_dense / (:rrf_k + rank), NULL, NULL, rank, sim, sim_all FROM dense
 )
 GROUP BY item_id
 ORDER BY score DESC, coalesce(max(lex_rank), max(fuzzy_rank), 1e9), item_id

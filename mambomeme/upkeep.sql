@@ -71,10 +71,18 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f
         WHERE v.servable IS NOT (v.item_id IN (SELECT item_id FROM servable_items))) AS vectors_with_wrong_servable,
        (SELECT count(*) FROM item_vectors_bit b
         WHERE b.servable IS NOT (b.item_id IN (SELECT item_id FROM servable_items))) AS bit_vectors_with_wrong_servable,
+       (SELECT count(*) FROM item_field_vectors v
+        WHERE v.servable IS NOT ((v.vector_id >> 2) IN (SELECT item_id FROM servable_items)))
+           AS field_vectors_with_wrong_servable,
+       (SELECT count(*) FROM item_field_vectors v
+        WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = v.vector_id >> 2)) AS field_vectors_without_item,
        -- the coarse index: every vector in the partition of a centroid (0 when there are none)
        (SELECT count(*) FROM item_vectors v
         WHERE v.cluster IS NOT coalesce((SELECT c.cluster FROM vector_centroids c WHERE c.cluster = v.cluster),
                                         CASE WHEN EXISTS (SELECT 1 FROM vector_index) THEN -1 ELSE 0 END))
+       + (SELECT count(*) FROM item_field_vectors v
+          WHERE v.cluster IS NOT coalesce((SELECT c.cluster FROM vector_centroids c WHERE c.cluster = v.cluster),
+                                          CASE WHEN EXISTS (SELECT 1 FROM vector_index) THEN -1 ELSE 0 END))
            AS vectors_outside_the_coarse_index;
 
 -- name: template_counts

@@ -65,6 +65,13 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
         assign = nearest_centroid(vectors, centroids) + 1  # clusters 1..n; 0 is "no index"
     else:
         assign = np.zeros(len(ids), dtype=np.int64)
+    # The evidence vectors (migration 011) share the centroids, trained on the all-fields vectors
+    # (one per item, so a caption-heavy library does not pull the centroids towards its captions).
+    field_rows = db.q("field_vectors_for_clustering")
+    fields = (np.stack([np.frombuffer(r[1], dtype=np.float32) for r in field_rows]) if field_rows
+              else np.zeros((0, 384), dtype=np.float32))
+    field_assign = (nearest_centroid(fields, centroids) + 1 if want and len(fields)
+                    else np.zeros(len(fields), dtype=np.int64))
     with db.write():
         db.q("clear_vector_index")
         for c in range(want):
@@ -72,6 +79,9 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
         for item_id, cluster, vec, ok in zip(ids, assign.tolist(), vectors, servable, strict=True):
             db.q("insert_vector_in_cluster", {"item_id": item_id, "cluster": cluster, "embedding": vec.tobytes(),
                                               "servable": ok})
+        for (vector_id, _vec, ok), cluster, vec in zip(field_rows, field_assign.tolist(), fields, strict=True):
+            db.q("insert_field_vector_in_cluster", {"vector_id": vector_id, "cluster": cluster,
+                                                    "embedding": vec.tobytes(), "servable": ok})
         if want:
             db.q("record_vector_index", {"clusters": want, "trained_vectors": n, "training_sample": sample,
                                          "iterations": IVF_ITERATIONS, "seed": IVF_SEED,

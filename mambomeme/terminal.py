@@ -23,7 +23,7 @@ from typing import Any
 
 from mambomeme.embed import get_embedder
 from mambomeme.library import DB, ROOT, MamboError, clean_line, clean_text, db_error_message, show_path
-from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, system_config
+from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_query, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
     TUI_LIVE_PAUSE_S,
@@ -144,6 +144,82 @@ class _Pause:
                 self._post(event=Paused(gen))
 
 
+class _EncodeAhead:
+    """The query's encoding, computed while the user types: the TUI's embedder. Each change of the
+    query line (asked once the keys already read are handled) is planned here, on this thread's own
+    connection, and its dense text encoded, newest change first; a search asking for that text then
+    finds its vector ready (or waits for the encoding already under way, never running it twice)
+    instead of spending the model's ~4.5 ms after the submit. Only the encoding is kept, of one text,
+    the latest typed: every search, a submit too, still plans the query and runs both routes, fusion
+    and the empty rule afresh (the PTY protocol: no result caching). Same call on the same text,
+    same vector: a search's ranking is what it would be without this (tests/test_tui.py)."""
+
+    def __init__(self, embedder: Any, open_db: Any, plan: Any) -> None:
+        self.embedder, self._open_db, self._plan = embedder, open_db, plan
+        self._cv = threading.Condition()
+        self._query: str | None = None  # the newest query line asked for, not yet planned
+        self._running: set[str] = set()  # texts being encoded now (here or by a search)
+        self._done: tuple[str, Any] | None = None  # (text, its vector): the latest encoded
+        self._closed = False
+        self.hits = 0  # searches that found their text encoded or under way (tests, diagnostics)
+        self._thread = threading.Thread(target=self._loop, name="mambo-encode-ahead", daemon=True)
+        self._thread.start()
+
+    def ask(self, query: str) -> None:
+        with self._cv:
+            self._query = query
+            self._cv.notify_all()
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+    def encode(self, texts: list[str], *, ahead: bool = False) -> Any:
+        """The embedder's encode: one text already encoded (or being encoded) is not encoded again."""
+        if len(texts) != 1:
+            return self.embedder.encode(texts)
+        text = texts[0]
+        with self._cv:
+            while text in self._running:
+                self._cv.wait()
+            if self._done is not None and self._done[0] == text:
+                self.hits += not ahead
+                return self._done[1].copy()
+            self._running.add(text)
+        try:
+            vec = self.embedder.encode([text])
+        finally:
+            with self._cv:
+                self._running.discard(text)
+                self._cv.notify_all()
+        with self._cv:
+            self._done = (text, vec)
+        return vec.copy()
+
+    def _loop(self) -> None:
+        db = None
+        try:
+            while True:
+                with self._cv:
+                    while self._query is None and not self._closed:
+                        self._cv.wait()
+                    if self._closed:
+                        return
+                    query, self._query = self._query, None
+                if not query.strip():
+                    continue
+                with contextlib.suppress(Exception):  # only a head start: the search encodes what it needs
+                    db = db or self._open_db()
+                    plan = self._plan(db, query)
+                    if plan.tokens:
+                        self.encode([plan.dense_text or plan.text], ahead=True)
+        finally:
+            if db is not None:
+                with contextlib.suppress(Exception):
+                    db.close()
+
+
 class _Signalled(BaseException):
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -241,6 +317,7 @@ class _Shell:
         self.db, self.system, self.limit = db, system, limit
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
+        self.cfg = cfg
         setting = None
         with contextlib.suppress(Exception):
             got = db.q("setting", {"key": "interaction_events"})
@@ -258,6 +335,8 @@ class _Shell:
         self.quit = False
         self._records: list[Record] = []
         self.model_ready = False  # set by the loading thread, read by the search thread
+        self.ahead: _EncodeAhead | None = None  # set by the loading thread before model_ready
+        self._ahead_query: str | None = None
         self.versions: dict[str, int | None] = {}  # system versions, read on the search thread
         self.searches: _Searches | None = None
         self._search_db: DB | None = None
@@ -267,7 +346,11 @@ class _Shell:
     # -- background
     def _load_model(self) -> None:
         try:
-            get_embedder().encode(["warm up"])  # the first run allocates: not a user's search
+            embedder = get_embedder()
+            embedder.encode(["warm up"])  # the first run allocates: not a user's search
+            plan = functools.partial(plan_query, aliases=self.cfg.get("use_aliases", True),
+                                     correct=self.cfg.get("correct_typos", True))
+            self.ahead = _EncodeAhead(embedder, lambda: DB(self.db.path, create=False, readonly=True), plan)
         except BaseException as e:  # reported on the status line, lexical goes on
             self.post(event=ModelStatus("failed", clean_line(f"{type(e).__name__}: {e}")[:200]))
         else:
@@ -284,7 +367,7 @@ class _Shell:
         system, embedder = self.system, None
         if self.needs_model:
             if self.model_ready:
-                embedder = get_embedder()
+                embedder = self.ahead or get_embedder()
             else:
                 system = TUI_LOADING_SYSTEM
         t0 = time.perf_counter()
@@ -312,6 +395,13 @@ class _Shell:
         if self._pause is None:
             self._pause = _Pause(self.post)
         self._pause.poke(gen)
+
+    def encode_ahead(self) -> None:
+        """Once the keys read so far are handled (a paste, or a burst of keys, is one query line),
+        start encoding the query line if it changed (see _EncodeAhead)."""
+        if self.ahead is not None and self.state.query != self._ahead_query and not self.inp.unprocessed_bytes:
+            self._ahead_query = self.state.query
+            self.ahead.ask(self.state.query)
 
     def suspend(self, fin: Any) -> None:
         """Ctrl-Z: give the terminal back as it was (main screen, cursor, cooked mode), stop, and on
@@ -462,6 +552,7 @@ class _Shell:
                     else:
                         self.handle(ev)
                     if not self.quit:
+                        self.encode_ahead()  # before drawing: the encoding runs while the screen is drawn
                         self.render()
                     else:
                         for r in self._records:  # the choose event
@@ -475,6 +566,8 @@ class _Shell:
         finally:
             if self._pause is not None:
                 self._pause.close()
+            if self.ahead is not None:
+                self.ahead.close()
             if self.searches is not None:
                 self.searches.close()
                 self.searches.join(timeout=2)

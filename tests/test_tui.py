@@ -636,3 +636,49 @@ def test_terminal_hangup_ends_the_app(fixture_library: Path):
     _, status = os.waitpid(child.pid, 0)
     child.ptyproc.terminated = child.terminated = True
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGHUP
+
+
+def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
+    """issue 19: the TUI encodes the query line while the user types (terminal._EncodeAhead), so a
+    submit finds its vector ready. The submit's search still runs every route afresh: its results
+    are exactly those of a search that encodes after the submit, and a vector typed for another
+    text is never used."""
+    import functools
+    import json
+
+    from mambomeme.embed import get_embedder
+    from mambomeme.search import plan_query
+    from mambomeme.terminal import _EncodeAhead
+
+    queries = [json.loads(line)["query"] for line in
+               (REPO / "benchdata" / "fixture" / "queries.jsonl").read_text().splitlines() if line.strip()]
+    db = DB(fixture_library, create=False, readonly=True)
+    embedder = get_embedder()
+    ahead = _EncodeAhead(embedder, lambda: DB(fixture_library, create=False, readonly=True),
+                         functools.partial(plan_query, aliases=True, correct=True))
+    plain, early = Searcher(db, embedder), Searcher(db, ahead)
+
+    def ranking(results):
+        return [(r.item_id, r.score, r.lex_rank, r.vec_rank, r.similarity, r.coverage) for r in results]
+
+    try:
+        for q in queries:
+            plan = plan_query(db, q)
+            ahead.ask(q)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # the encoder thread finishes "typing" first
+                done = ahead._done
+                if not plan.tokens or (done is not None and done[0] == (plan.dense_text or plan.text)):
+                    break
+                time.sleep(0.005)
+            hits = ahead.hits
+            assert ranking(early.search(q, "hybrid")) == ranking(plain.search(q, "hybrid")), q
+            if plan.tokens:
+                assert ahead.hits == hits + 1, f"{q!r} was encoded again after the submit"
+            ahead.ask(f"{q} or something else")  # typed, then not submitted: its vector is not used
+            assert ranking(early.search(q, "dense")) == ranking(plain.search(q, "dense")), q
+        vec = ahead.encode(["a text nobody typed"])
+        assert vec.tobytes() == embedder.encode(["a text nobody typed"]).tobytes()
+    finally:
+        ahead.close()
+        db.close()

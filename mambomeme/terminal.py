@@ -150,9 +150,10 @@ class _EncodeAhead:
     connection, and its dense text encoded, newest change first; a search asking for that text then
     finds its vector ready (or waits for the encoding already under way, never running it twice)
     instead of spending the model's ~4.5 ms after the submit. Only the encoding is kept, of one text,
-    the latest typed: every search, a submit too, still plans the query and runs both routes, fusion
-    and the empty rule afresh (the PTY protocol: no result caching). Same call on the same text,
-    same vector: a search's ranking is what it would be without this (tests/test_tui.py)."""
+    made since the query line last changed: every search, a submit too, still plans the query and
+    runs both routes, fusion and the empty rule afresh (the PTY protocol: no result caching). Same
+    call on the same text, same vector: a search's ranking is what it would be without this
+    (tests/test_tui.py)."""
 
     def __init__(self, embedder: Any, open_db: Any, plan: Any) -> None:
         self.embedder, self._open_db, self._plan = embedder, open_db, plan
@@ -160,14 +161,18 @@ class _EncodeAhead:
         self._query: str | None = None  # the newest query line asked for, not yet planned
         self._running: set[str] = set()  # texts being encoded now (here or by a search)
         self._done: tuple[str, Any] | None = None  # (text, its vector): the latest encoded
+        self._gen = 0  # changes of the query line asked: an encoding begun before one is not kept
         self._closed = False
         self.hits = 0  # searches that found their text encoded or under way (tests, diagnostics)
         self._thread = threading.Thread(target=self._loop, name="mambo-encode-ahead", daemon=True)
         self._thread.start()
 
     def ask(self, query: str) -> None:
+        """The query line changed: encode it. What was encoded before is forgotten, so a search
+        only ever uses an encoding made after the last change of the query line (the same query
+        typed again is encoded again)."""
         with self._cv:
-            self._query = query
+            self._query, self._done, self._gen = query, None, self._gen + 1
             self._cv.notify_all()
 
     def close(self) -> None:
@@ -187,6 +192,7 @@ class _EncodeAhead:
                 self.hits += not ahead
                 return self._done[1].copy()
             self._running.add(text)
+            gen = self._gen
         try:
             vec = self.embedder.encode([text])
         finally:
@@ -194,7 +200,8 @@ class _EncodeAhead:
                 self._running.discard(text)
                 self._cv.notify_all()
         with self._cv:
-            self._done = (text, vec)
+            if gen == self._gen:
+                self._done = (text, vec)
         return vec.copy()
 
     def _loop(self) -> None:

@@ -632,6 +632,53 @@ def time_to_model_ready(db_path: Path | str, system: str = DEFAULT_SYSTEM) -> fl
     return ready
 
 
+class _MeasuredTUI:
+    """One full-screen search started in the declared 80x24 PTY with --wait-ready, driven as the
+    latency protocol says: type a query, send Enter, wait for that search's status line."""
+
+    status_re = re.compile(r"(no match|\d+ results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
+
+    def __init__(self, db_path: Path | str, system: str) -> None:
+        import pexpect
+
+        env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0", "COLUMNS": "80",
+               "LINES": "24"}
+        argv = _tui_argv(db_path, system, "--wait-ready")
+        self.child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
+        self.child.delaybeforesend = None
+        self.seq = 0
+        t_start = time.perf_counter()
+        self.child.expect(["model ready", "lexical system"], timeout=180)
+        self.ready_s = time.perf_counter() - t_start
+
+    def submit(self, q: str) -> tuple[float, float, str]:
+        """(submit-to-render ms, the search time the app reports, "no match" or "N results")."""
+        child = self.child
+        child.send("\x15")  # Ctrl-U: back to the query line, emptied
+        child.send(q)
+        # Wait until the query line shows the typed text, so Enter is its own keypress.
+        child.expect_exact(q[-12:], timeout=30)
+        self.seq += 1
+        t0 = time.perf_counter()
+        child.send("\r")
+        while True:
+            child.expect(self.status_re, timeout=30)
+            if int(child.match.group(3)) == self.seq:
+                break
+        return (time.perf_counter() - t0) * 1000, float(child.match.group(2)), child.match.group(1)
+
+    def close(self) -> None:
+        import pexpect
+
+        try:
+            if self.child.isalive():
+                self.child.send("\x1b")
+                self.child.expect(pexpect.EOF, timeout=30)
+        finally:
+            if self.child.isalive():
+                self.child.terminate(force=True)
+
+
 def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warmups: int = 20,
                     system: str = DEFAULT_SYSTEM, seed: int = 0) -> dict[str, Any]:
     """Submit-to-render time of the real TUI in an 80x24 PTY: for each search, type the query,
@@ -639,58 +686,49 @@ def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warm
     (the status line is drawn last, so the whole list is on screen by then). The app is started
     with --wait-ready and measuring begins once the model is ready. Also returns the search time
     the app itself reports, to separate search from drawing."""
+    return measure_latencies(db_path, queries, [system], n=n, warmups=warmups, seed=seed)[system]
+
+
+def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str], n: int = 1000,
+                      warmups: int = 20, seed: int = 0, block: int = 50) -> dict[str, dict[str, Any]]:
+    """measure_latency for several systems at once, for ratios that hold on a busy machine: one
+    app per system, all started before measuring, each given the same queries in the same order,
+    taking turns every `block` searches so that every system sees the same load."""
     import statistics
 
-    import pexpect
-
     rng = random.Random(seed)
-    env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0", "COLUMNS": "80",
-           "LINES": "24"}
-    argv = _tui_argv(db_path, system, "--wait-ready")
-    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
-    child.delaybeforesend = None
-    t_start = time.perf_counter()
+    order, q = [], ""
+    for _ in range(warmups + n):
+        # Never the same query twice in a row: its query line would not change, so there
+        # would be nothing to wait for before sending Enter.
+        q = rng.choice([x for x in queries if x != q] or queries)
+        order.append(q)
+    apps: dict[str, _MeasuredTUI] = {}
+    got: dict[str, list[tuple[float, float, str]]] = {s: [] for s in systems}
     try:
-        child.expect(["model ready", "lexical system"], timeout=180)
-        ready_s = time.perf_counter() - t_start
-        times, app_ms, counts = [], [], []
-        status_re = re.compile(r"(no match|\d+ results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
-        q = ""
-        for i in range(warmups + n):
-            # Never the same query twice in a row: its query line would not change, so there
-            # would be nothing to wait for before sending Enter.
-            q = rng.choice([x for x in queries if x != q] or queries)
-            child.send("\x15")  # Ctrl-U: back to the query line, emptied
-            child.send(q)
-            # Wait until the query line shows the typed text, so Enter is its own keypress.
-            child.expect_exact(q[-12:], timeout=30)
-            seq = i + 1
-            t0 = time.perf_counter()
-            child.send("\r")
-            while True:
-                child.expect(status_re, timeout=30)
-                if int(child.match.group(3)) == seq:
-                    break
-            dt = (time.perf_counter() - t0) * 1000
-            if i >= warmups:
-                times.append(dt)
-                app_ms.append(float(child.match.group(2)))
-                counts.append(child.match.group(1))
-        child.send("\x1b")
-        child.expect(pexpect.EOF, timeout=30)
+        for system in systems:
+            apps[system] = _MeasuredTUI(db_path, system)
+        for start in range(0, len(order), block):
+            for system in systems:
+                got[system] += [apps[system].submit(x) for x in order[start:start + block]]
     finally:
-        if child.isalive():
-            child.terminate(force=True)
+        for app in apps.values():
+            app.close()
 
     def pct(xs: list[float], p: float) -> float:
         xs = sorted(xs)
         return round(xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
 
-    return {
-        "n": len(times), "warmups": warmups, "system": system, "seed": seed, "queries": len(queries),
-        "startup_to_model_ready_s": round(ready_s, 2),
-        "submit_to_render_ms": {"p50": pct(times, 50), "p95": pct(times, 95), "p99": pct(times, 99),
-                                "mean": round(statistics.fmean(times), 2), "max": round(max(times), 2)},
-        "app_search_ms": {"p50": pct(app_ms, 50), "p95": pct(app_ms, 95)},
-        "no_match_share": round(sum(c == "no match" for c in counts) / max(1, len(counts)), 3),
-    }
+    out = {}
+    for system in systems:
+        measured = got[system][warmups:]
+        times, app_ms = [m[0] for m in measured], [m[1] for m in measured]
+        out[system] = {
+            "n": len(times), "warmups": warmups, "system": system, "seed": seed, "queries": len(queries),
+            "startup_to_model_ready_s": round(apps[system].ready_s, 2),
+            "submit_to_render_ms": {"p50": pct(times, 50), "p95": pct(times, 95), "p99": pct(times, 99),
+                                    "mean": round(statistics.fmean(times), 2), "max": round(max(times), 2)},
+            "app_search_ms": {"p50": pct(app_ms, 50), "p95": pct(app_ms, 95)},
+            "no_match_share": round(sum(m[2] == "no match" for m in measured) / max(1, len(measured)), 3),
+        }
+    return out

@@ -682,3 +682,28 @@ def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
     finally:
         ahead.close()
         db.close()
+
+
+def test_bench_tui_takes_turns_between_systems_on_a_topped_up_copy(fixture_library: Path):
+    """`mambo bench tui` measures several systems in turns (their ratio holds on a busy machine) and,
+    with --items, on a copy of the library topped up with synthetic items; the library is untouched."""
+    import json
+
+    from conftest import invoke
+
+    db = DB(fixture_library, create=False, readonly=True)
+    before = db.q1("status_counts")[0]
+    db.close()
+    out = invoke("--db", fixture_library, "bench", "tui", "--searches", "12", "--warmups", "2", "--items", "300",
+                 "--system", "hybrid", "--system", "bm25").output
+    report = json.loads(out[out.index("{"):])
+    assert set(report["systems"]) == {"hybrid", "bm25"}
+    for name, r in report["systems"].items():
+        assert r["system"] == name and r["n"] == 12 and r["warmups"] == 2
+        assert 0 < r["submit_to_render_ms"]["p50"] <= r["submit_to_render_ms"]["p95"]
+    assert set(report["ratios"]) == {"hybrid/bm25"}
+    assert report["library"]["items"] == 300
+    assert len(report["machine"]["load_average_before"]) == 3
+    db = DB(fixture_library, create=False, readonly=True)
+    assert db.q1("status_counts")[0] == before
+    db.close()

@@ -307,6 +307,13 @@ def _edit(s: TUIState, key: str) -> TUIState | None:
     if key == "<SPACE>":
         key = " "
     if len(key) == 1 and key.isprintable():
+        if _cw(key) == 0:
+            # A combining mark (a decomposed accent, pasted from a file name): joined to the letter
+            # before it, else dropped. The query line draws a character per column (curtsies' lines
+            # count characters: a zero-width one made the line too long and the screen failed), and
+            # searching ignores accents anyway (normalise_query).
+            joined = unicodedata.normalize("NFC", q[c - 1:c] + key) if c else ""
+            return dataclasses.replace(s, query=q[:c - 1] + joined + q[c:]) if len(joined) == 1 else s
         return dataclasses.replace(s, query=q[:c] + key + q[c:], cursor=c + 1)
     if key in ("<BACKSPACE>", "<Ctrl-h>"):
         return dataclasses.replace(s, query=q[:max(0, c - 1)] + q[c:], cursor=max(0, c - 1))

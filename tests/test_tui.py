@@ -8,6 +8,7 @@ tests use hybrid."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import os
 import re
@@ -260,6 +261,21 @@ def test_query_line_editing():
     assert s.query == ""
     s, eff = feed(s, "<Ctrl-j>")
     assert eff == [] and "type what you remember" in s.message
+
+
+def test_a_pasted_combining_accent_joins_its_letter_and_the_screen_draws():
+    """A decomposed accent (as file names from some systems have it) arrives as a letter and a
+    zero-width combining mark: the mark joins the letter before it, or is dropped where no single
+    character holds both (searching ignores accents); a zero-width character in the query line
+    made the screen fail."""
+    for keys, want in (("cafe\u0301", "café"), ("x\u0301y", "xy"), ("\u0301a", "a"), ("e\u0301\u0301", "é")):
+        s, _ = feed(tui.TUIState(system="bm25", model="unused"), *keys)
+        assert (s.query, s.cursor) == (want, len(want))
+        for focus in ("query", "list"):
+            screen = tui.paint(dataclasses.replace(s, focus=focus), 24, 80)
+            assert want in str(screen.rows[0])
+    s, _ = feed(tui.TUIState(), *"ab", "<LEFT>", "\u0308")
+    assert (s.query, s.cursor) == ("äb", 1)
 
 
 def test_wait_ready_holds_the_search_until_the_model_is_ready():

@@ -175,10 +175,14 @@ class _EncodeAhead:
             self._query, self._done, self._gen = query, None, self._gen + 1
             self._cv.notify_all()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop, letting an encoding under way finish: a process that exits while onnxruntime runs in
+        another thread may abort in its C++ destructors (see run)."""
         with self._cv:
             self._closed = True
             self._cv.notify_all()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
 
     def encode(self, texts: list[str], *, ahead: bool = False) -> Any:
         """The embedder's encode: one text already encoded (or being encoded) is not encoded again."""

@@ -400,6 +400,32 @@ def base_library(dest: Path, base: Path | None) -> Any:
         db.close()
 
 
+def scaled_copy(src: Path, dest: Path, items: int, seed: int) -> int:
+    """A copy of the library `src` at `dest` (SQLite's backup: a pending WAL comes along), topped up
+    to `items` with seeded synthetic items whose vectors mix its own (synthetic_library) and
+    re-indexed as `mambo add` would: the same library at a larger size, for latency at scale.
+    Returns its number of items."""
+    import numpy as np
+
+    source = DB(src, create=False, readonly=True)
+    db = DB(dest)
+    try:
+        with db.con.backup("main", source.con, "main") as b:
+            while not b.done:
+                b.step(1024)
+    finally:
+        source.close()
+    try:
+        have = int(db.q1("status_counts")[0])
+        if items > have:
+            real = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in db.q("vectors_for_clustering")])
+            synthetic_library(db, items - have, seed, real)
+            maintain_vector_index(db)  # as `mambo add` would (none below IVF_MIN_VECTORS: exact)
+        return int(db.q1("status_counts")[0])
+    finally:
+        db.close()
+
+
 def _pcts(ms: list[float]) -> dict[str, float]:
     import numpy as np
 

@@ -16,7 +16,7 @@ from mambomeme.bench import judged_queries, load_dev_queries, machine_info
 from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts, get_embedder
 from mambomeme.library import DB, FIXTURE_DIR, default_db_path, open_library, show_path
 from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Result, Searcher, plan_query, sync_systems, system_config
-from mambomeme.terminal import measure_latency
+from mambomeme.terminal import measure_latencies
 
 
 def ndcg_at_10(grades: list[float], ideal: list[float]) -> float:
@@ -78,18 +78,48 @@ dev_queries_option = click.option(
 @dev_queries_option
 @click.option("--searches", default=1000, show_default=True)
 @click.option("--warmups", default=100, show_default=True)
-@click.option("--system", default=DEFAULT_SYSTEM, show_default=True)
+@click.option("--system", "systems_", multiple=True, default=[DEFAULT_SYSTEM], show_default=True,
+              help="System to measure (repeatable): one app each, taking turns every 50 searches on the same "
+                   "queries, so their ratio holds on a busy machine.")
+@click.option("--items", type=click.IntRange(0, 2_000_000), default=0,
+              help="Measure on a copy of the library topped up to this many items with seeded synthetic ones "
+                   "(vectors mixed from its own, as `mambo bench load`); 0: the library itself.")
 @click.option("--seed", default=42, show_default=True)
 @click.pass_context
-def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: int, system: str, seed: int) -> None:
+def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: int, systems_: tuple[str, ...],
+              items: int, seed: int) -> None:
     """Submit-to-render latency of the real full-screen search in an 80x24 PTY (pexpect): Enter
-    sent -> status line and complete list drawn, on the library given by --db."""
+    sent -> status line and complete list drawn, on the library given by --db. Prints JSON: one
+    system's result as before, or each system's with the p50/p95 ratios to the last one."""
+    import os
+    import tempfile
+    import time
+
+    from mambomeme.bench import scaled_copy
+
     db_path = ctx.obj["db_path"] or default_db_path()
     DB(db_path, create=False).close()
     queries = [q["query"] for q in load_dev_queries(queries_path)]
-    r = measure_latency(db_path, queries, n=searches, warmups=warmups, system=system, seed=seed)
-    m = machine_info()
-    click.echo(json.dumps(r | {"machine": m}, indent=2))
+    with tempfile.TemporaryDirectory(prefix="mambo-bench-tui-") as tmp:
+        library: dict[str, Any] = {"path": str(db_path)}
+        if items:
+            t0 = time.monotonic()
+            scaled = Path(tmp) / "scaled.sqlite"
+            library = {"path": f"{db_path} topped up to {items} items (seed {seed})",
+                       "items": scaled_copy(Path(db_path), scaled, items, seed),
+                       "build_seconds": round(time.monotonic() - t0, 1)}
+            db_path = scaled
+        load_before = [round(x, 2) for x in os.getloadavg()]
+        got = measure_latencies(db_path, queries, list(systems_), n=searches, warmups=warmups, seed=seed)
+        load_after = [round(x, 2) for x in os.getloadavg()]
+    m = machine_info() | {"load_average_before": load_before, "load_average_after": load_after}
+    if len(systems_) == 1:
+        click.echo(json.dumps(got[systems_[0]] | {"library": library, "machine": m}, indent=2))
+        return
+    ref = systems_[-1]
+    ratios = {f"{s}/{ref}": {p: round(got[s]["submit_to_render_ms"][p] / got[ref]["submit_to_render_ms"][p], 2)
+                             for p in ("p50", "p95")} for s in systems_[:-1]}
+    click.echo(json.dumps({"systems": got, "ratios": ratios, "library": library, "machine": m}, indent=2))
 
 
 @click.command(name="ablation")

@@ -63,6 +63,8 @@ _ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@
 
 def clean_text(text: str, *, keep_newlines: bool = False) -> str:
     """Remove escape sequences and control/format characters (bidi overrides included)."""
+    if text.isprintable():  # nothing to remove: control, format, private-use, unassigned and
+        return text  # surrogate characters are not printable (nor ESC, tabs, newlines); the common case
     text = _ANSI_RE.sub("", text)
     out = []
     for ch in text:
@@ -93,6 +95,8 @@ def json_line(obj: Any) -> str:
 def show_path(path: Path | str) -> str:
     """A path as it may be printed: control characters escaped, never interpreted."""
     s = str(path)
+    if s.isprintable():  # the common case: nothing to escape
+        return s
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)
 
 

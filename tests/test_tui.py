@@ -8,6 +8,7 @@ tests use hybrid."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import os
 import re
@@ -260,6 +261,21 @@ def test_query_line_editing():
     assert s.query == ""
     s, eff = feed(s, "<Ctrl-j>")
     assert eff == [] and "type what you remember" in s.message
+
+
+def test_a_pasted_combining_accent_joins_its_letter_and_the_screen_draws():
+    """A decomposed accent (as file names from some systems have it) arrives as a letter and a
+    zero-width combining mark: the mark joins the letter before it, or is dropped where no single
+    character holds both (searching ignores accents); a zero-width character in the query line
+    made the screen fail."""
+    for keys, want in (("cafe\u0301", "café"), ("x\u0301y", "xy"), ("\u0301a", "a"), ("e\u0301\u0301", "é")):
+        s, _ = feed(tui.TUIState(system="bm25", model="unused"), *keys)
+        assert (s.query, s.cursor) == (want, len(want))
+        for focus in ("query", "list"):
+            screen = tui.paint(dataclasses.replace(s, focus=focus), 24, 80)
+            assert want in str(screen.rows[0])
+    s, _ = feed(tui.TUIState(), *"ab", "<LEFT>", "\u0308")
+    assert (s.query, s.cursor) == ("äb", 1)
 
 
 def test_wait_ready_holds_the_search_until_the_model_is_ready():
@@ -636,3 +652,74 @@ def test_terminal_hangup_ends_the_app(fixture_library: Path):
     _, status = os.waitpid(child.pid, 0)
     child.ptyproc.terminated = child.terminated = True
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGHUP
+
+
+def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
+    """issue 19: the TUI encodes the query line while the user types (terminal._EncodeAhead), so a
+    submit finds its vector ready. The submit's search still runs every route afresh: its results
+    are exactly those of a search that encodes after the submit, and a vector typed for another
+    text is never used."""
+    import functools
+    import json
+
+    from mambomeme.embed import get_embedder
+    from mambomeme.search import plan_query
+    from mambomeme.terminal import _EncodeAhead
+
+    queries = [json.loads(line)["query"] for line in
+               (REPO / "benchdata" / "fixture" / "queries.jsonl").read_text().splitlines() if line.strip()]
+    db = DB(fixture_library, create=False, readonly=True)
+    embedder = get_embedder()
+    ahead = _EncodeAhead(embedder, lambda: DB(fixture_library, create=False, readonly=True),
+                         functools.partial(plan_query, aliases=True, correct=True))
+    plain, early = Searcher(db, embedder), Searcher(db, ahead)
+
+    def ranking(results):
+        return [(r.item_id, r.score, r.lex_rank, r.vec_rank, r.similarity, r.coverage) for r in results]
+
+    try:
+        for q in queries:
+            plan = plan_query(db, q)
+            ahead.ask(q)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # the encoder thread finishes "typing" first
+                done = ahead._done
+                if not plan.tokens or (done is not None and done[0] == (plan.dense_text or plan.text)):
+                    break
+                time.sleep(0.005)
+            hits = ahead.hits
+            assert ranking(early.search(q, "hybrid")) == ranking(plain.search(q, "hybrid")), q
+            if plan.tokens:
+                assert ahead.hits == hits + 1, f"{q!r} was encoded again after the submit"
+            ahead.ask(f"{q} or something else")  # typed, then not submitted: its vector is not used
+            assert ranking(early.search(q, "dense")) == ranking(plain.search(q, "dense")), q
+        vec = ahead.encode(["a text nobody typed"])
+        assert vec.tobytes() == embedder.encode(["a text nobody typed"]).tobytes()
+    finally:
+        ahead.close()
+        db.close()
+
+
+def test_bench_tui_takes_turns_between_systems_on_a_topped_up_copy(fixture_library: Path):
+    """`mambo bench tui` measures several systems in turns (their ratio holds on a busy machine) and,
+    with --items, on a copy of the library topped up with synthetic items; the library is untouched."""
+    import json
+
+    from conftest import invoke
+
+    db = DB(fixture_library, create=False, readonly=True)
+    before = db.q1("status_counts")[0]
+    db.close()
+    out = invoke("--db", fixture_library, "bench", "tui", "--searches", "12", "--warmups", "2", "--items", "300",
+                 "--system", "hybrid", "--system", "bm25").output
+    report = json.loads(out[out.index("{"):])
+    assert set(report["systems"]) == {"hybrid", "bm25"}
+    for name, r in report["systems"].items():
+        assert r["system"] == name and r["n"] == 12 and r["warmups"] == 2
+        assert 0 < r["submit_to_render_ms"]["p50"] <= r["submit_to_render_ms"]["p95"]
+    assert set(report["ratios"]) == {"hybrid/bm25"}
+    assert report["library"]["items"] == 300
+    assert len(report["machine"]["load_average_before"]) == 3
+    db = DB(fixture_library, create=False, readonly=True)
+    assert db.q1("status_counts")[0] == before
+    db.close()

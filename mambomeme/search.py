@@ -96,6 +96,7 @@ LEXICAL_EVIDENCE = {"drop_below": 0.5, "boost_at": 0.75, "boost": 2.0}
 # query's list at boost x1 (entity 0.972 -> 0.974) and changed none at x5 or x30: it is a floor for
 # queries like "<template name> meme" on real folders, where bm25's #1 was right and fusion lost it.
 KEEP_FULL_MATCHES = 30
+FULL_MATCH_TIER = 1.0  # fusion scores are sums of weight / (rrf_k + rank): far below 1
 # Dense and hybrid say "no match" by an evidence model (issue 17) instead of two thresholds: a
 # logistic model over the best dense similarity, its margin over the rest of the list, the best word
 # coverage of the top three and whether one meme holds every content word, whether the word route
@@ -479,7 +480,11 @@ class Searcher:
             # Only the word route's rows can hold every word exactly; the sort is stable, so fusion
             # orders the kept memes among themselves and the rest after them.
             fetch([r[0] for r in rows if r[2] is not None])
-            rows.sort(key=lambda r: not (r[2] is not None and full_match(plan, details[r[0]])))
+            full = {r[0] for r in rows if r[2] is not None and full_match(plan, details[r[0]])}
+            # A kept meme's score is its fusion score plus FULL_MATCH_TIER (more than any fusion sum),
+            # so scores still fall with rank.
+            rows = sorted(((r[0], r[1] + FULL_MATCH_TIER * (r[0] in full), *r[2:]) for r in rows),
+                          key=lambda r: r[0] not in full)
         rows = rows[:limit]
         fetch([r[0] for r in rows])
         results = []

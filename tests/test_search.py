@@ -266,7 +266,8 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
     assert all([r.item_id for r in searcher.search(q, ivf, empty_rule=False)] == exact[q] for q in queries)
 
     assert "4 clusters" in maintain_vector_index(db, clusters=4)
-    assert db.q1("vector_index")[:2] == (4, db.scalar("SELECT count(*) FROM items"))
+    assert db.q1("vector_index")[:2] == (4, db.scalar("SELECT count(*) FROM items")
+                                         + db.scalar("SELECT count(*) FROM item_field_vectors"))
     assert library_status(db)["vector_index"]["clusters"] == 4
     rows = db.con.execute("SELECT item_id, cluster, embedding FROM item_vectors").fetchall()
     centroids = np.stack([np.frombuffer(c, dtype=np.float32) for (c,) in

@@ -672,8 +672,11 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
     for item_id in item_ids:
         title, template, entities, tags, description, ocr_text = db.q1("effective_text", {"item_id": item_id})
         texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
+        # A field whose text is the whole text (a bare meme's caption, usually) would store the
+        # all-fields vector twice: the scan would read it twice for the same similarity.
         fields.extend((item_id, kind, text)
-                      for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items() if text)
+                      for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
+                      if text and text != texts[-1])
     vecs = embedder.encode(texts + [text for _i, _k, text in fields])
     for item_id, vec, text in zip(item_ids, vecs, texts, strict=False):
         db.q("delete_vector", {"item_id": item_id})

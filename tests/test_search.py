@@ -411,7 +411,7 @@ def test_an_item_is_as_similar_as_its_best_evidence_vector(fixture_library: Path
     the best of them: recomputed here from the stored vectors, for the whole ranking."""
     import numpy as np
 
-    from mambomeme.embed import CAPTION, PICTURE, field_texts
+    from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts
 
     db = open_db(fixture_library)
     searcher = Searcher(db, get_embedder())
@@ -422,10 +422,11 @@ def test_an_item_is_as_similar_as_its_best_evidence_vector(fixture_library: Path
     for vid, emb in db.con.execute("SELECT vector_id, embedding FROM item_field_vectors"):
         vecs[vid >> 2].append(np.frombuffer(emb, dtype=np.float32))
         kinds.setdefault(vid >> 2, set()).add(vid & 3)
-    for item, template, tags, description, ocr in db.con.execute(
-            "SELECT item_id, template_text, tags, description, ocr_text FROM item_effective"):
+    for item, title, template, entities, tags, description, ocr in db.con.execute(
+            "SELECT item_id, title, template_text, entities, tags, description, ocr_text FROM item_effective"):
         texts = field_texts(template, json.loads(tags), description, ocr)
-        assert kinds.get(item, set()) == {k for k in (CAPTION, PICTURE) if texts[k]}
+        whole = embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr)
+        assert kinds.get(item, set()) == {k for k in (CAPTION, PICTURE) if texts[k] and texts[k] != whole}
     assert sum(CAPTION in k for k in kinds.values()) > 40 and sum(PICTURE in k for k in kinds.values()) > 10
     cfg = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
     servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}

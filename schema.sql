@@ -1023,4 +1023,8 @@ WHEN new.safety_source NOT LIKE 'person:%' AND EXISTS (SELECT 1 FROM safety_deci
     WHERE item_id = new.item_id;
 END;
 
-PRAGMA user_version = 10;
+-- 012: a text-layout template's fixed words and where OCR must find them (templates/README.md);
+-- '[]' for picture templates.
+ALTER TABLE templates ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]' CHECK (json_type(anchors) = 'array');
+
+PRAGMA user_version = 12;

@@ -8,6 +8,7 @@ import base64
 import functools
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ LSH_BITS = 16
 LSH_MAX_DIST = 64
 LSH_MAX_BUCKET = 64
 SHORTLIST = 6
+SHORTLIST_SPARSE = 2  # ...and the views with most votes per keypoint of their own, given SPARSE_VOTES
+SPARSE_VOTES = 3
 FULL_VERIFY = 2
 RATIO = 0.75        # Lowe's ratio test, as in the catalogue README
 RANSAC_PX = 5.0     # cv2.findHomography reprojection threshold (px of the 400-px pictures)
@@ -60,6 +63,31 @@ RANSAC_PX = 5.0     # cv2.findHomography reprojection threshold (px of the 400-p
 # Held-out memes reached at most 6 inliers. 15 keeps a 2.5x margin over that (the catalogue's real
 # photographs have more texture than clip art, so chance inliers can be higher) for 0.003 of top-1.
 MIN_INLIERS = 15
+# A view with few keypoints of its own (flat clip art, a puppet on a plain wall: 11 in the catalogue)
+# can never show 15 inliers. Its bar scales with the view: SPARSE_SHARE of its keypoints, never
+# under SPARSE_MIN_INLIERS, and the inliers must span SPARSE_SPREAD of the view's picture (chance
+# inliers that RANSAC fits to a few nearby keypoints cover little of it). Calibrated below.
+SPARSE_SHARE = 0.5
+SPARSE_MIN_INLIERS = 6
+SPARSE_SPREAD = 0.1
+
+
+def required_inliers(keypoints: int, share: float = SPARSE_SHARE, floor: int = SPARSE_MIN_INLIERS) -> int:
+    """The inliers a view with this many keypoints must show: MIN_INLIERS, or for a sparse view
+    `share` of its keypoints, never under `floor`."""
+    return max(floor, min(MIN_INLIERS, math.ceil(share * keypoints)))
+
+
+def accepted(r: Recognition, share: float = SPARSE_SHARE, floor: int = SPARSE_MIN_INLIERS,
+             spread: float = SPARSE_SPREAD) -> bool:
+    """Whether a candidate is recognised (the bench passes other constants to calibrate them)."""
+    need = required_inliers(r.keypoints, share, floor)
+    return r.inliers >= need and (r.inliers >= MIN_INLIERS or r.spread >= spread)
+
+
+def _strength(r: Recognition) -> float:
+    """How far a candidate is past its own bar: candidates of sparse and rich views compare."""
+    return r.inliers / required_inliers(r.keypoints)
 
 
 def fingerprint_rgb(img: Any) -> Any:
@@ -174,7 +202,8 @@ def orb_features(rgb: Any, nfeatures: int, text_boxes: Iterable[Any] = ()) -> tu
     return np.array([k.pt for k in kps], np.float32).reshape(-1, 2), desc, h
 
 
-def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None) -> dict[str, Any]:
+def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None,
+                     features: int = ORB_TEMPLATE_FEATURES) -> dict[str, Any]:
     """One template view's fingerprints, computed as the catalogue's (fingerprint version 1). A
     user's template picture is often a meme itself: its caption's boxes are masked out of ORB, as
     on the meme side, or its 300 features would mostly be letters no other meme has."""
@@ -184,7 +213,7 @@ def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None) -> dic
     y = rgb[..., 0].astype(np.int64) * 299 + rgb[..., 1].astype(np.int64) * 587 + rgb[..., 2].astype(np.int64) * 114
     h_img, w_img = y.shape
     band = y[h_img // 4:(3 * h_img) // 4]
-    xy, desc, h = orb_features(rgb, ORB_TEMPLATE_FEATURES, text_boxes or [])
+    xy, desc, h = orb_features(rgb, features, text_boxes or [])
     return {
         "fingerprint_version": FINGERPRINT_VERSION, "width": w_img, "height": h_img,
         "phash64": phash64(y), "dhash64": dhash64(y),
@@ -222,6 +251,8 @@ def slugify(name: str) -> str:
 class Recognition:
     template_id: int
     inliers: int
+    keypoints: int = 0  # the matched view's own ORB keypoints
+    spread: float = 0.0  # share of the view's picture inside the hull of the inlier keypoints
 
 
 def _plausible(h: Any, query_h: int, view_h: int) -> bool:
@@ -263,6 +294,7 @@ class TemplateIndex:
         self.xy = [np.frombuffer(v[2], np.float32).reshape(-1, 2) for v in views]
         self.desc = [np.frombuffer(v[3], np.uint8).reshape(-1, 32) for v in views]
         self.view_h = [int(v[4]) for v in views]
+        self.sizes = np.array([len(d) for d in self.desc], np.int64)
         self.payload = views
         self.owner = np.repeat(np.arange(len(views)), [len(d) for d in self.desc]).astype(np.int64)
         all_desc = np.vstack(self.desc) if views else np.zeros((0, 32), np.uint8)
@@ -312,43 +344,53 @@ class TemplateIndex:
         pairs = np.unique(self.owner[di[near]] * m + qi[near])
         views = pairs // m
         votes = np.bincount(views, minlength=len(self.desc))
-        return [(int(v), pairs[views == v] % m) for v in np.argsort(-votes, kind="stable")[:SHORTLIST] if votes[v] > 0]
+        chosen = [int(v) for v in np.argsort(-votes, kind="stable")[:SHORTLIST] if votes[v] > 0]
+        # A sparse view (11 keypoints) cannot collect as many votes as a rich one collects by chance:
+        # the views with the largest share of their own keypoints voted for are verified too.
+        share = np.where(votes >= SPARSE_VOTES, votes / np.maximum(1, self.sizes), 0.0)
+        chosen += [int(v) for v in np.argsort(-share, kind="stable")[:SHORTLIST_SPARSE]
+                   if share[v] > 0 and int(v) not in chosen]
+        return [(v, pairs[views == v] % m) for v in chosen]
 
-    def verify(self, view: int, qxy: Any, q: Any, query_h: int) -> int:
-        """RANSAC inliers of the ratio-tested matches between meme descriptors and one view
-        (0: fewer than 4, or an implausible homography)."""
+    def verify(self, view: int, qxy: Any, q: Any, query_h: int) -> tuple[int, float]:
+        """RANSAC inliers of the ratio-tested matches between meme descriptors and one view, and
+        their spread: the share of the view's picture inside the convex hull of the inlier
+        keypoints ((0, 0.0): fewer than 4 matches, or an implausible homography)."""
         import cv2
+        import numpy as np
 
         d = self.desc[view]
         if len(d) < 2 or len(q) < 4:
-            return 0
+            return 0, 0.0
         pairs = [p for p in cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(q, d, k=2)
                  if len(p) == 2 and p[0].distance < RATIO * p[1].distance]
         if len(pairs) < 4:
-            return 0
+            return 0, 0.0
         src = qxy[[p[0].queryIdx for p in pairs]]
         dst = self.xy[view][[p[0].trainIdx for p in pairs]]
         h, mask = cv2.findHomography(src, dst, cv2.RANSAC, RANSAC_PX)
         if mask is None or not _plausible(h, query_h, self.view_h[view]):
-            return 0
-        return int(mask.sum())
+            return 0, 0.0
+        inl = dst[mask.ravel().astype(bool)].astype(np.float32)
+        hull = cv2.contourArea(cv2.convexHull(inl)) if len(inl) >= 3 else 0.0
+        return int(mask.sum()), float(hull) / float(ORB_WIDTH * max(1, self.view_h[view]))
 
     def match(self, qxy: Any, q: Any, query_h: int) -> list[Recognition]:
         """Candidate templates, best first (one per template: its best view)."""
-        best: dict[int, int] = {}
+        best: dict[int, Recognition] = {}
         scored = []
         for rank, (v, voters) in enumerate(self.shortlist(q)):
-            scored.append((self.verify(v, qxy[voters], q[voters], query_h), -rank, v))
+            scored.append((*self.verify(v, qxy[voters], q[voters], query_h), -rank, v))
         # The two most promising views are matched again with every descriptor: the LSH voters
         # miss some true matches (bench: 124 -> 147 inliers, 0 -> 9 on a sparse one), at ~5 ms each.
-        for n, _rank, v in sorted(scored, reverse=True)[:FULL_VERIFY]:
-            n = max(n, self.verify(v, qxy, q, query_h))
+        promising = sorted(scored, reverse=True)[:FULL_VERIFY]
+        full = [(*self.verify(v, qxy, q, query_h), rank, v) for _n, _s, rank, v in promising]
+        for n, spread, _rank, v in [*full, *scored]:
             t = int(self.view_template[v])
-            best[t] = max(best.get(t, 0), n)
-        for n, _rank, v in scored:
-            t = int(self.view_template[v])
-            best[t] = max(best.get(t, 0), n)
-        return [Recognition(t, n) for t, n in sorted(best.items(), key=lambda x: (-x[1], x[0])) if n > 0]
+            rec = Recognition(t, n, len(self.desc[v]), spread)
+            if n > 0 and (t not in best or _strength(rec) > _strength(best[t])):
+                best[t] = rec
+        return sorted(best.values(), key=lambda r: (-_strength(r), -r.inliers, r.template_id))
 
     def recognise(self, rgb: Any, text_boxes: Iterable[Any] = ()) -> Recognition | None:
         """The template of a meme, or None when no template reaches MIN_INLIERS."""
@@ -356,7 +398,7 @@ class TemplateIndex:
             return None
         qxy, q, h = orb_features(rgb, ORB_QUERY_FEATURES, text_boxes)
         found = self.match(qxy, q, h)
-        return found[0] if found and found[0].inliers >= MIN_INLIERS else None
+        return found[0] if found and accepted(found[0]) else None
 
 
 def templates_revision(db: DB) -> int:

@@ -508,7 +508,7 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
                 view = fingerprint_view(blank(key), features=sparse_n.get(key, ORB_TEMPLATE_FEATURES))
                 tid = int(db.q1("insert_template", {
                     "slug": f"bench-{key}", "name": t["name"], "aliases": "[]", "description": "",
-                    "source": "user", "source_url": "", "entry_sha256": "", "revision": rev})[0])
+                    "source": "user", "source_url": "", "entry_sha256": "", "revision": rev, "anchors": "[]"})[0])
                 insert_template_view(db, tid, view)
                 slugs[tid] = key
         index = TemplateIndex.load(db)

@@ -38,7 +38,14 @@ from mambomeme.picture import PictureScorer, get_picture, identity, picture_clas
 from mambomeme.review import engine_id, record_picture_signal, record_text_signal, text_engine_id
 from mambomeme.safety import detect_safety
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder
-from mambomeme.templates import Recognition, TemplateIndex, derive, sync_catalogue, templates_revision
+from mambomeme.templates import (
+    Recognition,
+    TemplateIndex,
+    anchor_words_in,
+    derive,
+    sync_catalogue,
+    templates_revision,
+)
 from mambomeme.vectors import maintain_vector_index
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
@@ -67,9 +74,12 @@ def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
     pixels are dropped before returning."""
     facts = _stage("decoder", read_image, data, name)
     explicit = _stage("picture signal", picture.score, facts.rgb) if picture is not None else None
-    text, boxes = _stage("OCR", ocr.read_boxes, facts.rgb)
+    text, boxes, box_texts = _stage("OCR", ocr.read_lines, facts.rgb)
     t0, c0 = time.perf_counter(), time.process_time()
-    found = _stage("template recognition", templates.recognise, facts.rgb, boxes) if templates is not None else None
+    words = list(zip(boxes, box_texts, strict=True))
+    found = None
+    if templates is not None:
+        found = _stage("template recognition", templates.recognise, facts.rgb, boxes, words)
     ms, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
     facts.rgb = None
     return Analysis(facts, text, boxes, found, ms, cpu, explicit)
@@ -91,7 +101,7 @@ _WORKER_TEMPLATES: TemplateIndex | None = None
 _WORKER_PICTURE: PictureScorer | None = None
 
 
-def _worker_init(template_views: list | None = None) -> None:
+def _worker_init(templates: tuple[list, list] | None = None) -> None:
     """An ingest worker process: Ctrl-C is the parent's to handle (no traceback per worker)."""
     global _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -109,7 +119,7 @@ def _worker_init(template_views: list | None = None) -> None:
     import cv2
 
     cv2.setNumThreads(1)  # one worker per core already
-    _WORKER_TEMPLATES = TemplateIndex(template_views) if template_views else None
+    _WORKER_TEMPLATES = TemplateIndex(*templates) if templates else None
 
 
 def _worker_analyse(data: bytes, name: str) -> Analysis | BadInput:
@@ -727,21 +737,27 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
             if after not in indexes:
                 indexes[after] = TemplateIndex.load(db, after)
             index = indexes[after]
-            found, boxes = None, None
-            if len(index):
+            found, boxes, words = None, None, None
+            # Anchored (text-layout) templates need each OCR box's text, which is not stored: the
+            # item is read again only when its caption holds every anchor's words somewhere.
+            anchored = any(anchor_words_in(a, it["ocr_text"]) for _t, a in index.anchors)
+            if len(index) or anchored:
                 rgb = _item_pixels(db, it["item_id"])
                 if rgb is None:
                     missing += 1
                     absent.append(it["item_id"])  # a removed template must still leave its fields
                     continue
-                if it["ocr_boxes"] is None:  # items from schema 1 have no caption boxes yet
-                    boxes = get_ocr().read_boxes(rgb)[1]
+                if it["ocr_boxes"] is None or anchored:  # items from schema 1 have no caption boxes yet
+                    _text, boxes, texts = get_ocr().read_lines(rgb)
+                    words = list(zip(boxes, texts, strict=True))
                 try:
                     found = _stage("template recognition", index.recognise, rgb,
-                                   boxes if boxes is not None else json.loads(it["ocr_boxes"]))
+                                   boxes if boxes is not None else json.loads(it["ocr_boxes"]), words)
                 except BadInput:
                     found = None
-            better = found is not None and (it["template_id"] is None or found.inliers > (it["template_score"] or 0))
+            # A picture recognised by more inliers wins; anchors only name an item with no template.
+            better = found is not None and (it["template_id"] is None or (
+                not found.anchors and found.inliers > (it["template_score"] or 0)))
             updates.append((it, found if better else None, boxes))
         with db.write():
             for it, found, boxes in updates:

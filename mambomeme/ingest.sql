@@ -267,7 +267,7 @@ SELECT name FROM templates WHERE template_id = :template_id;
 
 -- name: items_to_recognise
 -- Items not yet matched against every template (newer templates, or their template was removed).
-SELECT item_id, recognised_revision, template_id, template_score, ocr_boxes, template FROM items
+SELECT item_id, recognised_revision, template_id, template_score, ocr_boxes, ocr_text, template FROM items
 WHERE recognised_revision < :revision
 ORDER BY item_id;
 

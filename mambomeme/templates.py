@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, data_path
+from mambomeme.library import DB, data_path, normalise_query
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Templates: fingerprints, the catalogue and recognition
@@ -88,6 +88,80 @@ def accepted(r: Recognition, share: float = SPARSE_SHARE, floor: int = SPARSE_MI
 def _strength(r: Recognition) -> float:
     """How far a candidate is past its own bar: candidates of sparse and rich views compare."""
     return r.inliers / required_inliers(r.keypoints)
+
+
+# Text-layout templates (a "marked safe from" banner, a panel of text) are known by their fixed
+# words, not their picture: their captions are masked out of ORB and little else is left. A
+# catalogue entry's `anchors` name those words and the region of the picture (fractions
+# [x0, y0, x1, y1]) where the centre of the words must lie; every anchor must be found on one OCR
+# line, in order, each word of ANCHOR_FUZZY_LETTERS or more letters within one edit (OCR drops or
+# swaps a letter), shorter words exactly. The region is grown by ANCHOR_MARGIN of the picture on
+# each side: crops of up to 10 % per side move the words that much (bench templates' `degrade`).
+ANCHOR_FUZZY_LETTERS = 4
+ANCHOR_MARGIN = 0.1
+
+
+def _near_word(a: str, b: str) -> bool:
+    """Equal, or (both ANCHOR_FUZZY_LETTERS or longer) one insertion, deletion or substitution apart."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) < ANCHOR_FUZZY_LETTERS or abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[i + 1:] == b[i + 1:] or a[i + 1:] == b[i:] or a[i:] == b[i + 1:]
+
+
+def _ocr_lines(words: list[tuple[list[int], str]]) -> list[list[tuple[str, list[int]]]]:
+    """OCR boxes grouped into lines (a box starting above the middle of the previous one joins its
+    line), each line's words left to right with their box."""
+    lines: list[list[tuple[float, str, list[int]]]] = []
+    last_bottom = -1e9
+    for rect, text in sorted(words, key=lambda w: (w[0][1], w[0][0])):
+        toks = normalise_query(text)
+        if not toks:
+            continue
+        top, bottom = rect[1], rect[3]
+        if not (lines and top < last_bottom - (bottom - top) / 2):
+            lines.append([])
+        lines[-1] += [(rect[0] + k, t, rect) for k, t in enumerate(toks)]
+        last_bottom = bottom
+    return [[(t, r) for _x, t, r in sorted(line, key=lambda x: x[0])] for line in lines]
+
+
+def anchor_found(anchor: dict[str, Any], lines: list[list[tuple[str, list[int]]]], width: int, height: int) -> bool:
+    """Whether an anchor's words stand on one OCR line, in order, with their centre in its region."""
+    want = normalise_query(anchor["text"])
+    x0, y0, x1, y1 = anchor.get("region", [0, 0, 1, 1])
+    for line in lines:
+        for start in range(len(line) - len(want) + 1):
+            got = line[start:start + len(want)]
+            if not all(_near_word(w, t) for w, (t, _r) in zip(want, got, strict=True)):
+                continue
+            rects = [r for _t, r in got]
+            cx = (min(r[0] for r in rects) + max(r[2] for r in rects)) / 2 / max(1, width)
+            cy = (min(r[1] for r in rects) + max(r[3] for r in rects)) / 2 / max(1, height)
+            if x0 - ANCHOR_MARGIN <= cx <= x1 + ANCHOR_MARGIN and y0 - ANCHOR_MARGIN <= cy <= y1 + ANCHOR_MARGIN:
+                return True
+    return False
+
+
+def match_anchors(anchors: list[tuple[int, list[dict[str, Any]]]], words: list[tuple[list[int], str]],
+                  width: int, height: int) -> Recognition | None:
+    """The text-layout template all of whose anchors OCR found in place (the one with most anchors
+    when several are), or None."""
+    if not anchors or not words:
+        return None
+    lines = _ocr_lines(words)
+    found = [(len(a), -t, t) for t, a in anchors if a and all(anchor_found(x, lines, width, height) for x in a)]
+    return Recognition(max(found)[2], 0, anchors=max(found)[0]) if found else None
+
+
+def anchor_words_in(anchors: list[dict[str, Any]], text: str) -> bool:
+    """Whether a caption holds every anchor's words at all (positions unknown): worth reading again."""
+    lines = [[(t, [0, 0, 0, 0]) for t in normalise_query(line)] for line in text.split("\n")]
+    return all(anchor_found({"text": a["text"]}, lines, 1, 1) for a in anchors)
 
 
 def fingerprint_rgb(img: Any) -> Any:
@@ -253,6 +327,7 @@ class Recognition:
     inliers: int
     keypoints: int = 0  # the matched view's own ORB keypoints
     spread: float = 0.0  # share of the view's picture inside the hull of the inlier keypoints
+    anchors: int = 0  # recognised by this many anchors (its fixed words), not by ORB
 
 
 def _plausible(h: Any, query_h: int, view_h: int) -> bool:
@@ -286,16 +361,20 @@ class TemplateIndex:
     """Every view's ORB descriptors in one LSH index (see LSH_TABLES), then ratio-tested matches and
     a RANSAC homography against the shortlisted views."""
 
-    def __init__(self, views: list[tuple[int, int, bytes, bytes, int]]):
-        """views: (view_id, template_id, orb_xy blob, orb_desc blob, picture height at 400 px)."""
+    def __init__(self, views: list[tuple[int, int, bytes, bytes, int]],
+                 anchors: list[tuple[int, list[dict[str, Any]]]] | None = None):
+        """views: (view_id, template_id, orb_xy blob, orb_desc blob, picture height at 400 px);
+        anchors: (template_id, its anchors) of text-layout templates."""
         import numpy as np
+
+        self.anchors = anchors or []
 
         self.view_template = np.array([v[1] for v in views], np.int64)
         self.xy = [np.frombuffer(v[2], np.float32).reshape(-1, 2) for v in views]
         self.desc = [np.frombuffer(v[3], np.uint8).reshape(-1, 32) for v in views]
         self.view_h = [int(v[4]) for v in views]
         self.sizes = np.array([len(d) for d in self.desc], np.int64)
-        self.payload = views
+        self.payload = (views, self.anchors)
         self.owner = np.repeat(np.arange(len(views)), [len(d) for d in self.desc]).astype(np.int64)
         all_desc = np.vstack(self.desc) if views else np.zeros((0, 32), np.uint8)
         self.d64 = np.ascontiguousarray(all_desc).view(np.uint64).reshape(-1, 4)
@@ -314,7 +393,11 @@ class TemplateIndex:
 
     @classmethod
     def load(cls, db: DB, after_revision: int = 0) -> TemplateIndex:
-        return cls([tuple(r) for r in db.q("template_index", {"after_revision": after_revision})])
+        return cls([tuple(r) for r in db.q("template_index", {"after_revision": after_revision})],
+                   [(int(t), json.loads(a)) for t, a in db.q("template_anchors", {"after_revision": after_revision})])
+
+    def __bool__(self) -> bool:
+        return bool(len(self) or self.anchors)
 
     def shortlist(self, q: Any) -> list[tuple[int, Any]]:
         """The SHORTLIST views most meme descriptors have a near neighbour in, each with the indexes
@@ -392,13 +475,16 @@ class TemplateIndex:
                 best[t] = rec
         return sorted(best.values(), key=lambda r: (-_strength(r), -r.inliers, r.template_id))
 
-    def recognise(self, rgb: Any, text_boxes: Iterable[Any] = ()) -> Recognition | None:
-        """The template of a meme, or None when no template reaches MIN_INLIERS."""
-        if not len(self):
-            return None
-        qxy, q, h = orb_features(rgb, ORB_QUERY_FEATURES, text_boxes)
-        found = self.match(qxy, q, h)
-        return found[0] if found and accepted(found[0]) else None
+    def recognise(self, rgb: Any, text_boxes: Iterable[Any] = (),
+                  words: list[tuple[list[int], str]] | None = None) -> Recognition | None:
+        """The template of a meme: its picture by ORB (see `accepted`), else a text-layout
+        template by its anchors in the OCR `words` (box, text); None when neither is found."""
+        if len(self):
+            qxy, q, h = orb_features(rgb, ORB_QUERY_FEATURES, text_boxes)
+            found = self.match(qxy, q, h)
+            if found and accepted(found[0]):
+                return found[0]
+        return match_anchors(self.anchors, words or [], rgb.shape[1], rgb.shape[0])
 
 
 def templates_revision(db: DB) -> int:
@@ -458,7 +544,8 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
             tid = int(db.q1("insert_template", {
                 "slug": e["id"], "name": e["name"], "aliases": json.dumps(e.get("aliases", []), ensure_ascii=False),
                 "description": e.get("description", ""), "source": "catalogue",
-                "source_url": e.get("source_url") or "", "entry_sha256": entry_sha, "revision": rev})[0])
+                "source_url": e.get("source_url") or "", "entry_sha256": entry_sha, "revision": rev,
+                "anchors": json.dumps(e.get("anchors", []), ensure_ascii=False)})[0])
             for v in e["views"]:
                 insert_template_view(db, tid, catalogue_view(v))
             changed += 1

@@ -14,8 +14,9 @@ SELECT expansion FROM query_aliases WHERE term = :term;
 SELECT template_id, slug, source, entry_sha256 FROM templates;
 
 -- name: insert_template
-INSERT INTO templates(slug, name, aliases, description, source, source_url, entry_sha256, revision)
-VALUES (:slug, :name, :aliases, :description, :source, :source_url, :entry_sha256, :revision)
+INSERT INTO templates(slug, name, aliases, description, source, source_url, entry_sha256, revision, anchors)
+VALUES (:slug, :name, :aliases, :description, :source, :source_url, :entry_sha256, :revision,
+        :anchors)
 RETURNING template_id;
 
 -- name: insert_template_view
@@ -38,6 +39,13 @@ SELECT v.view_id, v.template_id, v.orb_xy, v.orb_desc, v.origin ->> '$.h' AS orb
 FROM template_views v JOIN templates t ON t.template_id = v.template_id
 WHERE t.revision > :after_revision AND length(v.orb_desc) >= 64
 ORDER BY v.view_id;
+
+-- name: template_anchors
+-- The anchors (fixed words and where they stand) of text-layout templates added or changed after a
+-- revision (0: all).
+SELECT template_id, anchors FROM templates
+WHERE revision > :after_revision AND anchors <> '[]'
+ORDER BY template_id;
 
 -- name: template_by_slug
 SELECT template_id, slug, name, source FROM templates WHERE slug = :slug;

@@ -654,7 +654,8 @@ def bench_groups(ctx: click.Context, recipe: Path, as_json: bool) -> None:
     belong together when the recipe says one is a near-duplicate (`near_dup_of`: resized,
     re-encoded, cropped, watermarked) or an exact copy of the other. Reports the groups stored in
     the library and the groups the current rule (images.near_identical) makes of the same items
-    in the order ingest met them; nothing is written."""
+    in the order ingest met them; nothing else is written (an older library is migrated on opening,
+    as by every command)."""
     from mambomeme.images import assign_groups
     from mambomeme.library import open_library
 

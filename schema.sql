@@ -1026,5 +1026,8 @@ END;
 -- 012: a text-layout template's fixed words and where OCR must find them (templates/README.md);
 -- '[]' for picture templates.
 ALTER TABLE templates ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]' CHECK (json_type(anchors) = 'array');
+-- 012: the templates revision at which the template's views last changed (recognition matches an
+-- item only against views newer than its recognition).
+ALTER TABLE templates ADD COLUMN views_revision INTEGER NOT NULL DEFAULT 0;
 
 PRAGMA user_version = 12;

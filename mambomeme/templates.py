@@ -570,15 +570,23 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
                 continue  # the user's own template of that name stays; theirs wins
             if have and have[2] == entry_sha:
                 continue
+            fields = {"name": e["name"], "aliases": json.dumps(e.get("aliases", []), ensure_ascii=False),
+                      "description": e.get("description", ""), "source_url": e.get("source_url") or "",
+                      "entry_sha256": entry_sha, "revision": rev,
+                      "anchors": json.dumps(e.get("anchors", []), ensure_ascii=False)}
+            views = [catalogue_view(v) for v in e["views"]]
+            prints = [(v["phash64"], v["orb_xy"], v["orb_desc"]) for v in views]
+            if have and [tuple(r) for r in db.q("template_view_prints", {"template_id": have[0]})] == prints:
+                # Same pictures: the entry changes in place and no item's pixels are read again for
+                # it (only its anchors, if any, are new to the items; derive picks up its names).
+                db.q("update_template_fields", fields | {"template_id": have[0]})
+                changed += 1
+                continue
             if have:
                 forget_template(db, have[0])
-            tid = int(db.q1("insert_template", {
-                "slug": e["id"], "name": e["name"], "aliases": json.dumps(e.get("aliases", []), ensure_ascii=False),
-                "description": e.get("description", ""), "source": "catalogue",
-                "source_url": e.get("source_url") or "", "entry_sha256": entry_sha, "revision": rev,
-                "anchors": json.dumps(e.get("anchors", []), ensure_ascii=False)})[0])
-            for v in e["views"]:
-                insert_template_view(db, tid, catalogue_view(v))
+            tid = int(db.q1("insert_template", fields | {"slug": e["id"], "source": "catalogue"})[0])
+            for v in views:
+                insert_template_view(db, tid, v)
             changed += 1
         for slug, (tid, source, _sha) in known.items():
             if source == "catalogue" and slug not in seen:

@@ -140,6 +140,16 @@ def test_catalogue_change_is_incremental(tmp_path: Path) -> None:
     assert set(now) == set(first) - {json.loads(src[4])["id"]}
     assert now[json.loads(src[0])["id"]] == first[json.loads(src[0])["id"]]
     assert now[changed["id"]] > first[changed["id"]]
+    # Anchors added to an entry with the same pictures: it changes in place, and items recognised
+    # before are checked against its anchors only (no view is new to them: no pixels are read).
+    views = dict(db.con.execute("SELECT view_id, template_id FROM template_views"))
+    before = templates_revision(db)
+    anchored = json.loads(src[0]) | {"anchors": [{"text": "fixed words", "region": [0, 0, 1, 0.3]}]}
+    cat.write_text("\n".join([json.dumps(anchored), json.dumps(changed), *src[2:4]]) + "\n")
+    assert sync_catalogue(db, cat) == 1
+    assert dict(db.con.execute("SELECT view_id, template_id FROM template_views")) == views
+    index = TemplateIndex.load(db, before)
+    assert len(index) == 0 and [a for _t, a in index.anchors] == [anchored["anchors"]]
 
 
 def test_shipped_catalogue_anchors_load(tmp_path: Path) -> None:

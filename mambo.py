@@ -473,7 +473,7 @@ def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str
         tid = int(db.q1("insert_template", {
             "slug": slug, "name": name, "aliases": json.dumps(alias_list, ensure_ascii=False),
             "description": clean_line(description)[:2000], "source": "user", "source_url": "",
-            "entry_sha256": "", "revision": rev})[0])
+            "entry_sha256": "", "revision": rev, "anchors": "[]"})[0])
         insert_template_view(db, tid, view)
     click.echo(f"added template {slug} ({len(view['orb_desc']) // 32} ORB features)")
     _rerecognise(db, quiet)

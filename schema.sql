@@ -1042,4 +1042,11 @@ WHEN new.safety_source NOT LIKE 'person:%' AND EXISTS (SELECT 1 FROM safety_deci
     WHERE item_id = new.item_id;
 END;
 
-PRAGMA user_version = 11;
+-- 012: a text-layout template's fixed words and where OCR must find them (templates/README.md);
+-- '[]' for picture templates.
+ALTER TABLE templates ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]' CHECK (json_type(anchors) = 'array');
+-- 012: the templates revision at which the template's views last changed (recognition matches an
+-- item only against views newer than its recognition).
+ALTER TABLE templates ADD COLUMN views_revision INTEGER NOT NULL DEFAULT 0;
+
+PRAGMA user_version = 12;

@@ -23,14 +23,13 @@ import click
 from mambomeme.embed import EMBED_TEXT_RECIPE, Embedder, embed_text, field_texts, get_embedder, model_id
 from mambomeme.images import (
     MAX_FILE_BYTES,
-    NEAR_DUP_BITS,
     NEAR_DUP_BITS_CROPPED,
-    NEAR_DUP_MIN_WORDS,
     TEMPLATE_BITS,
     BadInput,
     ImageFacts,
     PhashIndex,
-    caption_overlap,
+    assign_groups,
+    near_identical,
     read_image,
 )
 from mambomeme.library import DB, SAFETY_CLASSES, clean_line, show_path
@@ -39,7 +38,14 @@ from mambomeme.picture import PictureScorer, get_picture, identity, picture_clas
 from mambomeme.review import engine_id, record_picture_signal, record_text_signal, text_engine_id
 from mambomeme.safety import detect_safety
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder
-from mambomeme.templates import Recognition, TemplateIndex, derive, sync_catalogue, templates_revision
+from mambomeme.templates import (
+    Recognition,
+    TemplateIndex,
+    anchor_words_in,
+    derive,
+    sync_catalogue,
+    templates_revision,
+)
 from mambomeme.vectors import maintain_vector_index
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
@@ -68,9 +74,12 @@ def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
     pixels are dropped before returning."""
     facts = _stage("decoder", read_image, data, name)
     explicit = _stage("picture signal", picture.score, facts.rgb) if picture is not None else None
-    text, boxes = _stage("OCR", ocr.read_boxes, facts.rgb)
+    text, boxes, box_texts = _stage("OCR", ocr.read_lines, facts.rgb)
     t0, c0 = time.perf_counter(), time.process_time()
-    found = _stage("template recognition", templates.recognise, facts.rgb, boxes) if templates is not None else None
+    words = list(zip(boxes, box_texts, strict=True))
+    found = None
+    if templates is not None:
+        found = _stage("template recognition", templates.recognise, facts.rgb, boxes, words)
     ms, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
     facts.rgb = None
     return Analysis(facts, text, boxes, found, ms, cpu, explicit)
@@ -92,7 +101,7 @@ _WORKER_TEMPLATES: TemplateIndex | None = None
 _WORKER_PICTURE: PictureScorer | None = None
 
 
-def _worker_init(template_views: list | None = None) -> None:
+def _worker_init(templates: tuple[list, list] | None = None) -> None:
     """An ingest worker process: Ctrl-C is the parent's to handle (no traceback per worker)."""
     global _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -110,7 +119,7 @@ def _worker_init(template_views: list | None = None) -> None:
     import cv2
 
     cv2.setNumThreads(1)  # one worker per core already
-    _WORKER_TEMPLATES = TemplateIndex(template_views) if template_views else None
+    _WORKER_TEMPLATES = TemplateIndex(*templates) if templates else None
 
 
 def _worker_analyse(data: bytes, name: str) -> Analysis | BadInput:
@@ -428,6 +437,8 @@ class Ingester:
             for folder in sorted({f.path.parent for f in found}):
                 for err in self.sidecars.manifest_errors(folder):
                     self.error(folder / MANIFEST_NAME, err)
+            if db.q1("setting", {"key": REGROUP_SETTING}):
+                self._regroup()
             self.phash_index = PhashIndex(db.q("phashes"))
             sync_catalogue(db)
             self.revision = templates_revision(db)
@@ -582,6 +593,19 @@ class Ingester:
             derive(db, items)
             embed_items(db, items, self.embedder, self.model_id)
 
+    def _regroup(self) -> None:
+        """Migration 012's upkeep: groups made again, the fields of their items derived and
+        embedded again, the request cleared: one transaction, so an interrupted run does it again."""
+        db = self.db
+        _ = self.embedder  # loaded before the write lock is taken
+        with db.write():
+            touched, groups = regroup(db)
+            embed_items(db, derive(db, touched), self.embedder, self.model_id)
+            db.q("delete_setting", {"key": REGROUP_SETTING})
+        if self.progress_enabled:
+            click.echo(f"mambo: near-identical groups made again: {groups} groups, {len(touched)} items "
+                       "re-checked", err=True)
+
     def _template_group(self, template: str) -> int | None:
         return _template_group_id(self.db, template)
 
@@ -589,9 +613,7 @@ class Ingester:
         """(perceptual group, template group) of a new item; see NEAR_DUP_BITS for the rule."""
         perceptual = None
         for d, other in self.phash_index.near(phash, NEAR_DUP_BITS_CROPPED):
-            overlap, words = caption_overlap(ocr_text, self.db.q1("ocr_text", {"item_id": other})[0])
-            if (d <= NEAR_DUP_BITS and (overlap >= 0.5 or words == 0)) or (
-                    overlap >= 0.6 and words >= NEAR_DUP_MIN_WORDS):
+            if near_identical(d, ocr_text, self.db.q1("ocr_text", {"item_id": other})[0]):
                 perceptual = self.phash_index.groups[other][0]
                 template_group = template_group or self.phash_index.groups[other][1]
                 break
@@ -742,21 +764,27 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
             if after not in indexes:
                 indexes[after] = TemplateIndex.load(db, after)
             index = indexes[after]
-            found, boxes = None, None
-            if len(index):
+            found, boxes, words = None, None, None
+            # Anchored (text-layout) templates need each OCR box's text, which is not stored: the
+            # item is read again only when its caption holds every anchor's words somewhere.
+            anchored = any(anchor_words_in(a, it["ocr_text"]) for _t, a in index.anchors)
+            if len(index) or anchored:
                 rgb = _item_pixels(db, it["item_id"])
                 if rgb is None:
                     missing += 1
                     absent.append(it["item_id"])  # a removed template must still leave its fields
                     continue
-                if it["ocr_boxes"] is None:  # items from schema 1 have no caption boxes yet
-                    boxes = get_ocr().read_boxes(rgb)[1]
+                if it["ocr_boxes"] is None or anchored:  # items from schema 1 have no caption boxes yet
+                    _text, boxes, texts = get_ocr().read_lines(rgb)
+                    words = list(zip(boxes, texts, strict=True))
                 try:
                     found = _stage("template recognition", index.recognise, rgb,
-                                   boxes if boxes is not None else json.loads(it["ocr_boxes"]))
+                                   boxes if boxes is not None else json.loads(it["ocr_boxes"]), words)
                 except BadInput:
                     found = None
-            better = found is not None and (it["template_id"] is None or found.inliers > (it["template_score"] or 0))
+            # A picture recognised by more inliers wins; anchors only name an item with no template.
+            better = found is not None and (it["template_id"] is None or (
+                not found.anchors and found.inliers > (it["template_score"] or 0)))
             updates.append((it, found if better else None, boxes))
         with db.write():
             for it, found, boxes in updates:
@@ -779,6 +807,44 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
         with db.write():
             db.q("refresh_vocabulary")
     return len(todo), len(changed), missing
+
+
+# Migration 012 sets this: the library's perceptual groups were made by an older rule (pHash with
+# word overlap) and are made again, once, by the next `mambo add` (regroup).
+REGROUP_SETTING = "regroup_perceptual"
+
+
+def regroup(db: DB) -> tuple[list[int], int]:
+    """Perceptual groups made again by the current rule (images.near_identical), in one
+    transaction (call inside db.write()). A group keeps its id when its first item stays; a label
+    given to a group stays with the item it was given to (relabel_perceptual); the fail-closed
+    group state is recomputed. Returns (items whose derived fields must be computed again: every
+    member of a group that changed, groups after regrouping)."""
+    rows = db.q("grouping_inputs")
+    old = {int(r[0]): r[3] for r in rows}
+    first = assign_groups((int(r[0]), int(r[1]), r[2]) for r in rows)
+    group_of_first: dict[int, int] = {}
+    taken: set[int] = set()
+    touched_old: set[int] = set()
+    moved: list[int] = []
+    for item_id, head in first.items():
+        if head not in group_of_first:
+            g = old[head]
+            if g is None or g in taken:
+                g = int(db.q1("new_group", {"kind": "perceptual", "label": None})[0])
+            taken.add(g)
+            group_of_first[head] = g
+        if old[item_id] != group_of_first[head]:
+            db.q("set_perceptual_group", {"item_id": item_id, "perceptual_group": group_of_first[head]})
+            moved.append(item_id)
+            touched_old.add(old[item_id])
+    db.q("relabel_perceptual")
+    db.q("apply_group_state", {"item_id": None})
+    # Everyone who shared a group with a moved item, before or after, may gain or lose its labels.
+    new = {i: group_of_first[head] for i, head in first.items()}
+    touched_new = {new[i] for i in moved}
+    touched = {i for i in old if old[i] in touched_old or new[i] in touched_new}
+    return sorted(touched), len(group_of_first)
 
 
 def _template_group_id(db: DB, template: str) -> int | None:

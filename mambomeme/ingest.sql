@@ -294,7 +294,7 @@ SELECT name FROM templates WHERE template_id = :template_id;
 
 -- name: items_to_recognise
 -- Items not yet matched against every template (newer templates, or their template was removed).
-SELECT item_id, recognised_revision, template_id, template_score, ocr_boxes, template FROM items
+SELECT item_id, recognised_revision, template_id, template_score, ocr_boxes, ocr_text, template FROM items
 WHERE recognised_revision < :revision
 ORDER BY item_id;
 
@@ -315,3 +315,20 @@ SELECT title, template_text, entities, tags, description, ocr_text FROM item_eff
 
 -- name: item_groups
 SELECT item_id, perceptual_group, template_group FROM items WHERE item_id = :item_id;
+
+-- name: grouping_inputs
+-- Every item, in the order ingest met them, for regrouping (ingest.regroup).
+SELECT item_id, phash, ocr_text, perceptual_group FROM items ORDER BY item_id;
+
+-- name: set_perceptual_group
+UPDATE items SET perceptual_group = :perceptual_group WHERE item_id = :item_id;
+
+-- name: relabel_perceptual
+-- A label given to a perceptual group stays with the item it was given to: after regrouping it
+-- names that item's (new) group, not the items it no longer shares a group with.
+UPDATE labels SET group_id = (SELECT perceptual_group FROM items WHERE items.item_id = labels.item_id)
+WHERE scope = 'perceptual'
+  AND group_id IS NOT (SELECT perceptual_group FROM items WHERE items.item_id = labels.item_id);
+
+-- name: delete_setting
+DELETE FROM settings WHERE key = :key;

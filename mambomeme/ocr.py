@@ -73,11 +73,17 @@ class OCR:
     def read_boxes(self, rgb: Any) -> tuple[str, list[list[int]]]:
         """(caption text, the text boxes as [x0, y0, x1, y1] pixels): the boxes are masked out of
         template recognition (see TEXT_MASK_PAD)."""
+        text, rects, _texts = self.read_lines(rgb)
+        return text, rects
+
+    def read_lines(self, rgb: Any) -> tuple[str, list[list[int]], list[str]]:
+        """(caption text, the text boxes, each box's own text): a text-layout template is known by
+        which words stand where (templates.match_anchors)."""
         bgr = rgb[:, :, ::-1].copy()
         result = self.engine.ocr(bgr)[0] or []
         rects = [[int(min(p[0] for p in box)), int(min(p[1] for p in box)), int(max(p[0] for p in box)) + 1,
                   int(max(p[1] for p in box)) + 1] for box, _ in result]
-        return self._text(result), rects
+        return self._text(result), rects, [clean_line(text) for _box, (text, _score) in result]
 
     @staticmethod
     def _text(result: list) -> str:

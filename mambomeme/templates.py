@@ -8,13 +8,14 @@ import base64
 import functools
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, data_path
+from mambomeme.library import DB, data_path, normalise_query
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Templates: fingerprints, the catalogue and recognition
@@ -46,6 +47,9 @@ LSH_BITS = 16
 LSH_MAX_DIST = 64
 LSH_MAX_BUCKET = 64
 SHORTLIST = 6
+SHORTLIST_SPARSE = 2  # ...and the views with most votes per keypoint of their own, given SPARSE_VOTES
+SPARSE_VOTES = 3
+SPARSE_VIEW = 100  # a view with fewer keypoints is matched against every meme descriptor
 FULL_VERIFY = 2
 RATIO = 0.75        # Lowe's ratio test, as in the catalogue README
 RANSAC_PX = 5.0     # cv2.findHomography reprojection threshold (px of the 400-px pictures)
@@ -60,6 +64,120 @@ RANSAC_PX = 5.0     # cv2.findHomography reprojection threshold (px of the 400-p
 # Held-out memes reached at most 6 inliers. 15 keeps a 2.5x margin over that (the catalogue's real
 # photographs have more texture than clip art, so chance inliers can be higher) for 0.003 of top-1.
 MIN_INLIERS = 15
+# A view with few keypoints of its own (flat clip art, a puppet on a plain wall: 11 in the catalogue)
+# can never show 15 inliers. Its bar scales with the view: SPARSE_SHARE of its keypoints, never
+# under SPARSE_MIN_INLIERS; and its matches are checked by stricter geometry (mutual nearest
+# neighbours under a similarity, see `verify`). Calibrated by `mambo bench templates --corpus DIR`
+# (as above, and 21 of the 84 known templates fingerprinted sparse: their 8-30 strongest keypoints
+# only; 95 of the 394 memes are theirs; 2026-11-30):
+#   share floor   top-1  sparse views  false (held-out)
+#   (15 inliers, homography, main's matcher)   0.739  0.021  0.000
+#   (15 inliers, sparse views verified as now) 0.800  0.274  0.000
+#   0.3   5       0.924  0.789         0.010
+#   0.4   5       0.911  0.737         0.005
+#   0.3   6       0.919  0.768         0.000
+#   0.3   7       0.901  0.695         0.000   <- chosen
+#   0.4   7       0.888  0.642         0.000
+#   0.3   8       0.886  0.632         0.000
+# Held-out memes reached 6 inliers by chance (against views of 25 and 49 keypoints; at most 5
+# against views of 20 or fewer), so the floor is 7, one above anything chance produced. A spread
+# requirement (inliers' hull over the view's picture) was measured too and only lost: true
+# matches on a sparse view cover ~0.1-4 % of it, like chance ones (spread 0.05: sparse top-1 0.36).
+SPARSE_SHARE = 0.3
+SPARSE_MIN_INLIERS = 7
+SPARSE_SPREAD = 0.0
+
+
+def required_inliers(keypoints: int, share: float = SPARSE_SHARE, floor: int = SPARSE_MIN_INLIERS) -> int:
+    """The inliers a view with this many keypoints must show: MIN_INLIERS, or for a sparse view
+    `share` of its keypoints, never under `floor`."""
+    return max(floor, min(MIN_INLIERS, math.ceil(share * keypoints)))
+
+
+def accepted(r: Recognition, share: float = SPARSE_SHARE, floor: int = SPARSE_MIN_INLIERS,
+             spread: float = SPARSE_SPREAD) -> bool:
+    """Whether a candidate is recognised (the bench passes other constants to calibrate them)."""
+    need = required_inliers(r.keypoints, share, floor)
+    return r.inliers >= need and (r.inliers >= MIN_INLIERS or r.spread >= spread)
+
+
+def _strength(r: Recognition) -> float:
+    """How far a candidate is past its own bar: candidates of sparse and rich views compare."""
+    return r.inliers / required_inliers(r.keypoints)
+
+
+# Text-layout templates (a "marked safe from" banner, a panel of text) are known by their fixed
+# words, not their picture: their captions are masked out of ORB and little else is left. A
+# catalogue entry's `anchors` name those words and the region of the picture (fractions
+# [x0, y0, x1, y1]) where the centre of the words must lie; every anchor must be found on one OCR
+# line, in order, each word of ANCHOR_FUZZY_LETTERS or more letters within one edit (OCR drops or
+# swaps a letter), shorter words exactly. The region is grown by ANCHOR_MARGIN of the picture on
+# each side: crops of up to 10 % per side move the words that much (bench templates' `degrade`).
+ANCHOR_FUZZY_LETTERS = 4
+ANCHOR_MARGIN = 0.1
+
+
+def _near_word(a: str, b: str) -> bool:
+    """Equal, or (both ANCHOR_FUZZY_LETTERS or longer) one insertion, deletion or substitution apart."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) < ANCHOR_FUZZY_LETTERS or abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[i + 1:] == b[i + 1:] or a[i + 1:] == b[i:] or a[i:] == b[i + 1:]
+
+
+def _ocr_lines(words: list[tuple[list[int], str]]) -> list[list[tuple[str, list[int]]]]:
+    """OCR boxes grouped into lines (a box starting above the middle of the previous one joins its
+    line), each line's words left to right with their box."""
+    lines: list[list[tuple[float, str, list[int]]]] = []
+    last_bottom = -1e9
+    for rect, text in sorted(words, key=lambda w: (w[0][1], w[0][0])):
+        toks = normalise_query(text)
+        if not toks:
+            continue
+        top, bottom = rect[1], rect[3]
+        if not (lines and top < last_bottom - (bottom - top) / 2):
+            lines.append([])
+        lines[-1] += [(rect[0] + k, t, rect) for k, t in enumerate(toks)]
+        last_bottom = bottom
+    return [[(t, r) for _x, t, r in sorted(line, key=lambda x: x[0])] for line in lines]
+
+
+def anchor_found(anchor: dict[str, Any], lines: list[list[tuple[str, list[int]]]], width: int, height: int) -> bool:
+    """Whether an anchor's words stand on one OCR line, in order, with their centre in its region."""
+    want = normalise_query(anchor["text"])
+    x0, y0, x1, y1 = anchor.get("region", [0, 0, 1, 1])
+    for line in lines:
+        for start in range(len(line) - len(want) + 1):
+            got = line[start:start + len(want)]
+            if not all(_near_word(w, t) for w, (t, _r) in zip(want, got, strict=True)):
+                continue
+            rects = [r for _t, r in got]
+            cx = (min(r[0] for r in rects) + max(r[2] for r in rects)) / 2 / max(1, width)
+            cy = (min(r[1] for r in rects) + max(r[3] for r in rects)) / 2 / max(1, height)
+            if x0 - ANCHOR_MARGIN <= cx <= x1 + ANCHOR_MARGIN and y0 - ANCHOR_MARGIN <= cy <= y1 + ANCHOR_MARGIN:
+                return True
+    return False
+
+
+def match_anchors(anchors: list[tuple[int, list[dict[str, Any]]]], words: list[tuple[list[int], str]],
+                  width: int, height: int) -> Recognition | None:
+    """The text-layout template all of whose anchors OCR found in place (the one with most anchors
+    when several are), or None."""
+    if not anchors or not words:
+        return None
+    lines = _ocr_lines(words)
+    found = [(len(a), -t, t) for t, a in anchors if a and all(anchor_found(x, lines, width, height) for x in a)]
+    return Recognition(max(found)[2], 0, anchors=max(found)[0]) if found else None
+
+
+def anchor_words_in(anchors: list[dict[str, Any]], text: str) -> bool:
+    """Whether a caption holds every anchor's words at all (positions unknown): worth reading again."""
+    lines = [[(t, [0, 0, 0, 0]) for t in normalise_query(line)] for line in text.split("\n")]
+    return all(anchor_found({"text": a["text"]}, lines, 1, 1) for a in anchors)
 
 
 def fingerprint_rgb(img: Any) -> Any:
@@ -174,7 +292,8 @@ def orb_features(rgb: Any, nfeatures: int, text_boxes: Iterable[Any] = ()) -> tu
     return np.array([k.pt for k in kps], np.float32).reshape(-1, 2), desc, h
 
 
-def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None) -> dict[str, Any]:
+def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None,
+                     features: int = ORB_TEMPLATE_FEATURES) -> dict[str, Any]:
     """One template view's fingerprints, computed as the catalogue's (fingerprint version 1). A
     user's template picture is often a meme itself: its caption's boxes are masked out of ORB, as
     on the meme side, or its 300 features would mostly be letters no other meme has."""
@@ -184,7 +303,7 @@ def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None) -> dic
     y = rgb[..., 0].astype(np.int64) * 299 + rgb[..., 1].astype(np.int64) * 587 + rgb[..., 2].astype(np.int64) * 114
     h_img, w_img = y.shape
     band = y[h_img // 4:(3 * h_img) // 4]
-    xy, desc, h = orb_features(rgb, ORB_TEMPLATE_FEATURES, text_boxes or [])
+    xy, desc, h = orb_features(rgb, features, text_boxes or [])
     return {
         "fingerprint_version": FINGERPRINT_VERSION, "width": w_img, "height": h_img,
         "phash64": phash64(y), "dhash64": dhash64(y),
@@ -222,6 +341,9 @@ def slugify(name: str) -> str:
 class Recognition:
     template_id: int
     inliers: int
+    keypoints: int = 0  # the matched view's own ORB keypoints
+    spread: float = 0.0  # share of the view's picture inside the hull of the inlier keypoints
+    anchors: int = 0  # recognised by this many anchors (its fixed words), not by ORB
 
 
 def _plausible(h: Any, query_h: int, view_h: int) -> bool:
@@ -255,15 +377,20 @@ class TemplateIndex:
     """Every view's ORB descriptors in one LSH index (see LSH_TABLES), then ratio-tested matches and
     a RANSAC homography against the shortlisted views."""
 
-    def __init__(self, views: list[tuple[int, int, bytes, bytes, int]]):
-        """views: (view_id, template_id, orb_xy blob, orb_desc blob, picture height at 400 px)."""
+    def __init__(self, views: list[tuple[int, int, bytes, bytes, int]],
+                 anchors: list[tuple[int, list[dict[str, Any]]]] | None = None):
+        """views: (view_id, template_id, orb_xy blob, orb_desc blob, picture height at 400 px);
+        anchors: (template_id, its anchors) of text-layout templates."""
         import numpy as np
+
+        self.anchors = anchors or []
 
         self.view_template = np.array([v[1] for v in views], np.int64)
         self.xy = [np.frombuffer(v[2], np.float32).reshape(-1, 2) for v in views]
         self.desc = [np.frombuffer(v[3], np.uint8).reshape(-1, 32) for v in views]
         self.view_h = [int(v[4]) for v in views]
-        self.payload = views
+        self.sizes = np.array([len(d) for d in self.desc], np.int64)
+        self.payload = (views, self.anchors)
         self.owner = np.repeat(np.arange(len(views)), [len(d) for d in self.desc]).astype(np.int64)
         all_desc = np.vstack(self.desc) if views else np.zeros((0, 32), np.uint8)
         self.d64 = np.ascontiguousarray(all_desc).view(np.uint64).reshape(-1, 4)
@@ -282,7 +409,11 @@ class TemplateIndex:
 
     @classmethod
     def load(cls, db: DB, after_revision: int = 0) -> TemplateIndex:
-        return cls([tuple(r) for r in db.q("template_index", {"after_revision": after_revision})])
+        return cls([tuple(r) for r in db.q("template_index", {"after_revision": after_revision})],
+                   [(int(t), json.loads(a)) for t, a in db.q("template_anchors", {"after_revision": after_revision})])
+
+    def __bool__(self) -> bool:
+        return bool(len(self) or self.anchors)
 
     def shortlist(self, q: Any) -> list[tuple[int, Any]]:
         """The SHORTLIST views most meme descriptors have a near neighbour in, each with the indexes
@@ -312,51 +443,79 @@ class TemplateIndex:
         pairs = np.unique(self.owner[di[near]] * m + qi[near])
         views = pairs // m
         votes = np.bincount(views, minlength=len(self.desc))
-        return [(int(v), pairs[views == v] % m) for v in np.argsort(-votes, kind="stable")[:SHORTLIST] if votes[v] > 0]
+        chosen = [int(v) for v in np.argsort(-votes, kind="stable")[:SHORTLIST] if votes[v] > 0]
+        # A sparse view (11 keypoints) cannot collect as many votes as a rich one collects by chance:
+        # the views with the largest share of their own keypoints voted for are verified too.
+        share = np.where(votes >= SPARSE_VOTES, votes / np.maximum(1, self.sizes), 0.0)
+        chosen += [int(v) for v in np.argsort(-share, kind="stable")[:SHORTLIST_SPARSE]
+                   if share[v] > 0 and int(v) not in chosen]
+        return [(v, pairs[views == v] % m) for v in chosen]
 
-    def verify(self, view: int, qxy: Any, q: Any, query_h: int) -> int:
-        """RANSAC inliers of the ratio-tested matches between meme descriptors and one view
-        (0: fewer than 4, or an implausible homography)."""
+    def verify(self, view: int, qxy: Any, q: Any, query_h: int) -> tuple[int, float]:
+        """RANSAC inliers of the ratio-tested matches between meme descriptors and one view, and
+        their spread: the share of the view's picture inside the convex hull of the inlier
+        keypoints ((0, 0.0): fewer than 4 matches, or an implausible homography)."""
         import cv2
+        import numpy as np
 
         d = self.desc[view]
         if len(d) < 2 or len(q) < 4:
-            return 0
-        pairs = [p for p in cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(q, d, k=2)
-                 if len(p) == 2 and p[0].distance < RATIO * p[1].distance]
-        if len(pairs) < 4:
-            return 0
-        src = qxy[[p[0].queryIdx for p in pairs]]
-        dst = self.xy[view][[p[0].trainIdx for p in pairs]]
-        h, mask = cv2.findHomography(src, dst, cv2.RANSAC, RANSAC_PX)
+            return 0, 0.0
+        if len(d) < SPARSE_VIEW:
+            # A sparse view: the ratio test against its few descriptors lets many meme
+            # descriptors onto each keypoint (32 pairs for 10 keypoints, RANSAC found nothing), so
+            # matches must be mutual nearest neighbours, and the map a similarity (4 degrees of
+            # freedom: crops and rescales), which chance matches fit far less often than a homography.
+            matches = cv2.BFMatcher(cv2.NORM_HAMMING, crossCheck=True).match(q, d)
+            if len(matches) < 3:
+                return 0, 0.0
+            src = qxy[[m.queryIdx for m in matches]]
+            dst = self.xy[view][[m.trainIdx for m in matches]]
+            a, mask = cv2.estimateAffinePartial2D(src, dst, method=cv2.RANSAC, ransacReprojThreshold=RANSAC_PX)
+            h = None if a is None else np.vstack([a, [0.0, 0.0, 1.0]])
+        else:
+            pairs = [p for p in cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(q, d, k=2)
+                     if len(p) == 2 and p[0].distance < RATIO * p[1].distance]
+            if len(pairs) < 4:
+                return 0, 0.0
+            src = qxy[[p[0].queryIdx for p in pairs]]
+            dst = self.xy[view][[p[0].trainIdx for p in pairs]]
+            h, mask = cv2.findHomography(src, dst, cv2.RANSAC, RANSAC_PX)
         if mask is None or not _plausible(h, query_h, self.view_h[view]):
-            return 0
-        return int(mask.sum())
+            return 0, 0.0
+        inl = dst[mask.ravel().astype(bool)].astype(np.float32)
+        hull = cv2.contourArea(cv2.convexHull(inl)) if len(inl) >= 3 else 0.0
+        return int(mask.sum()), float(hull) / float(ORB_WIDTH * max(1, self.view_h[view]))
 
     def match(self, qxy: Any, q: Any, query_h: int) -> list[Recognition]:
         """Candidate templates, best first (one per template: its best view)."""
-        best: dict[int, int] = {}
+        best: dict[int, Recognition] = {}
         scored = []
         for rank, (v, voters) in enumerate(self.shortlist(q)):
-            scored.append((self.verify(v, qxy[voters], q[voters], query_h), -rank, v))
+            if self.sizes[v] < SPARSE_VIEW:  # cheap to match whole, and few of its matches vote
+                voters = slice(None)
+            scored.append((*self.verify(v, qxy[voters], q[voters], query_h), -rank, v))
         # The two most promising views are matched again with every descriptor: the LSH voters
         # miss some true matches (bench: 124 -> 147 inliers, 0 -> 9 on a sparse one), at ~5 ms each.
-        for n, _rank, v in sorted(scored, reverse=True)[:FULL_VERIFY]:
-            n = max(n, self.verify(v, qxy, q, query_h))
+        promising = sorted(scored, reverse=True)[:FULL_VERIFY]
+        full = [(*self.verify(v, qxy, q, query_h), rank, v) for _n, _s, rank, v in promising]
+        for n, spread, _rank, v in [*full, *scored]:
             t = int(self.view_template[v])
-            best[t] = max(best.get(t, 0), n)
-        for n, _rank, v in scored:
-            t = int(self.view_template[v])
-            best[t] = max(best.get(t, 0), n)
-        return [Recognition(t, n) for t, n in sorted(best.items(), key=lambda x: (-x[1], x[0])) if n > 0]
+            rec = Recognition(t, n, len(self.desc[v]), spread)
+            if n > 0 and (t not in best or _strength(rec) > _strength(best[t])):
+                best[t] = rec
+        return sorted(best.values(), key=lambda r: (-_strength(r), -r.inliers, r.template_id))
 
-    def recognise(self, rgb: Any, text_boxes: Iterable[Any] = ()) -> Recognition | None:
-        """The template of a meme, or None when no template reaches MIN_INLIERS."""
-        if not len(self):
-            return None
-        qxy, q, h = orb_features(rgb, ORB_QUERY_FEATURES, text_boxes)
-        found = self.match(qxy, q, h)
-        return found[0] if found and found[0].inliers >= MIN_INLIERS else None
+    def recognise(self, rgb: Any, text_boxes: Iterable[Any] = (),
+                  words: list[tuple[list[int], str]] | None = None) -> Recognition | None:
+        """The template of a meme: its picture by ORB (see `accepted`), else a text-layout
+        template by its anchors in the OCR `words` (box, text); None when neither is found."""
+        if len(self):
+            qxy, q, h = orb_features(rgb, ORB_QUERY_FEATURES, text_boxes)
+            found = self.match(qxy, q, h)
+            if found and accepted(found[0]):
+                return found[0]
+        return match_anchors(self.anchors, words or [], rgb.shape[1], rgb.shape[0])
 
 
 def templates_revision(db: DB) -> int:
@@ -411,14 +570,23 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
                 continue  # the user's own template of that name stays; theirs wins
             if have and have[2] == entry_sha:
                 continue
+            fields = {"name": e["name"], "aliases": json.dumps(e.get("aliases", []), ensure_ascii=False),
+                      "description": e.get("description", ""), "source_url": e.get("source_url") or "",
+                      "entry_sha256": entry_sha, "revision": rev,
+                      "anchors": json.dumps(e.get("anchors", []), ensure_ascii=False)}
+            views = [catalogue_view(v) for v in e["views"]]
+            prints = [(v["phash64"], v["orb_xy"], v["orb_desc"]) for v in views]
+            if have and [tuple(r) for r in db.q("template_view_prints", {"template_id": have[0]})] == prints:
+                # Same pictures: the entry changes in place and no item's pixels are read again for
+                # it (only its anchors, if any, are new to the items; derive picks up its names).
+                db.q("update_template_fields", fields | {"template_id": have[0]})
+                changed += 1
+                continue
             if have:
                 forget_template(db, have[0])
-            tid = int(db.q1("insert_template", {
-                "slug": e["id"], "name": e["name"], "aliases": json.dumps(e.get("aliases", []), ensure_ascii=False),
-                "description": e.get("description", ""), "source": "catalogue",
-                "source_url": e.get("source_url") or "", "entry_sha256": entry_sha, "revision": rev})[0])
-            for v in e["views"]:
-                insert_template_view(db, tid, catalogue_view(v))
+            tid = int(db.q1("insert_template", fields | {"slug": e["id"], "source": "catalogue"})[0])
+            for v in views:
+                insert_template_view(db, tid, v)
             changed += 1
         for slug, (tid, source, _sha) in known.items():
             if source == "catalogue" and slug not in seen:

@@ -14,9 +14,21 @@ SELECT expansion FROM query_aliases WHERE term = :term;
 SELECT template_id, slug, source, entry_sha256 FROM templates;
 
 -- name: insert_template
-INSERT INTO templates(slug, name, aliases, description, source, source_url, entry_sha256, revision)
-VALUES (:slug, :name, :aliases, :description, :source, :source_url, :entry_sha256, :revision)
+INSERT INTO templates(slug, name, aliases, description, source, source_url, entry_sha256, revision, anchors,
+                      views_revision)
+VALUES (:slug, :name, :aliases, :description, :source, :source_url, :entry_sha256, :revision,
+        :anchors, :revision)
 RETURNING template_id;
+
+-- name: update_template_fields
+-- A catalogue entry whose pictures did not change: its names, description and anchors in place
+-- (a new revision, so items are checked against its anchors; its views keep views_revision).
+UPDATE templates SET name = :name, aliases = :aliases, description = :description, source_url = :source_url,
+                     entry_sha256 = :entry_sha256, revision = :revision, anchors = :anchors
+WHERE template_id = :template_id;
+
+-- name: template_view_prints
+SELECT phash64, orb_xy, orb_desc FROM template_views WHERE template_id = :template_id ORDER BY view_id;
 
 -- name: insert_template_view
 INSERT INTO template_views(template_id, fingerprint_version, width, height, phash64, dhash64, band_phash64,
@@ -36,8 +48,15 @@ DELETE FROM templates WHERE template_id = :template_id;
 -- The views of templates added or changed after a revision (0: all), for recognition.
 SELECT v.view_id, v.template_id, v.orb_xy, v.orb_desc, v.origin ->> '$.h' AS orb_h
 FROM template_views v JOIN templates t ON t.template_id = v.template_id
-WHERE t.revision > :after_revision AND length(v.orb_desc) >= 64
+WHERE t.views_revision > :after_revision AND length(v.orb_desc) >= 64
 ORDER BY v.view_id;
+
+-- name: template_anchors
+-- The anchors (fixed words and where they stand) of text-layout templates added or changed after a
+-- revision (0: all).
+SELECT template_id, anchors FROM templates
+WHERE revision > :after_revision AND anchors <> '[]'
+ORDER BY template_id;
 
 -- name: template_by_slug
 SELECT template_id, slug, name, source FROM templates WHERE slug = :slug;

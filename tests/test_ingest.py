@@ -374,3 +374,43 @@ def test_kill_9_at_twenty_random_moments_loses_nothing_and_resumes() -> None:
     final = report["final"]
     assert final["files"] == final["expected_files"] and final["running_runs_left"] == 0
     assert report["interrupted_runs"] >= 1 and report["interrupted_runs"] >= final["interrupted_runs"]
+
+
+def _groups_by_name(db: DB) -> dict[str, int]:
+    return dict(db.con.execute("SELECT f.rel_path, i.perceptual_group FROM files f JOIN items i USING (item_id)"))
+
+
+def test_regrouping_splits_different_memes_and_labels_stay_with_their_item(tmp_path: Path) -> None:
+    """Migration 012's upkeep through the real CLI: a library whose old rule put two memes of one
+    picture in one perceptual group is regrouped by the next `mambo add`; the resized copy stays
+    with its original, and a label given to the group stays with the item it was given to."""
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("think-01.png", "think-01-small.png", "think-02.jpg"):
+        shutil.copy(IMAGES / name, images / name)
+    path = tmp_path / "lib.sqlite"
+    invoke("--db", path, "add", "-q", "--no-sidecars", images)
+    db = DB(path)
+    groups = _groups_by_name(db)
+    assert groups["think-01.png"] == groups["think-01-small.png"] != groups["think-02.jpg"]
+    with db.write():  # what a library grouped by the old rule looked like, and what 012 asks for
+        db.con.execute("UPDATE items SET perceptual_group = ?", (groups["think-01.png"],))
+        db.q("set_setting", {"key": "regroup_perceptual", "value": "near-identical-2"})
+    db.close()
+    invoke("--db", path, "label", images / "think-02.jpg", "--group", "perceptual", "--entity", "Zed Fridgewatcher")
+    found = {Path(r["path"]).name for r in map(json.loads, invoke(
+        "--db", path, "search", "--json", "-s", "bm25", "fridgewatcher").output.splitlines())}
+    assert found == {"think-01.png", "think-01-small.png", "think-02.jpg"}  # the old group spread it
+    out = invoke("--db", path, "add", images)
+    assert "groups made again" in out.output
+    db = DB(path)
+    groups = _groups_by_name(db)
+    assert groups["think-01.png"] == groups["think-01-small.png"] != groups["think-02.jpg"]
+    assert db.q1("setting", {"key": "regroup_perceptual"}) is None
+    label = db.rows("labels_for_item", {"item_id": None, "perceptual_group": groups["think-02.jpg"],
+                                        "template_group": None})
+    assert [lab["value"] for lab in label] == ['["Zed Fridgewatcher"]']
+    db.close()
+    found = {Path(r["path"]).name for r in map(json.loads, invoke(
+        "--db", path, "search", "--json", "-s", "bm25", "fridgewatcher").output.splitlines())}
+    assert found == {"think-02.jpg"}

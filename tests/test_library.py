@@ -43,6 +43,10 @@ def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
     db = DB(tmp_path / "migrated.sqlite")
     assert schema_of(db) == schema_of(fresh)
     assert db.user_version() == fresh.user_version()
+    # 012: an existing library's perceptual groups are made again by its next `mambo add`; a new one's
+    # are made by the current rule from the start.
+    assert db.q1("setting", {"key": "regroup_perceptual"}) is not None
+    assert fresh.q1("setting", {"key": "regroup_perceptual"}) is None
 
 
 def test_older_file_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

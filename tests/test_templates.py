@@ -16,7 +16,16 @@ from conftest import IMAGES, REPO, invoke, open_db, recipe
 from mambomeme.embed import get_embedder
 from mambomeme.ingest import recognise_existing
 from mambomeme.library import DB, SCHEMA_VERSION
-from mambomeme.templates import _area_sums, color_layout, dhash64, phash64, slugify, sync_catalogue, templates_revision
+from mambomeme.templates import (
+    TemplateIndex,
+    _area_sums,
+    color_layout,
+    dhash64,
+    phash64,
+    slugify,
+    sync_catalogue,
+    templates_revision,
+)
 
 # Fixture drawings as templates: one meme of each known group is the template picture (a user
 # template made from a captioned meme, as people do); held-out groups have no template at all.
@@ -131,6 +140,108 @@ def test_catalogue_change_is_incremental(tmp_path: Path) -> None:
     assert set(now) == set(first) - {json.loads(src[4])["id"]}
     assert now[json.loads(src[0])["id"]] == first[json.loads(src[0])["id"]]
     assert now[changed["id"]] > first[changed["id"]]
+    # Anchors added to an entry with the same pictures: it changes in place, and items recognised
+    # before are checked against its anchors only (no view is new to them: no pixels are read).
+    views = dict(db.con.execute("SELECT view_id, template_id FROM template_views"))
+    before = templates_revision(db)
+    anchored = json.loads(src[0]) | {"anchors": [{"text": "fixed words", "region": [0, 0, 1, 0.3]}]}
+    cat.write_text("\n".join([json.dumps(anchored), json.dumps(changed), *src[2:4]]) + "\n")
+    assert sync_catalogue(db, cat) == 1
+    assert dict(db.con.execute("SELECT view_id, template_id FROM template_views")) == views
+    index = TemplateIndex.load(db, before)
+    assert len(index) == 0 and [a for _t, a in index.anchors] == [anchored["anchors"]]
+
+
+def test_shipped_catalogue_anchors_load(tmp_path: Path) -> None:
+    """The project's copy of the catalogue: every entry loads, and the text-layout entries' anchors
+    (fixed words and their region, templates/README.md) are well formed and reach the index."""
+    lines = [json.loads(x) for x in (REPO / "templates" / "catalogue.jsonl").read_text().splitlines() if x.strip()]
+    anchored = {e["id"]: e["anchors"] for e in lines if e.get("anchors")}
+    assert {"marked-safe-from", "who-would-win"} <= set(anchored)
+    for anchors in anchored.values():
+        for a in anchors:
+            x0, y0, x1, y1 = a["region"]
+            assert a["text"].strip() and 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+    db = DB(tmp_path / "lib.sqlite")
+    assert sync_catalogue(db) == len(lines)
+    index = TemplateIndex.load(db)
+    slugs = dict(db.con.execute("SELECT template_id, slug FROM templates"))
+    assert {slugs[t]: a for t, a in index.anchors} == anchored
+
+
+def test_sparse_views_are_recognised_by_a_bar_that_scales_with_them() -> None:
+    """Each known fixture drawing fingerprinted with only its 11 strongest keypoints (the
+    catalogue's sparsest view has 11): no meme can reach MIN_INLIERS against it, yet most memes of
+    those templates are recognised (real OCR masks their captions), none as another template, and
+    no meme of a held-out template is recognised."""
+    from PIL import Image
+
+    from mambomeme.ocr import get_ocr
+    from mambomeme.templates import MIN_INLIERS, fingerprint_view
+
+    ocr = get_ocr()
+
+    def load(name: str) -> tuple[np.ndarray, list[list[int]]]:
+        rgb = np.asarray(Image.open(IMAGES / name).convert("RGB"))
+        return rgb, ocr.read_boxes(rgb)[1]
+
+    names = list(KNOWN)
+    views = []
+    for n, picture in enumerate(KNOWN.values()):
+        v = fingerprint_view(*load(picture), features=11)
+        views.append((n, n, v["orb_xy"], v["orb_desc"], v["origin"]["h"]))
+    index = TemplateIndex(views)
+    groups = _groups()
+    known = {f: key for key in KNOWN for f in groups[key]["files"] if f not in KNOWN.values()}
+    got = {f: index.recognise(*load(f)) for f in known}
+    assert all(r is None or r.inliers < MIN_INLIERS for r in got.values())
+    right = [f for f, r in got.items() if r is not None and names[r.template_id] == known[f]]
+    assert len(right) >= len(known) / 2, {f: r for f, r in got.items()}
+    assert all(r is None or names[r.template_id] == known[f] for f, r in got.items())
+    held = [f for key in HELD_OUT for f in groups[key]["files"]]
+    assert [f for f in held if index.recognise(*load(f)) is not None] == []
+
+
+def _marked_safe(path: Path, words: str, centre_y: float) -> None:
+    """A made-up "marked safe" style banner: a flag on a pole, one bold line of text, a small word."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGB", (620, 500), "white")
+    d = ImageDraw.Draw(img)
+    d.rectangle((300, 60, 306, 170), fill=(90, 90, 90))
+    d.polygon([(306, 62), (380, 80), (306, 110)], fill=(66, 103, 178))
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 34)
+    line = f"Marked safe from {words}"
+    d.text(((620 - d.textlength(line, font=font)) / 2, 500 * centre_y - 17), line, font=font, fill="black")
+    d.text((270, 400), "Today", font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 24),
+           fill=(120, 120, 120))
+    w, h = img.size
+    img.crop((20, 15, w - 25, h - 10)).resize((500, 396)).save(path, quality=70)  # a crop, rescaled, JPEG
+
+
+def test_text_layout_template_is_recognised_by_its_words(tmp_path: Path) -> None:
+    """Real OCR on rendered memes, through `mambo add`: a banner whose fixed words stand where the
+    catalogue's anchor says is "Marked Safe From" (its aliases become searchable); the same words
+    in the wrong place, or other words there, name no template."""
+    images = tmp_path / "images"
+    images.mkdir()
+    _marked_safe(images / "banner.jpg", "group projects", 0.5)
+    _marked_safe(images / "too-low.jpg", "group projects", 0.97)  # a caption at the bottom edge
+    _marked_safe(images / "other.jpg", "group projects", 0.5)
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.open(images / "other.jpg")
+    ImageDraw.Draw(img).rectangle((0, 150, 500, 250), fill="white")
+    ImageDraw.Draw(img).text((40, 180), "Marked as read from home", fill="black",
+                             font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 30))
+    img.save(images / "other.jpg", quality=70)
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "add", "-q", "--no-sidecars", images)
+    got = {Path(k).name: v for k, v in _recognised(db).items()}
+    assert got["banner.jpg"] == ("marked-safe-from", "catalogue")
+    assert got["too-low.jpg"][0] is None and got["other.jpg"][0] is None
+    found = {Path(r["path"]).name for r in _search(db, "facebook safe")}  # an alias, not in the caption
+    assert "banner.jpg" in found and "other.jpg" not in found
 
 
 # -- recognition on a bare library ----------------------------------------------------------------

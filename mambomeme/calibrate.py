@@ -208,7 +208,7 @@ def bench_embed_text(ctx: click.Context, queries_path: Path, labels_path: Path |
     by_id = {d["item_id"]: d for d in db.rows("results_details", {"ids": json.dumps(ids)})}
     details = [by_id[i] for i in ids]
     # the query text the dense route embeds (filler words out, slang and corrections in)
-    qvecs = embedder.encode([(lambda p: p.dense_text or p.text)(plan_query(db, q["query"])) for q in queries])
+    qvecs = embedder.encode([plan_query(db, q["query"]).dense_query for q in queries])
     cache: dict[Callable[[dict[str, Any]], str], Any] = {}
 
     def sims(make: Callable[[dict[str, Any]], str]) -> Any:

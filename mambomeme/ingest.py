@@ -700,7 +700,7 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
                       for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
                       if text and text != texts[-1])
     vecs = embedder.encode(texts + [text for _i, _k, text in fields])
-    for item_id, vec, text in zip(item_ids, vecs, texts, strict=False):
+    for item_id, vec, text in zip(item_ids, vecs[:len(texts)], texts, strict=True):
         db.q("delete_vector", {"item_id": item_id})
         db.q("delete_vector_bit", {"item_id": item_id})
         db.q("delete_field_vectors", {"item_id": item_id})

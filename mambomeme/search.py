@@ -202,6 +202,11 @@ class QueryPlan:
     dense_text: str = ""  # what the dense route embeds: the expanded words without filler
     unknown: list[str] = dataclasses.field(default_factory=list)  # content words the library cannot match
 
+    @property
+    def dense_query(self) -> str:
+        """The text the dense route encodes (the query itself when it is all filler)."""
+        return self.dense_text or self.text
+
 
 @dataclass(frozen=True)
 class QueryEvidence:
@@ -297,8 +302,7 @@ def coverage(plan: QueryPlan, item_words: set[str]) -> float:
         return 0.0
     hit = 0
     for t in plan.content:
-        alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(t, [])]
-        if t in item_words or any(alt and all(w in item_words for w in alt) for alt in alts):
+        if holds_word(plan, t, item_words):
             hit += 1
         # One edit of a word of 3+ letters leaves its first or its last letter in place: an exact
         # prefilter that skips ~90 % of the edit-distance checks (the costliest Python of a search).
@@ -329,14 +333,19 @@ def full_match(plan: QueryPlan, details: dict[str, Any]) -> bool:
     return bool(plan.content) and (holds_all(plan, words_of(names)) or holds_all(plan, words_of(details["ocr_text"])))
 
 
+def holds_word(plan: QueryPlan, token: str, words: set[str]) -> bool:
+    """The query word is among `words` exactly, or through one of its alternatives (all of an
+    alias's meaningful words, or a correction)."""
+    if token in words:
+        return True
+    alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(token, [])]
+    return any(alt and all(w in words for w in alt) for alt in alts)
+
+
 def holds_all(plan: QueryPlan, words: set[str]) -> bool:
-    """Every content word, exactly or through one of its alternatives (aliases, corrections); no
-    edit distance here: "cat" must not keep a caption about a car on top."""
-    for t in plan.content:
-        alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(t, [])]
-        if t not in words and not any(alt and all(w in words for w in alt) for alt in alts):
-            return False
-    return True
+    """Every content word, exactly or through an alternative; no edit distance here: "cat" must
+    not keep a caption about a car on top."""
+    return all(holds_word(plan, t, words) for t in plan.content)
 
 
 @dataclass
@@ -436,7 +445,7 @@ class Searcher:
         dense_ranking = None
         if use_dense:
             assert self.embedder is not None
-            text = plan.dense_text or plan.text
+            text = plan.dense_query
             if self.parallel:
                 # The query encoding and the vector scan run on another thread and connection (the
                 # one that maps the file) while the lexical route runs here (onnxruntime and SQLite

@@ -224,7 +224,7 @@ class _EncodeAhead:
                     db = db or self._open_db()
                     plan = self._plan(db, query)
                     if plan.tokens:
-                        self.encode([plan.dense_text or plan.text], ahead=True)
+                        self.encode([plan.dense_query], ahead=True)
         finally:
             if db is not None:
                 with contextlib.suppress(Exception):

@@ -431,7 +431,7 @@ def test_an_item_is_as_similar_as_its_best_evidence_vector(fixture_library: Path
     cfg = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
     servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}
     for q in ("john cena", "a yellow rubber duck", "when the code works on the first try"):
-        qvec = get_embedder().encode([plan_query(db, q).dense_text])[0]
+        qvec = get_embedder().encode([plan_query(db, q).dense_query])[0]
         best = {item: max(float(v @ qvec) for v in vs) for item, vs in vecs.items() if item in servable}
         want = sorted(best, key=lambda i: -best[i])[:10]
         got = searcher.search(q, cfg, empty_rule=False)

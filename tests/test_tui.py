@@ -684,7 +684,7 @@ def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:  # the encoder thread finishes "typing" first
                 done = ahead._done
-                if not plan.tokens or (done is not None and done[0] == (plan.dense_text or plan.text)):
+                if not plan.tokens or (done is not None and done[0] == plan.dense_query):
                     break
                 time.sleep(0.005)
             hits = ahead.hits

@@ -17,6 +17,7 @@ from typing import Any
 
 from mambomeme.embed import EMBED_MODEL_NAME, EMBED_MODEL_REVISION, EMBED_TEXT_RECIPE, Embedder, get_embedder
 from mambomeme.library import DB, SAFETY_POLICY_VERSION, MamboError, clean_line, normalise_query, show_path
+from mambomeme.vectormatrix import InMemoryVectors, VectorMatrix
 from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_PROBE
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -400,16 +401,24 @@ class Searcher:
     """Runs a system against one library. The embedder is optional: without it (still loading,
     or not wanted) the dense route is skipped and the lexical routes answer alone."""
 
-    def __init__(self, db: DB, embedder: Embedder | None = None, *, parallel: bool = True):
+    def __init__(self, db: DB, embedder: Embedder | None = None, *, parallel: bool = True,
+                 vectors: InMemoryVectors | None = None):
         self.db = db
         self.embedder = embedder
         # The dense route on its own thread and connection (False: inside the fusion statement on
         # this connection; tests compare the two)
         self.parallel = parallel
+        # A long-lived search's vectors held in memory (vectormatrix.py): the same ranking as the
+        # SQL scan, exactly, in a tenth of the time
+        self.vectors = vectors
 
     @classmethod
     def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any]) -> str:
         return cls._dense_route(reader, params | {"qvec": embedder.encode([text])[0].tobytes()})
+
+    @staticmethod
+    def _encode_and_rank(embedder: Embedder, text: str, matrix: VectorMatrix, params: dict[str, Any]) -> str:
+        return matrix.ranking(embedder.encode([text])[0], params["depth"], field_vectors=params["field_vectors"])
 
     @staticmethod
     def _dense_route(reader: DB, params: dict[str, Any]) -> str:
@@ -443,7 +452,14 @@ class Searcher:
         }
         details: dict[int, dict[str, Any]] = {}
         dense_ranking = None
-        if use_dense:
+        matrix = (self.vectors.get(self.db) if use_dense and self.vectors is not None
+                  and cfg["dense_index"] in ("float", "ivf") else None)
+        if use_dense and matrix is not None:
+            assert self.embedder is not None
+            reader, thread = self.db.reader()
+            dense_ranking = thread.submit(self._encode_and_rank, self.embedder, plan.dense_query, matrix,
+                                          dict(params))
+        elif use_dense:
             assert self.embedder is not None
             text = plan.dense_query
             if self.parallel:

@@ -97,8 +97,10 @@ WITH lex AS (
             AND embedding MATCH vec_quantize_binary(:qvec) AND k = :k AND servable = 1) c
     JOIN item_vectors v ON v.item_id = c.item_id
 ), dense AS (
+    -- (a ranking made before this statement, e.g. from vectors held in memory, may hold an item
+    -- hidden since: it is dropped here, and the rest keep their ranks)
     SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key + 1 AS rank FROM json_each(:dense)
-    WHERE :use_dense AND :dense IS NOT NULL
+    WHERE :use_dense AND :dense IS NOT NULL AND value ->> 0 NOT IN (SELECT item_id FROM hidden_items)
     UNION ALL
     -- an item is as similar as its best vector (all fields, caption or picture); the all-fields
     -- vector's own similarity (when among the candidates) is evidence for "no match" apart
@@ -151,3 +153,19 @@ JOIN library_roots r ON r.root_id = f.root_id;
 -- name: vocabulary_docs
 -- How many documents hold each of :terms (a JSON array); words the library never saw are absent.
 SELECT v.term, v.docs FROM vocabulary v WHERE v.term IN (SELECT value FROM json_each(:terms));
+
+-- name: matrix_vectors
+-- The servable vectors a long-lived search holds in memory (vectormatrix.py): all-fields ...
+SELECT item_id, embedding FROM item_vectors WHERE servable = 1;
+
+-- name: matrix_field_vectors
+-- ... and evidence vectors (vector_id = item_id * 4 + kind).
+SELECT vector_id, embedding FROM item_field_vectors WHERE servable = 1;
+
+-- name: vector_fingerprint
+-- What changes when the vectors or what may be shown change: items embedded (count, ids, the
+-- recipe's manifest row) and hidden items (a partial index: costs what it holds). A held matrix
+-- whose fingerprint differs is read again.
+SELECT (SELECT count(*) FROM item_embeddings), (SELECT total(item_id) FROM item_embeddings),
+       (SELECT total(model_id) FROM item_embeddings),
+       (SELECT count(*) FROM hidden_items), (SELECT total(item_id) FROM hidden_items);

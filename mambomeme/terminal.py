@@ -50,6 +50,7 @@ from mambomeme.tui import (
     process_event,
     row_from_result,
 )
+from mambomeme.vectormatrix import InMemoryVectors
 
 # -- The shell: owns the terminal, performs effects --------------------------------------------
 
@@ -329,6 +330,9 @@ class _Shell:
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
         self.cfg = cfg
+        # The dense route's vectors in memory for this session's searches (vectormatrix.py),
+        # loaded beside the model; until then, and for a library too large, the SQL scan answers.
+        self.vectors = InMemoryVectors(db.path) if self.needs_model else None
         setting = None
         with contextlib.suppress(Exception):
             got = db.q("setting", {"key": "interaction_events"})
@@ -388,7 +392,7 @@ class _Shell:
             if on_thread and self._search_db is None:
                 self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
             db = self._search_db if on_thread else self.db
-            results = Searcher(db, embedder).search(query, system, self.limit)
+            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit)
             if system not in self.versions:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
@@ -541,6 +545,8 @@ class _Shell:
                     # daemon thread aborts in its C++ destructors (exit status 134). Quitting still
                     # leaves the screen at once; the process ends when the load does (< 1 s idle).
                     threading.Thread(target=self._load_model, name="mambo-model", daemon=False).start()
+                if self.vectors is not None:
+                    self.vectors.start()
                 self.render()
                 while not self.quit:
                     ev = inp.send(None)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURE, invoke, open_db
+from conftest import FIXTURE, invoke, open_db, run_process
 from mambomeme.bench import load_dev_queries
 from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.ingest import embed_items
@@ -29,6 +29,7 @@ from mambomeme.search import (
     sync_systems,
 )
 from mambomeme.upkeep import library_status
+from mambomeme.vectormatrix import InMemoryVectors
 from mambomeme.vectors import maintain_vector_index
 
 SYSTEMS = ["bm25", "dense", "hybrid"]
@@ -327,6 +328,58 @@ def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixtur
     assert db._reader is None
     with pytest.raises(apsw.ConnectionClosedError):
         reader[0].con.execute("SELECT 1")
+
+
+def _same_ranking(a: list[Result], b: list[Result]) -> None:
+    """Equal rankings, except that two items whose similarities differ by float rounding alone
+    (< 1e-6: numpy's BLAS and sqlite-vec sum in another order) may trade places."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        if x.item_id != y.item_id:
+            assert x.similarity is not None and y.similarity is not None
+            assert abs(x.similarity - y.similarity) < 1e-6, (x, y)
+        else:
+            assert (x.lex_rank, x.vec_rank) == (y.lex_rank, y.vec_rank)
+            assert x.similarity == pytest.approx(y.similarity, abs=1e-6)
+            assert (x.all_similarity is None) == (y.all_similarity is None)
+
+
+def test_vectors_held_in_memory_rank_as_the_sql_scan(fixture_library: Path) -> None:
+    """The search screen's dense route (vectormatrix.py) gives the SQL scan's ranking."""
+    db = open_db(fixture_library)
+    vectors = InMemoryVectors(fixture_library)
+    vectors.start()
+    assert vectors.wait() and vectors.loads == 1
+    sql, memory = Searcher(db, get_embedder()), Searcher(db, get_embedder(), vectors=vectors)
+    queries = [json.loads(line)["query"] for line in (FIXTURE / "queries.jsonl").read_text().splitlines() if line]
+    for q, system in itertools.product([*queries, "zzzz qqqq", "someone who is sad"], ("hybrid", "dense")):
+        _same_ranking(sql.search(q, system, 20, empty_rule=False), memory.search(q, system, 20, empty_rule=False))
+    assert vectors.loads == 1  # nothing changed: read once
+    db.close()
+
+
+def test_vectors_held_in_memory_follow_the_library(library_copy: tuple[Path, Path]) -> None:
+    """Another process hides a meme: the held vectors never show it, and are read again."""
+    db_path, images = library_copy
+    db = open_db(db_path)
+    vectors = InMemoryVectors(db_path)
+    vectors.start()
+    assert vectors.wait()
+    searcher = Searcher(db, get_embedder(), vectors=vectors)
+    query = "explained the bug to the duck"
+    duck = db.scalar("SELECT item_id FROM library WHERE path = 'duck-01.png'")
+    assert duck in [r.item_id for r in searcher.search(query, "dense")]
+    proc = run_process("--db", db_path, "safety", "set", images / "duck-01.png", "unsafe", "--by", "alex")
+    assert proc.returncode == 0, proc.stderr
+    assert duck not in [r.item_id for r in searcher.search(query, "dense")]  # the SQL route, while it reloads
+    assert vectors.wait() and vectors.loads == 2
+    assert duck not in vectors.get(db).ids.tolist()
+    assert duck not in [r.item_id for r in searcher.search(query, "dense")]
+    # a write that changes neither vectors nor what may be shown (a setting) reads nothing again
+    assert run_process("--db", db_path, "settings", "interaction_events", "on").returncode == 0
+    searcher.search(query, "dense")
+    assert vectors.wait() and vectors.loads == 2
+    db.close()
 
 
 def test_words_in_most_of_the_library_stay_out_of_the_match(searcher: Searcher) -> None:

@@ -1,0 +1,165 @@
+"""The dense route in memory, for a process that searches many times (the full-screen search).
+
+sqlite-vec 0.1.9's wheel scans without SIMD, ~0.7 us a vector: with the evidence vectors (issue 18)
+the exact scan of the 2,200-item dev library (6,400 vectors) costs ~6.6 ms and the coarse index at
+10,000 items (~30,000 vectors, probe 16) ~21 ms, most of a hybrid search. The same vectors as one
+float32 matrix answer in ~0.4 and ~1.5 ms (numpy's BLAS), exactly. So a long-lived search reads the
+library's servable vectors once (~50 ms at 2,200 items, ~250 ms at 10,000, on a thread of its own)
+and ranks them here; the ranking is handed to the fusion statement as its `:dense` route, so
+fusion, the lexical routes and every filter stay in SQL, and the statement drops any item that
+became hidden since (`hidden_items`). A one-shot `mambo search` keeps the SQL scan: loading costs
+more than one scan. Libraries over MATRIX_MAX_VECTORS keep the coarse index (memory).
+
+The ranking is the SQL route's exactly (tests compare them on the fixture): each table's `k`
+nearest vectors, an item as similar as its best one, the all-fields vector's own similarity kept.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mambomeme.library import DB
+
+# 65,536 vectors x 384 float32 = 96 MiB: a 10,000-item library (~30,000 vectors, 46 MB) fits, a
+# 100,000-item one (~290,000, 440 MB) keeps the coarse index in the file.
+MATRIX_MAX_VECTORS = 65_536
+
+
+@dataclass(frozen=True)
+class VectorMatrix:
+    """One library's servable vectors: the all-fields ones (`ids`, `whole`) and the evidence ones
+    (`field_items`, `fields`), rows scaled to unit length as sqlite-vec's cosine distance does."""
+
+    ids: Any
+    whole: Any
+    field_items: Any
+    fields: Any
+    fingerprint: tuple[Any, ...]
+
+    @classmethod
+    def load(cls, db: DB) -> VectorMatrix | None:
+        """Read the servable vectors; None when the library is over MATRIX_MAX_VECTORS."""
+        import numpy as np
+
+        if int(db.q1("vector_count")[0]) > MATRIX_MAX_VECTORS:
+            return None
+        fingerprint = tuple(db.q1("vector_fingerprint"))
+        whole = db.q("matrix_vectors")
+        fields = db.q("matrix_field_vectors")
+
+        def stack(rows: list[Any]) -> Any:
+            if not rows:
+                return np.zeros((0, 384), dtype=np.float32)
+            m = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+            norms = np.linalg.norm(m, axis=1, keepdims=True)
+            return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+        return cls(np.array([r[0] for r in whole], dtype=np.int64), stack(whole),
+                   np.array([r[0] >> 2 for r in fields], dtype=np.int64), stack(fields), fingerprint)
+
+    def ranking(self, qvec: Any, k: int, *, field_vectors: bool) -> str:
+        """The dense route as the fusion statement's `:dense` JSON: [[item id, similarity,
+        all-fields similarity or null], ...], best first, at most `k` items."""
+        import numpy as np
+
+        q = np.asarray(qvec, dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        best: dict[int, list[float | None]] = {}
+        for ids, m, kind in ((self.ids, self.whole, 0), (self.field_items, self.fields, 1)):
+            if kind and not field_vectors or not len(ids):
+                continue
+            sims = m @ q
+            top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
+            for i in top.tolist():
+                item, sim = int(ids[i]), float(sims[i])
+                cur = best.setdefault(item, [sim, None])
+                cur[0] = max(cur[0], sim)  # type: ignore[type-var]
+                if kind == 0:
+                    cur[1] = sim
+        ranked = sorted(best.items(), key=lambda x: (-x[1][0], x[0]))[:k]  # type: ignore[operator]
+        return json.dumps([[item, sim, whole] for item, (sim, whole) in ranked])
+
+
+class InMemoryVectors:
+    """A VectorMatrix kept fresh for the searches of one process: loaded on a thread of its own,
+    checked before each search (`PRAGMA data_version` of the searching connection, then the
+    library's vector fingerprint when another connection has written) and loaded again when the
+    library's vectors changed; until then the SQL route answers."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._matrix: VectorMatrix | None = None
+        self._loading = False
+        self._too_large = False
+        self._seen: dict[int, int] = {}  # id(connection) -> its data_version when last checked
+        self._lock = threading.Lock()
+        self.loads = 0  # how many times the matrix was read (tests, diagnostics)
+
+    def start(self) -> None:
+        """Load (again) on a thread of its own, unless a load is under way."""
+        # One BLAS thread: the product is ~1 ms, and BLAS's own threads fight the search, encoding
+        # and painting threads for 2 cores. Ranking the dev library's vectors (300 random queries,
+        # load ~2, 2026-12-01): p50 / p95 0.42 / 24.0 ms with OpenBLAS's default threads, 0.80 /
+        # 4.9 ms with one; 10,000 items 16.0 / 23.9 vs 3.4 / 7.8 ms. For the whole process (the
+        # search screen's), which does no other large products.
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+        with self._lock:
+            if self._loading or self._too_large:
+                return
+            self._loading = True
+        # Not a daemon: a process must not exit while this thread is inside SQLite (a load takes
+        # 50-250 ms; quitting the screen still returns at once)
+        threading.Thread(target=self._load, name="mambo-vector-matrix", daemon=False).start()
+
+    def _load(self) -> None:
+        try:
+            db = DB(self.path, create=False, readonly=True)
+            try:
+                m = VectorMatrix.load(db)
+            finally:
+                db.close()
+            with self._lock:
+                self._matrix, self._too_large = m, m is None
+                self.loads += 1
+        except Exception:  # the SQL route answers: a matrix is only a faster way to the same ranking
+            pass
+        finally:
+            with self._lock:
+                self._loading = False
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Until the first load ended (benchmarks, tests): whether a matrix is there."""
+        import time
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                if not self._loading:
+                    return self._matrix is not None
+            time.sleep(0.01)
+        return False
+
+    def get(self, db: DB) -> VectorMatrix | None:
+        """The matrix, if loaded and still the library's; None sends the search to SQL."""
+        m = self._matrix
+        if m is None:
+            return None
+        version = db.con.execute("PRAGMA data_version").fetchone()[0]
+        if self._seen.get(id(db.con)) == version:
+            return m
+        # Another connection wrote (an ingest, a review, or only this process's own event log):
+        # the fingerprint says whether the vectors or what may be shown changed.
+        if tuple(db.q1("vector_fingerprint")) != m.fingerprint:
+            with self._lock:
+                self._matrix = None
+            self._seen.clear()
+            self.start()
+            return None
+        self._seen[id(db.con)] = version
+        return m

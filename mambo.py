@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from mambomeme import calibrate, evaluation_commands, nomatch, sqlshell
+from mambomeme import calibrate, evaluation_commands, nomatch, scale, sqlshell
 from mambomeme.bench import bench
 from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
@@ -774,7 +774,8 @@ def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, 
 
 
 # The benchmark and evaluation commands live in the feature modules; the command line gathers them.
-for _command in (*calibrate.BENCH_COMMANDS, *nomatch.BENCH_COMMANDS, *evaluation_commands.BENCH_COMMANDS):
+for _command in (*scale.BENCH_COMMANDS, *calibrate.BENCH_COMMANDS, *nomatch.BENCH_COMMANDS,
+                 *evaluation_commands.BENCH_COMMANDS):
     bench.add_command(_command)
 cli.add_command(bench)
 for _command in evaluation_commands.COMMANDS:

@@ -95,7 +95,7 @@ def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: in
     import tempfile
     import time
 
-    from mambomeme.bench import scaled_copy
+    from mambomeme.scale import scaled_copy
 
     db_path = ctx.obj["db_path"] or default_db_path()
     DB(db_path, create=False).close()

@@ -18,7 +18,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.upkeep": 1, "mambomeme.search": 1, "mambomeme.vectormatrix": 1,
     "mambomeme.review": 1, "mambomeme.picture": 1,
     "mambomeme.tui": 2, "mambomeme.terminal": 2, "mambomeme.bench": 2, "mambomeme.calibrate": 2,
-    "mambomeme.nomatch": 2,
+    "mambomeme.nomatch": 2, "mambomeme.scale": 2,
     "mambomeme.evaluation": 2, "mambomeme.scoring": 2, "mambomeme.evaluation_commands": 2,
     "mambomeme.sqlshell": 2,
     "mambo": 3,

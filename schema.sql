@@ -635,11 +635,14 @@ CREATE VIEW current_judgement_sets AS
 SELECT s.* FROM judgement_sets s
 WHERE s.version = (SELECT max(version) FROM judgement_sets t WHERE t.partition_id = s.partition_id);
 
+-- `origin`: how the candidate came in: a system's top `depth` (pool), the partition's gold items and
+-- exact targets (gold), a hard negative, or (migration 013) earlier-pool: an answer keyed by query id
+-- and content SHA-256, made on an earlier pool, named a pair this pool does not hold.
 CREATE TABLE judgement_candidates (
     set_id   INTEGER NOT NULL REFERENCES judgement_sets(set_id) ON DELETE CASCADE,
     query_id INTEGER NOT NULL REFERENCES bench_queries(query_id),
     item_id  INTEGER NOT NULL,
-    origin   TEXT NOT NULL CHECK (origin IN ('pool', 'gold', 'hard-negative')),
+    origin   TEXT NOT NULL CHECK (origin IN ('pool', 'gold', 'hard-negative', 'earlier-pool')),
     PRIMARY KEY (set_id, query_id, item_id)
 ) WITHOUT ROWID;
 
@@ -1049,4 +1052,4 @@ ALTER TABLE templates ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]' CHECK (json_
 -- item only against views newer than its recognition).
 ALTER TABLE templates ADD COLUMN views_revision INTEGER NOT NULL DEFAULT 0;
 
-PRAGMA user_version = 12;
+PRAGMA user_version = 13;

@@ -12,7 +12,11 @@ into one file for `mambo bench import-judgements`.
 
 An answer line: {"task": "t...", "answer": {"grade": 0-3, "safety": "safe|sensitive|unsafe|critical"},
 "reason": "..."}, or the same as tab-separated `TASK GRADE SAFETY [REASON]` (graders write that
-faster); the reason is kept in the merged file, not loaded into the library.
+faster); the reason is kept in the merged file, not loaded into the library. Task ids name candidates
+only in the pool they were drawn for: before committing a merged file, key it by query id and content
+SHA-256 on the library where the batch was made (benchdata/v1/FORMAT.md, "Answer files"):
+
+    mambo --db LIB bench key-answers BATCH grader-a.jsonl -o benchdata/v1/judgements/NAME.jsonl
 """
 
 from __future__ import annotations

@@ -509,34 +509,116 @@ def export_batch(db: DB, batch_id: int, out: Path) -> int:
     return len(rows)
 
 
-def import_judgements(db: DB, batch_id: int, path: Path, annotator: str, kind: str, role: str) -> int:
+def read_answers(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """An annotator's answer file as (FILE:LINE, line object). A line holds `answer.grade` and
+    `answer.safety` (or both at the top level) and names its candidate by `task` (an id of one
+    batch) or by key: `qid` (the partition's query id) and `sha256` (the candidate file's content
+    SHA-256; `path` is only for people reading the file). A grade of null is an unanswered task."""
+    answers = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{show_path(path)}:{lineno}"
+        try:
+            obj = json.loads(line)
+            ans = obj.get("answer", obj)
+            if "grade" not in ans or "safety" not in ans or ("task" not in obj and not is_keyed(obj)):
+                raise KeyError("grade, safety, task")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise MamboError(f"{where}: needs task (or qid and sha256) and answer.grade/answer.safety") from e
+        answers.append((where, obj))
+    return answers
+
+
+def is_keyed(obj: dict[str, Any]) -> bool:
+    return "qid" in obj and "sha256" in obj
+
+
+def import_judgements(db: DB, batch_id: int, path: Path, annotator: str, kind: str, role: str) -> dict[str, int]:
+    """Load an annotator's answers into the judgement set of batch `batch_id`. A line keyed by task
+    id must name a task of this batch. A line keyed by (qid, sha256) loads into the batch's set
+    whatever pool the set holds, and its key wins over a task id on the same line (task ids are
+    drawn in pool order: another pool gives the same ids to other pairs). A keyed pair the set lacks
+    (the pool changed since the answer was made) joins it as a candidate of origin 'earlier-pool';
+    a set that was already scored is first versioned, as pooling does (working_set)."""
     batch = db.q1("batch", {"batch_id": batch_id})
     if not batch:
         raise MamboError(f"no annotation batch {batch_id}: see `mambo bench show`")
-    n = 0
+    answers = read_answers(path)
+    got = {"judgements": 0, "by_task": 0, "by_key": 0, "added": 0}
     with db.write():
-        aid = annotator_id(db, annotator, kind)
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                task, ans = obj["task"], obj.get("answer", obj)
-                grade, safety = ans["grade"], ans["safety"]
-            except (ValueError, KeyError, TypeError) as e:
-                raise MamboError(f"{show_path(path)}:{lineno}: needs task and answer.grade/answer.safety") from e
+        jset = db.rows("set_row", {"set_id": batch[1]})[0]
+        judged: list[tuple[int, int, int, str]] = []
+        for where, obj in answers:
+            ans = obj.get("answer", obj)
+            grade, safety = ans["grade"], ans["safety"]
             if grade is None:
                 continue  # not judged yet: the batch stays resumable
             if not isinstance(grade, int) or not 0 <= grade <= 3 or safety not in SAFETY:
-                raise MamboError(f"{show_path(path)}:{lineno}: grade must be 0-3 and safety one of {', '.join(SAFETY)}")
-            t = db.q1("task_by_id", {"batch_id": batch_id, "task": str(task)})
-            if not t:
-                raise MamboError(f"{show_path(path)}:{lineno}: task {clean_line(str(task))!r} is not in batch "
-                                 f"{batch_id}")
-            db.q("insert_judgement", {"set_id": t[2], "query_id": t[0], "item_id": t[1], "annotator_id": aid,
+                raise MamboError(f"{where}: grade must be 0-3 and safety one of {', '.join(SAFETY)}")
+            if is_keyed(obj):
+                qid, sha = str(obj["qid"]), str(obj["sha256"])
+                q = db.q1("query_by_qid", {"partition_id": jset["partition_id"], "qid": qid})
+                if not q:
+                    raise MamboError(f"{where}: query {clean_line(qid)!r} is not in the partition of batch {batch_id}")
+                item = db.q1("item_by_sha256", {"sha256": sha})
+                if not item:
+                    raise MamboError(f"{where}: no item with SHA-256 {clean_line(sha)} "
+                                     f"({clean_line(str(obj.get('path', 'no path given')))}) in this library")
+                pair = (int(q[0]), int(item[0]))
+                got["by_key"] += 1
+            else:
+                t = db.q1("task_by_id", {"batch_id": batch_id, "task": str(obj["task"])})
+                if not t:
+                    raise MamboError(f"{where}: task {clean_line(str(obj['task']))!r} is not in batch {batch_id}")
+                pair = (int(t[0]), int(t[1]))
+                got["by_task"] += 1
+            judged.append((*pair, grade, safety))
+        set_id = jset["set_id"]
+        new = sorted({(q, i) for q, i, _g, _s in judged
+                      if not db.q1("is_candidate", {"set_id": set_id, "query_id": q, "item_id": i})})
+        if new and jset["runs"]:
+            if not jset["current"]:
+                raise MamboError(f"batch {batch_id} belongs to judgement set v{jset['version']}, which was scored "
+                                 f"and is no longer the newest: {len(new)} answer(s) name pairs it lacks; load them "
+                                 "into a batch of the newest set")
+            set_id = working_set(db, jset["partition_id"], adding=True)
+        for q, i in new:
+            db.q("insert_candidate", {"set_id": set_id, "query_id": q, "item_id": i, "origin": "earlier-pool"})
+        aid = annotator_id(db, annotator, kind)
+        for q, i, grade, safety in judged:
+            db.q("insert_judgement", {"set_id": set_id, "query_id": q, "item_id": i, "annotator_id": aid,
                                       "role": role, "grade": grade, "safety": safety, "batch_id": batch_id})
-            n += 1
-    return n
+        got.update(judgements=len(judged), added=len(new),
+                   set_version=int(db.rows("set_row", {"set_id": set_id})[0]["version"]))
+    return got
+
+
+def key_answers(db: DB, batch_id: int, path: Path) -> list[dict[str, Any]]:
+    """An answer file keyed by task ids of batch `batch_id`, keyed instead by query id and content
+    SHA-256, so that it loads into any pool of the same corpus. Run it on the library where the batch
+    was made (task ids mean nothing elsewhere). Lines already keyed are kept as they are. One
+    object per answer: qid, sha256, path, task (provenance), answer, reason; sorted by (qid, path),
+    stably."""
+    if not db.q1("batch", {"batch_id": batch_id}):
+        raise MamboError(f"no annotation batch {batch_id}: see `mambo bench show`")
+    out = []
+    for where, obj in read_answers(path):
+        if is_keyed(obj):
+            row = {"qid": obj["qid"], "sha256": obj["sha256"], "path": obj.get("path")}
+        else:
+            key = db.rows("task_key", {"batch_id": batch_id, "task": str(obj["task"])})
+            if not key:
+                raise MamboError(f"{where}: task {clean_line(str(obj['task']))!r} is not in batch {batch_id}")
+            row = dict(key[0])
+        if "task" in obj:
+            row["task"] = obj["task"]
+        ans = obj.get("answer", obj)
+        row["answer"] = {"grade": ans["grade"], "safety": ans["safety"]}
+        row["reason"] = obj.get("reason", "")
+        out.append(row)
+    out.sort(key=lambda r: (str(r["qid"]), str(r["path"] or "")))
+    return out
 
 
 # ─────────────────────────────────────────────────────────────────────────────

@@ -159,6 +159,9 @@ SELECT 1 FROM judgement_candidates WHERE set_id = :set_id AND query_id = :query_
 -- name: insert_candidate
 INSERT OR IGNORE INTO judgement_candidates(set_id, query_id, item_id, origin) VALUES (:set_id, :query_id, :item_id, :origin);
 
+-- name: set_origins
+SELECT origin, count(*) FROM judgement_candidates WHERE set_id = :set_id GROUP BY origin ORDER BY origin;
+
 -- name: gold_and_exact
 SELECT item_id FROM bench_gold WHERE query_id = :query_id
 UNION SELECT item_id FROM bench_exact_targets WHERE query_id = :query_id;
@@ -199,6 +202,24 @@ ORDER BY t.position;
 -- name: task_by_id
 SELECT t.query_id, t.item_id, b.set_id FROM batch_tasks t JOIN annotation_batches b USING (batch_id)
 WHERE t.batch_id = :batch_id AND t.task = :task;
+
+-- name: task_key
+-- What keys a task's answer without the task id: the query id and the candidate's content SHA-256
+-- (and, for people reading the file, its first path).
+SELECT q.qid, i.sha256, (SELECT rel_path FROM files WHERE item_id = t.item_id ORDER BY file_id LIMIT 1) AS path
+FROM batch_tasks t JOIN bench_queries q USING (query_id) JOIN items i ON i.item_id = t.item_id
+WHERE t.batch_id = :batch_id AND t.task = :task;
+
+-- name: query_by_qid
+SELECT query_id FROM bench_queries WHERE partition_id = :partition_id AND qid = :qid;
+
+-- name: item_by_sha256
+SELECT item_id FROM items WHERE sha256 = :sha256;
+
+-- name: set_row
+SELECT s.set_id, s.partition_id, s.version, (SELECT count(*) FROM runs r WHERE r.set_id = s.set_id) AS runs,
+       s.set_id = (SELECT c.set_id FROM current_judgement_sets c WHERE c.partition_id = s.partition_id) AS current
+FROM judgement_sets s WHERE s.set_id = :set_id;
 
 -- name: candidate_view
 -- What an annotator sees of a candidate: its content only, never a system, rank or score. The

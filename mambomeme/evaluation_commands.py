@@ -1,5 +1,5 @@
 """The evaluation's commands: `mambo bench import/list/show/freeze/expose/retire/corpus/audit/pool/
-export-batch/import-judgements/agreement/labels`, `mambo judge`, `mambo run`, `mambo score` and
+export-batch/import-judgements/key-answers/agreement/labels`, `mambo judge`, `mambo run`, `mambo score` and
 `mambo interactions`. mambo.py registers them (BENCH_COMMANDS, COMMANDS)."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mambomeme.evaluation import (
     import_partition,
     judge_in_terminal,
     judge_with_model,
+    key_answers,
     make_batch,
     model_annotator,
     open_bare_library,
@@ -92,6 +93,7 @@ def bench_show(ctx: click.Context, partition: str) -> None:
     if cur:
         ag = agreement(db, int(cur[0]))
         click.echo(f"  judgement set v{cur[1]}: {ag['status']}; agreement {json.dumps({k: ag[k] for k in ('pairs', 'exact', 'within_one', 'grade_kappa_linear', 'safety_kappa')})}")  # noqa: E501
+        click.echo(f"  candidates by origin: {dict(db.q('set_origins', {'set_id': cur[0]}))}")
         batch = db.q1("newest_batch", {"set_id": cur[0]})[0]
         click.echo(f"  newest annotation batch: {batch or '-'}")
 
@@ -215,10 +217,30 @@ def bench_export_batch(ctx: click.Context, batch_id: int, out: Path) -> None:
 @click.pass_context
 def bench_import_judgements(ctx: click.Context, batch_id: int, path: Path, annotator: str, kind: str,
                             adjudicator: bool) -> None:
-    """Load an annotator's answers to an exported batch."""
+    """Load an annotator's answers into the judgement set of BATCH. A line names its candidate by
+    task id (a task of BATCH) or by key: qid and sha256 (`mambo bench key-answers`), which load into
+    any pool of the same corpus; a keyed pair the pool lacks is added as an earlier-pool candidate."""
     db = open_library(ctx)
-    n = import_judgements(db, batch_id, path, annotator, kind, "adjudicator" if adjudicator else "grader")
-    click.echo(f"{n} judgement(s) by {clean_line(annotator)} ({kind}) recorded")
+    got = import_judgements(db, batch_id, path, annotator, kind, "adjudicator" if adjudicator else "grader")
+    added = (f"; {got['added']} pair(s) not in the pool added as earlier-pool candidates" if got["added"] else "")
+    click.echo(f"{got['judgements']} judgement(s) by {clean_line(annotator)} ({kind}) recorded in judgement set "
+               f"v{got['set_version']} ({got['by_task']} by task id, {got['by_key']} by query id + SHA-256{added})")
+
+
+@click.command(name="key-answers")
+@click.argument("batch_id", type=int)
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.pass_context
+def bench_key_answers(ctx: click.Context, batch_id: int, path: Path, out: Path) -> None:
+    """Key answers to BATCH by query id and content SHA-256 instead of task id, so that they load into
+    any later pool (`mambo bench import-judgements`). Run it on the library where BATCH was made.
+    Writes one line per answer: qid, sha256, path, task, answer, reason, sorted by qid and path."""
+    db = open_library(ctx)
+    rows = key_answers(db, batch_id, path)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    out.write_text(text, encoding="utf-8")
+    click.echo(f"{len(rows)} answer(s) keyed by query id + SHA-256 written to {show_path(out)}")
 
 
 @click.command(name="agreement")
@@ -388,5 +410,6 @@ def interactions(ctx: click.Context) -> None:
 
 # Registered by mambo.py: the `mambo bench` subcommands of the protocol, and the top-level commands.
 BENCH_COMMANDS = [bench_import, bench_list, bench_show, *_LIFECYCLE, bench_corpus, bench_audit, bench_pool,
-                  bench_adjudication, bench_export_batch, bench_import_judgements, bench_agreement, bench_labels]
+                  bench_adjudication, bench_export_batch, bench_import_judgements, bench_key_answers,
+                  bench_agreement, bench_labels]
 COMMANDS = [judge, run_cmd, score_cmd, interactions]

@@ -337,6 +337,148 @@ def test_graders_outside_the_tool_then_an_adjudicator(bench_lib, tmp_path: Path)
     assert "nothing to adjudicate" in invoke("--db", db_path, "bench", "adjudication", "dev").output
 
 
+def pool_keys(db_path: Path, set_id: int = 1) -> dict[tuple[str, str], str]:
+    """{(qid, sha256): origin} of a judgement set's candidates."""
+    db = open_db(db_path)
+    keys = {(q, sha): origin for q, sha, origin in db.con.execute(
+        "SELECT q.qid, i.sha256, c.origin FROM judgement_candidates c JOIN bench_queries q USING (query_id) "
+        "JOIN items i ON i.item_id = c.item_id WHERE c.set_id = ?", (set_id,))}
+    db.close()
+    return keys
+
+
+def test_keyed_answers_load_into_another_pool(bench_lib, tmp_path: Path) -> None:
+    """Answers made on one pool's batch, keyed by (qid, sha256) with `bench key-answers`, load into a
+    pool drawn by other systems and another seed (every task id different); the pairs that pool lacks
+    join it as earlier-pool candidates."""
+    db_path, _images, _ = bench_lib
+    other = tmp_path / "other.sqlite"
+    shutil.copy(db_path, other)  # the same library and partition, before either pool
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25", "--system", "dense")
+    batch = tmp_path / "batch1.jsonl"
+    invoke("--db", db_path, "bench", "export-batch", "1", "-o", batch)
+    tasks = [json.loads(x)["task"] for x in batch.read_text().splitlines()]
+    answers = tmp_path / "grader.jsonl"
+    answers.write_text("".join(json.dumps({"task": t, "answer": {"grade": i % 4, "safety": "safe"}, "reason": f"r{i}"})
+                               + "\n" for i, t in enumerate(tasks)))
+    keyed = tmp_path / "keyed.jsonl"
+    out = invoke("--db", db_path, "bench", "key-answers", "1", answers, "-o", keyed).output
+    assert f"{len(tasks)} answer(s) keyed" in out
+    rows = [json.loads(x) for x in keyed.read_text().splitlines()]
+    # Task -> key: the same answers, each under its task's query id and content SHA-256, sorted.
+    assert [tuple(r) for r in rows] == [("qid", "sha256", "path", "task", "answer", "reason")] * len(tasks)
+    assert [(r["qid"], r["path"]) for r in rows] == sorted((r["qid"], r["path"]) for r in rows)
+    db = open_db(db_path)
+    truth = {t: (q, sha, path) for t, q, sha, path in db.con.execute(
+        "SELECT t.task, q.qid, i.sha256, (SELECT min(rel_path) FROM files f WHERE f.item_id = t.item_id) "
+        "FROM batch_tasks t JOIN bench_queries q USING (query_id) JOIN items i ON i.item_id = t.item_id "
+        "WHERE t.batch_id = 1")}
+    db.close()
+    assert {r["task"]: (r["qid"], r["sha256"], r["path"]) for r in rows} == truth
+    assert {r["task"]: (r["answer"], r["reason"]) for r in rows} == {
+        t: ({"grade": i % 4, "safety": "safe"}, f"r{i}") for i, t in enumerate(tasks)}
+    # Keying twice changes nothing (keyed lines are kept as they are).
+    again = tmp_path / "again.jsonl"
+    invoke("--db", db_path, "bench", "key-answers", "1", keyed, "-o", again)
+    assert again.read_text() == keyed.read_text()
+
+    # Another pool: bm25 alone, seed 7. No task id of the first batch names the same pair there.
+    invoke("--db", other, "bench", "pool", "dev", "--system", "bm25", "--seed", "7")
+    db = open_db(other)
+    there = {t: pair for t, *pair in db.con.execute(
+        "SELECT t.task, q.qid, i.sha256 FROM batch_tasks t JOIN bench_queries q USING (query_id) "
+        "JOIN items i ON i.item_id = t.item_id WHERE t.batch_id = 1")}
+    db.close()
+    assert not any(there.get(r["task"]) == [r["qid"], r["sha256"]] for r in rows)
+    before = pool_keys(other)
+    lacking = {(r["qid"], r["sha256"]) for r in rows} - set(before)
+    assert lacking and set(before) - {(r["qid"], r["sha256"]) for r in rows}  # the pools differ both ways
+    out = invoke("--db", other, "bench", "import-judgements", "1", keyed, "--annotator", "grader-a", "--kind",
+                 "model").output
+    assert (f"{len(rows)} judgement(s) by grader-a (model) recorded in judgement set v1 (0 by task id, {len(rows)} "
+            f"by query id + SHA-256; {len(lacking)} pair(s) not in the pool added as earlier-pool candidates)") in out
+    after = pool_keys(other)
+    assert {k: v for k, v in after.items() if k not in before} == dict.fromkeys(lacking, "earlier-pool")
+    db = open_db(other)
+    graded = {(q, sha): g for q, sha, g in db.con.execute(
+        "SELECT q.qid, i.sha256, j.grade FROM judgements j JOIN bench_queries q USING (query_id) "
+        "JOIN items i ON i.item_id = j.item_id WHERE j.set_id = 1")}
+    db.close()
+    assert graded == {(r["qid"], r["sha256"]): r["answer"]["grade"] for r in rows}
+    # A second grader's keyed answers make every answered pair final; the labels name the new origin.
+    invoke("--db", other, "bench", "import-judgements", "1", keyed, "--annotator", "grader-b", "--kind", "model")
+    labels = tmp_path / "labels.jsonl"
+    invoke("--db", other, "bench", "labels", "dev", "-o", labels)
+    final = {(x["qid"], x["path"]): x for x in map(json.loads, labels.read_text().splitlines())}
+    for r in rows:
+        assert final[r["qid"], r["path"]]["grade"] == r["answer"]["grade"]
+        assert final[r["qid"], r["path"]]["status"] == "agreed"
+    assert sum(x["origin"] == "earlier-pool" for x in final.values()) == len(lacking)
+    assert sum(x["status"] == "needs-grades" for x in final.values()) == len(set(before) - set(graded))
+
+
+def test_a_keyed_answer_wins_over_a_task_id_and_unknown_keys_are_errors(bench_lib, tmp_path: Path) -> None:
+    db_path, _images, _ = bench_lib
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    db = open_db(db_path)
+    (t1, q1, s1), (_t2, q2, s2) = db.con.execute(
+        "SELECT t.task, q.qid, i.sha256 FROM batch_tasks t JOIN bench_queries q USING (query_id) "
+        "JOIN items i ON i.item_id = t.item_id WHERE t.batch_id = 1 ORDER BY t.position LIMIT 2").fetchall()
+    db.close()
+    # The key names the second task's pair; the task id on the line (provenance) the first one's.
+    f = tmp_path / "a.jsonl"
+    f.write_text(json.dumps({"qid": q2, "sha256": s2, "task": t1, "answer": {"grade": 3, "safety": "safe"}}) + "\n")
+    invoke("--db", db_path, "bench", "import-judgements", "1", f, "--annotator", "k", "--kind", "person")
+    db = open_db(db_path)
+    assert db.con.execute("SELECT q.qid, i.sha256, j.grade FROM judgements j JOIN bench_queries q USING (query_id) "
+                          "JOIN items i ON i.item_id = j.item_id").fetchall() == [(q2, s2, 3)]
+    db.close()
+    good = json.dumps({"qid": q1, "sha256": s1, "answer": {"grade": 1, "safety": "safe"}})
+    for line, says in ((json.dumps({"qid": q1, "sha256": "0" * 64, "path": "gone.png",
+                                    "answer": {"grade": 1, "safety": "safe"}}), f"no item with SHA-256 {'0' * 64}"),
+                       (json.dumps({"qid": "dev-999", "sha256": s1, "answer": {"grade": 1, "safety": "safe"}}),
+                        "query 'dev-999' is not in the partition of batch 1"),
+                       (json.dumps({"task": "t000000000000", "answer": {"grade": 1, "safety": "safe"}}),
+                        "task 't000000000000' is not in batch 1"),
+                       (json.dumps({"qid": q1, "answer": {"grade": 1, "safety": "safe"}}),
+                        "needs task (or qid and sha256) and answer.grade/answer.safety")):
+        f.write_text(good + "\n" + line + "\n")
+        for cmd in (("import-judgements", "1", f, "--annotator", "k2", "--kind", "person"),
+                    ("key-answers", "1", f, "-o", tmp_path / "out.jsonl")):
+            if cmd[0] == "key-answers" and "sha256" in line and "task" not in line:
+                continue  # key-answers keeps keyed lines as they are
+            out = invoke("--db", db_path, "bench", *cmd, expect=1).output
+            assert out.strip().count("\n") == 0 and f"a.jsonl:2: {says}" in out, out
+    db = open_db(db_path)
+    assert db.scalar("SELECT count(*) FROM judgements j JOIN annotators a USING (annotator_id) "
+                     "WHERE a.name = 'k2'") == 0
+    db.close()
+
+
+def test_keyed_answers_after_scoring_make_a_new_judgement_set(bench_lib, tmp_path: Path) -> None:
+    db_path, _images, _ = bench_lib
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    grade_all(db_path, 1)
+    invoke("--db", db_path, "run", "--system", "bm25")
+    db = open_db(db_path)
+    q, sha = db.con.execute(
+        "SELECT q.qid, i.sha256 FROM bench_queries q, items i WHERE NOT EXISTS (SELECT 1 FROM judgement_candidates c "
+        "WHERE c.query_id = q.query_id AND c.item_id = i.item_id) ORDER BY q.qid, i.item_id LIMIT 1").fetchone()
+    judged = db.scalar("SELECT count(*) FROM judgements WHERE set_id = 1")
+    db.close()
+    f = tmp_path / "late.jsonl"
+    f.write_text(json.dumps({"qid": q, "sha256": sha, "answer": {"grade": 2, "safety": "safe"}}) + "\n")
+    out = invoke("--db", db_path, "bench", "import-judgements", "1", f, "--annotator", "late", "--kind",
+                 "person").output
+    assert "recorded in judgement set v2" in out and "1 pair(s) not in the pool added" in out
+    db = open_db(db_path)
+    assert db.con.execute("SELECT run_id, scored_on, newest_set FROM runs_needing_rescore").fetchall() == [(1, 1, 2)]
+    assert db.scalar("SELECT count(*) FROM judgements WHERE set_id = 1") == judged  # the scored set is unchanged
+    assert db.scalar("SELECT count(*) FROM judgements WHERE set_id = 2") == judged + 1
+    assert pool_keys(db_path, 2)[q, sha] == "earlier-pool" and (q, sha) not in pool_keys(db_path, 1)
+    db.close()
+
+
 def test_kappa_on_known_values() -> None:
     # Hand-computed: po = 3/4, pe = 1/2 -> 0.5.
     assert cohen_kappa([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)

@@ -10,7 +10,7 @@ import pytest
 import sqlite_vec
 
 from conftest import REPO, invoke
-from mambomeme.library import DB, SCHEMA_VERSION, default_db_path
+from mambomeme.library import DB, SCHEMA_VERSION, default_db_path, migrations
 from mambomeme.search import DEFAULT_SYSTEMS, sync_systems, system_config
 
 
@@ -47,6 +47,37 @@ def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
     # are made by the current rule from the start.
     assert db.q1("setting", {"key": "regroup_perceptual"}) is not None
     assert fresh.q1("setting", {"key": "regroup_perceptual"}) is None
+
+
+def test_013_keeps_judgement_candidates_and_allows_earlier_pool(tmp_path: Path) -> None:
+    """Migration 013 makes judgement_candidates again (a CHECK cannot change in place): its rows stay,
+    the views that read it still work, and the origin 'earlier-pool' is allowed."""
+    path = tmp_path / "v12.sqlite"
+    con = apsw.Connection(str(path))
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    for number, _name, mig in migrations():
+        if number <= 12:
+            con.execute(mig.read_text())
+            con.execute(f"PRAGMA user_version = {number}")
+    con.execute("INSERT INTO bench_partitions(benchmark, version, partition, meta, source_sha256) "
+                "VALUES ('b', '1', 'dev', '{}', 'x');"
+                "INSERT INTO bench_queries(partition_id, qid, family, slice, query) "
+                "VALUES (1, 'q1', 'f', 'topic', 'c');"
+                "INSERT INTO judgement_sets(partition_id, version) VALUES (1, 1);"
+                "INSERT INTO judgement_candidates VALUES (1, 1, 7, 'gold'), (1, 1, 8, 'pool');")
+    with pytest.raises(apsw.ConstraintError):
+        con.execute("INSERT INTO judgement_candidates VALUES (1, 1, 9, 'earlier-pool')")
+    con.close()
+    db = DB(path)
+    assert db.user_version() == SCHEMA_VERSION
+    db.con.execute("INSERT INTO judgement_candidates VALUES (1, 1, 9, 'earlier-pool')")
+    assert db.con.execute("SELECT item_id, origin FROM judgement_candidates ORDER BY item_id").fetchall() == [
+        (7, "gold"), (8, "pool"), (9, "earlier-pool")]
+    assert db.con.execute("SELECT item_id, status FROM final_judgements ORDER BY item_id").fetchall() == [
+        (7, "needs-grades"), (8, "needs-grades"), (9, "needs-grades")]
+    assert db.scalar("PRAGMA legacy_alter_table") == 0
+    assert not db.con.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'judgement_candidates_%'").fetchall()
 
 
 def test_older_file_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

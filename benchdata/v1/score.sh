@@ -7,10 +7,16 @@
 # folder ingested without its sidecars (`./mambo --db BARE_LIBRARY add --no-sidecars DIR`).
 #
 # The pool (seed 42: every system's top 10 on both libraries, gold items and exact targets, hard
-# negatives) is rebuilt here; its blinded batch 1 was graded outside the tool by two model
-# annotators working alone (helper sessions reading only benchdata/grading.py's shards and the
-# grading guide), and batch 2 (their disagreements) by a third. Their answers are committed in
-# benchdata/v1/judgements/ and loaded by task id, so the same library rebuilds the same labels.
+# negatives) is rebuilt here from the current code's rankings. The answers were made outside the tool
+# by model annotators working alone (helper sessions reading only benchdata/grading.py's shards and
+# the grading guide) on blinded batches of earlier pools: in round 1 two graders each graded batch 1
+# of the first pool, and a third annotator settled their disagreements (batch 2). The committed answer
+# files are keyed by query id and the candidate's content SHA-256 (`mambo bench key-answers` turned
+# the batches' task ids into keys), so they load into whatever pool this code draws: an answered pair
+# the pool no longer holds joins it as an 'earlier-pool' candidate, and a candidate nobody answered
+# yet stays unjudged (`bench show` counts it as needs-grades; a score counts it as grade 0). Grade it
+# in a new round: `bench pool` again on the judged library gives a batch of exactly those, export it,
+# grade it, key the answers on that library and list the files below.
 # Writes benchdata/v1/judgements/dev-v2-set1.jsonl (+ .agreement.json) and
 # benchdata/v1/results/dev-v2/report.{md,json}.
 set -euo pipefail
@@ -20,14 +26,35 @@ bare="$2"
 shift 2
 j=benchdata/v1/judgements
 out=benchdata/v1/results/dev-v2
+
+# Answer files (in $j) and their annotators, loaded in this order. A candidate's first two grader
+# answers are its grades; an adjudicator's answer settles a pair the graders split on. Add a round
+# by adding its files here, e.g. "dev-v2-r2-grader-a.jsonl helper-session-grader-a-v2".
+graders=(
+    "dev-v2-grader-a.jsonl helper-session-grader-a-v1"
+    "dev-v2-grader-b.jsonl helper-session-grader-b-v1"
+)
+adjudicators=(
+    "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"
+)
+
 m() { ./mambo --db "$db" "$@"; }
 m bench import benchdata/v1/dev-v2.jsonl --recipe benchdata/v1/corpus.jsonl
 m bench pool dev --system bm25 --system dense --system hybrid --seed 42 --bare "$bare"
-m bench import-judgements 1 "$j/dev-v2-grader-a.jsonl" --annotator helper-session-grader-a-v1 --kind model
-m bench import-judgements 1 "$j/dev-v2-grader-b.jsonl" --annotator helper-session-grader-b-v1 --kind model
-m bench adjudication dev --seed 42
-m bench import-judgements 2 "$j/dev-v2-adjudicator.jsonl" --annotator helper-session-adjudicator-v1 --kind model \
-    --adjudicator
+for entry in "${graders[@]}"; do
+    read -r file who <<<"$entry"
+    m bench import-judgements 1 "$j/$file" --annotator "$who" --kind model
+done
+said=$(m bench adjudication dev --seed 42)
+echo "$said"
+if [[ $said == "adjudication batch "* ]]; then
+    for entry in "${adjudicators[@]}"; do
+        read -r file who <<<"$entry"
+        m bench import-judgements "${said#adjudication batch }" "$j/$file" --annotator "$who" --kind model \
+            --adjudicator
+    done
+fi
+m bench show dev
 m bench labels dev -o "$j/dev-v2-set1.jsonl"
 m bench freeze dev
 mkdir -p "$out"

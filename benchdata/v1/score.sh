@@ -33,6 +33,9 @@ out=benchdata/v1/results/dev-v2
 graders=(
     "dev-v2-grader-a.jsonl helper-session-grader-a-v1"
     "dev-v2-grader-b.jsonl helper-session-grader-b-v1"
+    # round 2 (session 7): the 956 candidates session 6's rankings added, two new blind graders
+    "dev-v2-r2-grader-a.jsonl helper-session-grader-a-r2"
+    "dev-v2-r2-grader-b.jsonl helper-session-grader-b-r2"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"

@@ -1052,4 +1052,4 @@ ALTER TABLE templates ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]' CHECK (json_
 -- item only against views newer than its recognition).
 ALTER TABLE templates ADD COLUMN views_revision INTEGER NOT NULL DEFAULT 0;
 
-PRAGMA user_version = 13;
+PRAGMA user_version = 14;

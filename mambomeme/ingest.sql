@@ -265,9 +265,25 @@ WHERE run_id = :run_id;
 INSERT INTO ingest_errors(run_id, path, kind, message) VALUES (:run_id, :path, :kind, :message);
 
 -- name: refresh_vocabulary
+-- The words a search knows are those of the memes it may show: every indexed word, less the
+-- documents of hidden items (unsafe, withdrawn, private), counted by a temporary FTS5 index over
+-- their text with the word index's tokenizer. So typo correction never turns a query into a word
+-- only a hidden meme holds, and a name only a hidden meme holds is unknown to "no match" as it is
+-- to the user. Run after every change of content or of what may be shown (ingest, prune, safety).
 DELETE FROM vocabulary;
 INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
-UPDATE vocabulary_size SET documents = (SELECT count(*) FROM items);
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_fts USING fts5(
+    title, template, entities, tags, ocr_text, description,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_vocab USING fts5vocab('temp', 'hidden_fts', 'row');
+DELETE FROM temp.hidden_fts;
+INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description)
+SELECT * FROM item_search_text WHERE item_id IN (SELECT item_id FROM hidden_items);
+UPDATE vocabulary SET docs = docs - h.doc FROM temp.hidden_vocab h WHERE h.term = vocabulary.term;
+DELETE FROM vocabulary WHERE docs <= 0;
+DELETE FROM temp.hidden_fts;
+UPDATE vocabulary_size SET documents = (SELECT count(*) FROM servable_items);
 
 -- name: indexed_snapshot
 -- What a crash must never lose (`mambo bench soak` compares it before and after every kill):

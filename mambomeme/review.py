@@ -74,6 +74,8 @@ def recheck(db: DB) -> dict[str, int]:
                 counts["decided_changed"] = counts.get("decided_changed", 0) + bool(decided)
                 db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
         db.q("set_setting", {"key": TEXT_RULES_SETTING, "value": RULES_VERSION})
+        if counts["changed"]:
+            db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     return counts
 
 
@@ -99,6 +101,7 @@ def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -
                                "note": clean_line(note)[:500],
                                "automatic_safety": before["automatic_safety"] or before["safety"],
                                "automatic_source": before["automatic_source"] or before["safety_source"]})
+        db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     return {"item_id": item_id, "before": before["safety"], "before_source": before["safety_source"],
             "safety": safety, "decided_by": who}
 
@@ -110,6 +113,7 @@ def withdraw(db: DB, item_id: int) -> dict[str, Any]:
         raise MamboError(f"meme {item_id} has no decision to take back (`mambo safety` lists the decided ones)")
     with db.write():
         db.q("withdraw_safety_decision", {"sha256": before["sha256"]})
+        db.q("refresh_vocabulary")
     recheck_item_signals(db, item_id)
     after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}
@@ -127,6 +131,7 @@ def recheck_item_signals(db: DB, item_id: int) -> None:
     if new != current:
         with db.write():
             db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
+            db.q("refresh_vocabulary")
 
 
 def review_list(db: DB) -> list[dict[str, Any]]:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from test_evaluation import fixture_queries, write_partition
 from test_tui import finish, run_app, search
 
 from conftest import REPO, invoke, open_db
 from mambomeme.safety import detect_safety
+from mambomeme.search import plan_query
 
 HARMLESS = REPO / "benchdata" / "safety" / "harmless-captions.txt"
 HIDDEN = ("unsafe", "critical")
@@ -107,6 +109,29 @@ def test_review_list_and_decision_survive_reingest_and_rerecognition(library_cop
     assert new_item in searched(db, "explained the bug to the duck")
     assert "has no decision" in invoke("--db", db, "safety", "clear", str(new_item), expect=1).output
     assert "no meme" in invoke("--db", db, "safety", "set", "nope.png", "safe", "--by", "alex", expect=1).output
+
+
+def test_a_hidden_memes_words_are_unknown_to_search(library_copy: tuple[Path, Path]) -> None:
+    """What a search knows is what it may show: a word only a hidden meme holds is not a typo
+    target and counts as unknown (the "no match" evidence), and comes back with the meme."""
+    db, images = library_copy
+
+    def plan(q: str) -> Any:
+        d = open_db(db)
+        try:
+            return plan_query(d, q)
+        finally:
+            d.close()
+
+    # "explained" is in one fixture caption only (duck-01.png)
+    assert "explained" in plan("explaned the bug").expanded and not plan("explained").unknown
+    invoke("--db", db, "safety", "set", images / "duck-01.png", "unsafe", "--by", "alex")
+    assert "explained" not in plan("explaned the bug").expanded
+    assert plan("explained").unknown == ["explained"]
+    out = invoke("--db", db, "search", "--json", "explaned").output
+    assert "duck-01" not in out
+    invoke("--db", db, "safety", "clear", images / "duck-01.png")
+    assert "explained" in plan("explaned the bug").expanded and not plan("explained").unknown
 
 
 def test_decision_is_honoured_by_the_full_screen_ui(library_copy: tuple[Path, Path]) -> None:

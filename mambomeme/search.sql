@@ -28,19 +28,20 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- IVF; the bit index holds all-fields vectors only) and the item scores its best similarity.
 -- Only servable items (safety, rights, privacy) take part: the vector indexes filter on their
 -- `servable` column during the scan, every route joins the view.
--- :lexical, when not NULL, is the lexical route already run (a JSON array of item ids, best
--- first): hybrid's evidence check needs its ranking before fusion, and FTS5 BM25 over common
--- words is the costliest part of a query at 100k items, so it is not run twice.
+-- :lexical, when not NULL, is the lexical route already run (a JSON array of [item id, weight],
+-- best first): hybrid's evidence check needs its ranking before fusion, and FTS5 BM25 over common
+-- words is the costliest part of a query at 100k items, so it is not run twice. The weight (share
+-- of the query the item holds: LEXICAL_EVIDENCE "partial") multiplies that item's lexical term.
 -- :dense, when not NULL, is the dense route already run ([[item id, similarity, all-fields similarity], ...], best
 -- first): a search runs it on the library's reader connection (its own thread, the one that maps
 -- the file) while the lexical route runs on this one.
 WITH lex AS (
-    SELECT value AS item_id, key + 1 AS rank FROM json_each(:lexical)
+    SELECT value ->> 0 AS item_id, key + 1 AS rank, value ->> 1 AS weight FROM json_each(:lexical)
     WHERE :use_lexical AND :lexical IS NOT NULL
     UNION ALL
     -- FTS5 ranks first; the servable view is joined to the top depth + (number of hidden items)
     -- only, so the join costs a few rows, not every match (migration 006).
-    SELECT item_id, rank FROM (
+    SELECT item_id, rank, 1.0 FROM (
         SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
         FROM (
             SELECT f.rowid AS item_id,
@@ -117,7 +118,7 @@ SELECT item_id,
        max(sim) AS sim,
        max(sim_all) AS sim_all
 FROM (
-    SELECT item_id, :w_lexical / (:rrf_k + rank) AS score,
+    SELECT item_id, :w_lexical * weight / (:rrf_k + rank) AS score,
            rank AS lex_rank, NULL AS fuzzy_rank, NULL AS dense_rank, NULL AS sim, NULL AS sim_all FROM lex
     UNION ALL
     SELECT item_id, :w_fuzzy / (:rrf_k + rank), NULL, rank, NULL, NULL, NULL FROM fuzzy
@@ -150,6 +151,9 @@ JOIN item_effective e ON e.item_id = i.item_id
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
 JOIN library_roots r ON r.root_id = f.root_id;
 
+-- name: vocabulary_size_documents
+SELECT documents FROM vocabulary_size;
+
 -- name: vocabulary_docs
 -- How many documents hold each of :terms (a JSON array); words the library never saw are absent.
 SELECT v.term, v.docs FROM vocabulary v WHERE v.term IN (SELECT value FROM json_each(:terms));
@@ -169,3 +173,39 @@ SELECT vector_id, embedding FROM item_field_vectors WHERE servable = 1;
 SELECT (SELECT count(*) FROM item_embeddings), (SELECT total(item_id) FROM item_embeddings),
        (SELECT total(model_id) FROM item_embeddings),
        (SELECT count(*) FROM hidden_items), (SELECT total(item_id) FROM hidden_items);
+
+-- name: dense_feedback
+-- Pseudo-relevance feedback for the dense route (Rocchio): the query vector moves towards the mean
+-- of the all-fields vectors of the route's :feedback_top best items, and the route's candidates
+-- (:dense, [[item id, similarity, all-fields similarity], ...] best first) are ranked again by
+-- their best vector's cosine similarity to the moved vector. :qvec_scaled is the query vector times
+-- (items averaged) / alpha, so q + alpha * mean(top) points the same way as :qvec_scaled + sum(top)
+-- (cosine ignores length) and vec_add is the only vector arithmetic needed. Only the candidates'
+-- stored vectors are read (primary-key lookups), never a second scan. Each row keeps its first-pass
+-- similarities: the "no match" evidence is about the query, not the moved vector.
+WITH RECURSIVE ranked AS (
+    SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key AS pos FROM json_each(:dense)
+), top AS (
+    SELECT row_number() OVER (ORDER BY t.pos) AS n, v.embedding
+    FROM (SELECT item_id, pos FROM ranked ORDER BY pos LIMIT :feedback_top) t
+    JOIN item_vectors v ON v.item_id = t.item_id
+), moved(n, qvec) AS (
+    SELECT 0, vec_f32(:qvec_scaled)
+    UNION ALL
+    SELECT m.n + 1, vec_add(m.qvec, t.embedding) FROM moved m JOIN top t ON t.n = m.n + 1
+), vectors AS (
+    -- the candidates' stored vectors, by primary key: all fields, then caption and picture
+    SELECT r.item_id, v.embedding FROM ranked r JOIN item_vectors v ON v.item_id = r.item_id
+    UNION ALL
+    SELECT r.item_id, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 1
+    WHERE :field_vectors
+    UNION ALL
+    SELECT r.item_id, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 2
+    WHERE :field_vectors
+), rescored AS (
+    SELECT item_id, max(1.0 - vec_distance_cosine(embedding, (SELECT qvec FROM moved ORDER BY n DESC LIMIT 1)))
+           AS moved_sim
+    FROM vectors GROUP BY item_id
+)
+SELECT r.item_id, r.sim, r.sim_all, s.moved_sim FROM ranked r JOIN rescored s ON s.item_id = r.item_id
+ORDER BY s.moved_sim DESC, r.pos;

@@ -16,6 +16,7 @@ nearest vectors, an item as similar as its best one, the all-fields vector's own
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from mambomeme.library import DB
 MATRIX_MAX_VECTORS = 65_536
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class VectorMatrix:
     """One library's servable vectors: the all-fields ones (`ids`, `whole`) and the evidence ones
     (`field_items`, `fields`), rows scaled to unit length as sqlite-vec's cosine distance does."""
@@ -61,13 +62,22 @@ class VectorMatrix:
         return cls(np.array([r[0] for r in whole], dtype=np.int64), stack(whole),
                    np.array([r[0] >> 2 for r in fields], dtype=np.int64), stack(fields), fingerprint)
 
-    def ranking(self, qvec: Any, k: int, *, field_vectors: bool) -> str:
+    @functools.cached_property
+    def rows(self) -> tuple[dict[int, int], dict[int, list[int]]]:
+        """Where each item's all-fields vector and evidence vectors are (feedback reads them)."""
+        fields: dict[int, list[int]] = {}
+        for n, item in enumerate(self.field_items.tolist()):
+            fields.setdefault(item, []).append(n)
+        return {item: n for n, item in enumerate(self.ids.tolist())}, fields
+
+    def ranking(self, qvec: Any, k: int, *, field_vectors: bool, feedback: dict[str, Any] | None = None) -> str:
         """The dense route as the fusion statement's `:dense` JSON: [[item id, similarity,
-        all-fields similarity or null], ...], best first, at most `k` items."""
+        all-fields similarity or null], ...], best first, at most `k` items; with `feedback`
+        (search.DENSE_FEEDBACK), ranked again as search.sql's dense_feedback does."""
         import numpy as np
 
-        q = np.asarray(qvec, dtype=np.float32)
-        q = q / (np.linalg.norm(q) or 1.0)
+        raw = np.asarray(qvec, dtype=np.float32)
+        q = raw / (np.linalg.norm(raw) or 1.0)
         best: dict[int, list[float | None]] = {}
         for ids, m, kind in ((self.ids, self.whole, 0), (self.field_items, self.fields, 1)):
             if kind and not field_vectors or not len(ids):
@@ -81,6 +91,22 @@ class VectorMatrix:
                 if kind == 0:
                     cur[1] = sim
         ranked = sorted(best.items(), key=lambda x: (-x[1][0], x[0]))[:k]  # type: ignore[operator]
+        if feedback and ranked:
+            # Rocchio as dense_feedback: q * n / alpha + the sum of the n best items' all-fields
+            # vectors points as q + alpha * their mean; each candidate is ranked again by its best
+            # vector's cosine to it, keeping its first-pass similarities
+            whole_row, field_rows = self.rows
+            n = min(feedback["top"], len(ranked))
+            moved = raw * n / feedback["alpha"] + self.whole[[whole_row[item] for item, _ in ranked[:n]]].sum(axis=0)
+            moved = moved / (np.linalg.norm(moved) or 1.0)
+            moved_sim = {}
+            for item, _ in ranked:
+                sims = [float(self.whole[whole_row[item]] @ moved)]
+                if field_vectors:
+                    sims += (self.fields[field_rows.get(item, [])] @ moved).tolist()
+                moved_sim[item] = max(sims)
+            order = {item: pos for pos, (item, _) in enumerate(ranked)}
+            ranked.sort(key=lambda x: (-moved_sim[x[0]], order[x[0]]))
         return json.dumps([[item, sim, whole] for item, (sim, whole) in ranked])
 
 

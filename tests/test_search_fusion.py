@@ -1,0 +1,123 @@
+"""Hybrid fusion on the fixture library (issue 18): partial lexical evidence counts by the share of
+the query it holds (LEXICAL_EVIDENCE "partial"), and the dense route's pseudo-relevance feedback
+(DENSE_FEEDBACK) re-ranks its own candidates by their stored vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import open_db
+from mambomeme.embed import get_embedder
+from mambomeme.search import (
+    DEFAULT_SYSTEMS,
+    DENSE_FEEDBACK,
+    FULL_MATCH_TIER,
+    Searcher,
+    coverage,
+    idf_weights,
+    item_words,
+    plan_query,
+)
+
+
+@pytest.fixture(scope="module")
+def searcher(fixture_library: Path) -> Searcher:
+    return Searcher(open_db(fixture_library), get_embedder(), parallel=False)
+
+
+def test_coverage_weighted_by_idf_favours_the_rare_word(searcher: Searcher) -> None:
+    """Unweighted, each of two words is half the query; weighted by inverse document frequency, the
+    rarer word is more of it, and a word the library lacks (a typo found by correction) weighs most."""
+    db = searcher.db
+    (common, n_common), = db.con.execute("SELECT term, docs FROM vocabulary WHERE term GLOB '[a-z][a-z][a-z]*' "
+                                         "AND docs * 2 <= (SELECT documents FROM vocabulary_size) "
+                                         "ORDER BY docs DESC, term LIMIT 1")
+    plan = plan_query(db, f"cena {common}")
+    assert db.scalar("SELECT docs FROM vocabulary WHERE term = 'cena'") < n_common
+    idf = idf_weights(db, plan)
+    assert idf["cena"] > idf[common] > 0
+    assert coverage(plan, {"cena"}) == coverage(plan, {common}) == 0.5
+    assert coverage(plan, {"cena"}, idf) > 0.5 > coverage(plan, {common}, idf)
+    assert coverage(plan, {"cena", common}, idf) == pytest.approx(1.0)
+    assert idf_weights(db, plan_query(db, "cenaa"))["cenaa"] > idf["cena"]
+
+
+@pytest.mark.parametrize("query", ["coffee cat", "john cena coffee", "pizza monday"])
+def test_a_partial_lexical_hit_counts_by_the_share_of_the_query_it_holds(searcher: Searcher, query: str) -> None:
+    """Hybrid's lexical contribution for an item is its plain RRF share times its IDF-weighted
+    coverage squared: an item holding every word keeps its full share, one holding a common word of
+    two keeps little of it; the dense share is untouched."""
+    hybrid = DEFAULT_SYSTEMS["hybrid"]
+    assert hybrid["lexical_evidence"]["partial"] == 2.0
+    plain = hybrid | {"lexical_evidence": hybrid["lexical_evidence"] | {"partial": 0}}
+    weighted = {r.item_id: r for r in searcher.search(query, hybrid, 30, empty_rule=False)}
+    rrf_k = hybrid["rrf_k"]
+    plan = plan_query(searcher.db, query)
+    idf = idf_weights(searcher.db, plan)
+    partial = 0
+    for r in searcher.search(query, plain, 30, empty_rule=False):
+        if r.item_id not in weighted or r.lex_rank is None:
+            continue
+        w = weighted[r.item_id]
+        assert (w.lex_rank, w.vec_rank) == (r.lex_rank, r.vec_rank)
+        dense = 1.0 / (rrf_k + r.vec_rank) if r.vec_rank else 0.0
+        tier = FULL_MATCH_TIER if r.score >= FULL_MATCH_TIER else 0.0
+        share = coverage(plan, item_words(r.details), idf) ** 2
+        assert w.score - tier - dense == pytest.approx((r.score - tier - dense) * share, rel=1e-4, abs=1e-6)
+        partial += share < 0.999
+    assert partial, "the query should have lexical hits that hold part of it"
+
+
+def moved_similarities(db, qvec: np.ndarray, ids: list[int], top: int, alpha: float) -> dict[int, float]:
+    """Rocchio in numpy: q + alpha * mean(all-fields vectors of the first `top`), and each item's
+    best cosine over its stored vectors (all fields, caption, picture)."""
+    def vec(sql: str, key: int) -> np.ndarray | None:
+        row = db.con.execute(sql, (key,)).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype=np.float32)
+
+    whole = {i: vec("SELECT embedding FROM item_vectors WHERE item_id = ?", i) for i in ids}
+    moved = qvec + alpha * np.mean([whole[i] for i in ids[:top]], axis=0)
+    moved /= np.linalg.norm(moved)
+    best = {}
+    for i in ids:
+        vs = [whole[i]] + [v for k in (1, 2) if (v := vec("SELECT embedding FROM item_field_vectors "
+                                                           "WHERE vector_id = ?", i * 4 + k)) is not None]
+        best[i] = max(float(v @ moved / np.linalg.norm(v)) for v in vs)
+    return best
+
+
+@pytest.mark.parametrize("query", ["pets acting like they own the house", "john cena coffee",
+                                   "a man hammering metal in a forge"])
+def test_dense_feedback_reranks_the_candidates_by_the_moved_query(searcher: Searcher, query: str) -> None:
+    """The dense route with feedback returns the same candidates with the same first-pass
+    similarities (the "no match" evidence), ordered by their best vector's cosine to the query moved
+    towards its top items (recomputed here in numpy), without a second scan."""
+    dense = DEFAULT_SYSTEMS["dense"]
+    assert "dense_feedback" not in dense and DEFAULT_SYSTEMS["hybrid"]["dense_feedback"] == DENSE_FEEDBACK
+    first = searcher.search(query, dense, 50, empty_rule=False)
+    again = searcher.search(query, dense | {"dense_feedback": DENSE_FEEDBACK}, 50, empty_rule=False)
+    assert {r.item_id: (r.similarity, r.all_similarity) for r in first} == \
+           {r.item_id: (r.similarity, r.all_similarity) for r in again}
+    qvec = get_embedder().encode([plan_query(searcher.db, query).dense_query])[0]
+    moved = moved_similarities(searcher.db, qvec, [r.item_id for r in first], DENSE_FEEDBACK["top"],
+                               DENSE_FEEDBACK["alpha"])
+    order = [moved[r.item_id] for r in again]
+    assert all(a >= b - 1e-5 for a, b in zip(order, order[1:], strict=False)), order
+    assert [r.vec_rank for r in again] == list(range(1, len(again) + 1))
+
+
+def test_dense_feedback_changes_an_order_and_runs_in_hybrid(searcher: Searcher) -> None:
+    """Not a no-op: on the fixture a paraphrase's dense order moves, and hybrid (serial or on the
+    reader thread) uses the moved order."""
+    query = "pets acting like they own the house"
+    dense = DEFAULT_SYSTEMS["dense"]
+    plain = [r.item_id for r in searcher.search(query, dense, 10, empty_rule=False)]
+    moved = [r.item_id for r in searcher.search(query, dense | {"dense_feedback": DENSE_FEEDBACK}, 10,
+                                                empty_rule=False)]
+    assert plain != moved
+    hybrid = [r.item_id for r in searcher.search(query, "hybrid", 10, empty_rule=False)]
+    threaded = Searcher(searcher.db, get_embedder())
+    assert hybrid == moved == [r.item_id for r in threaded.search(query, "hybrid", 10, empty_rule=False)]

@@ -36,6 +36,9 @@ graders=(
     # round 2 (session 7): the 956 candidates session 6's rankings added, two new blind graders
     "dev-v2-r2-grader-a.jsonl helper-session-grader-a-r2"
     "dev-v2-r2-grader-b.jsonl helper-session-grader-b-r2"
+    # round 3 (session 7): the 255 candidates session 7's rankings (issue 18's fusion) added
+    "dev-v2-r3-grader-a.jsonl helper-session-grader-a-r3"
+    "dev-v2-r3-grader-b.jsonl helper-session-grader-b-r3"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"

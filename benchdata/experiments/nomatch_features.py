@@ -1,7 +1,8 @@
 """Issue 17 (session 7): do features read from the routes separately, not from the fused list, let
 the "no match" evidence model (search.EMPTY_RULES, fitted by `mambo bench no-match`) empty more
 no-match queries of dev v2 at the same price? A negative result, kept so it can be re-run after
-fusion changes (result: benchdata/experiments/nomatch_features-result.txt).
+fusion changes (result: benchdata/experiments/nomatch_features-result.txt). Candidate "coherence" (the
+mean pairwise cosine of the dense route's five best items' all-fields vectors) added in the re-run.
 
 Reproduce (from the repository root; copies of the annotated and the bare library of benchmark v1's
 2,200 rendered files, recipe-v3 vectors; ~1 min):
@@ -69,8 +70,8 @@ def capture(db: DB, searcher: Searcher, cfg: dict, query: str) -> tuple[list, di
     seen: dict = {}
     dense_route, q = Searcher._dense_route, db.q
 
-    def spy_dense(reader, params):
-        seen["dense"] = json.loads(dense_route(reader, params))
+    def spy_dense(reader, params, feedback=None):
+        seen["dense"] = json.loads(dense_route(reader, params, feedback))
         return json.dumps(seen["dense"])
 
     def spy_q(name, params=None):
@@ -120,6 +121,19 @@ def features(db: DB, query: str, results: list, seen: dict, documents: int) -> d
     freq = english_frequencies()
     f["name_unk"] = float(any(freq[t] < REAL_WORD_MIN_COUNT for t in plan.unknown))
     f["length"] = min(len(plan.content), 6) / 6
+    # coherence (session 7): the mean pairwise cosine of the dense route's five best items'
+    # all-fields vectors; an answerable query's best items tend to be about one thing
+    top = [i for i, _s, _a in seen.get("dense", [])[:5]]
+    vecs = [np.frombuffer(v, dtype=np.float32) for (v,) in
+            db.con.execute("SELECT embedding FROM item_vectors WHERE item_id IN (SELECT value FROM json_each(?))",
+                           (json.dumps(top),))]
+    if len(vecs) > 1:
+        m = np.stack(vecs)
+        m = m / np.linalg.norm(m, axis=1, keepdims=True)
+        g = m @ m.T
+        f["coherence"] = float((g.sum() - len(vecs)) / (len(vecs) * (len(vecs) - 1)))
+    else:
+        f["coherence"] = 0.0
     return f
 
 
@@ -194,7 +208,7 @@ def main() -> None:
     embedder = get_embedder()
     dbs = {"annotated": DB(args.lib, create=False), "bare": DB(args.bare, create=False)}
     candidates = ("lex_cov", "lex_hits", "dense_lift", "dense_mean", "dense_top3", "agree", "idf_cov",
-                  "name_unk", "length")
+                  "name_unk", "length", "coherence")
     for system in ("hybrid", "dense", "bm25"):
         feats: dict = {}
         useful: dict = {}

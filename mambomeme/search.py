@@ -169,6 +169,12 @@ DENSE_FEEDBACK = {"top": 5, "alpha": 0.3}
 #   dense   annotated  0.667 -> 0.763 (Hit@10 0.916, 1.6 %); bare 0.559 -> 0.688 (0.664, 1.1 %)
 #           held out: 0.699 / 0.677, false no-match 2.5 % / 0 %
 # Still under issue 17's bare target of 0.85.
+# Checked again after issue 18's fusion (dense feedback, weighted lexical hits) on a fresh pair of v1
+# libraries and the fully judged labels (rounds 1-3; 2026-12-01): the same command picks the same
+# hybrid rule (annotated CorrectEmpty 0.710, Hit@10 0.924, false no-match 0.8 %; bare 0.656, 0.656,
+# 0 %; held out 0.731 / 0.656), and for dense a rule scoring under the current one, which stays
+# (0.796 / 0.699 vs 0.699 / 0.656). Route-level and query-clarity features did not help held out
+# (benchdata/experiments/nomatch_features-result.txt).
 NO_MATCH_NOTE = ("dev v2 (131 answerable, 93 no-match; judged labels), annotated + bare, mambo bench no-match: "
                  "most CorrectEmpty with false no-match <= 3 % and Hit@10 loss <= 0.02")
 EMPTY_RULES = {

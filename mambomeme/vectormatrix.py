@@ -127,14 +127,6 @@ class InMemoryVectors:
 
     def start(self) -> None:
         """Load (again) on a thread of its own, unless a load is under way."""
-        # One BLAS thread: the product is ~1 ms, and BLAS's own threads fight the search, encoding
-        # and painting threads for 2 cores. Ranking the dev library's vectors (300 random queries,
-        # load ~2, 2026-12-01): p50 / p95 0.42 / 24.0 ms with OpenBLAS's default threads, 0.80 /
-        # 4.9 ms with one; 10,000 items 16.0 / 23.9 vs 3.4 / 7.8 ms. For the whole process (the
-        # search screen's), which does no other large products.
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=1, user_api="blas")
         with self._lock:
             if self._loading or self._too_large:
                 return
@@ -145,6 +137,15 @@ class InMemoryVectors:
 
     def _load(self) -> None:
         try:
+            # One BLAS thread: the product is ~1 ms, and BLAS's own threads fight the search,
+            # encoding and painting threads for 2 cores. Ranking the dev library's vectors (300
+            # random queries, load ~2, 2026-12-01): p50 / p95 0.42 / 24.0 ms with OpenBLAS's default
+            # threads, 0.80 / 4.9 ms with one; 10,000 items 16.0 / 23.9 vs 3.4 / 7.8 ms. For the
+            # whole process (the search screen's), which does no other large products; set here,
+            # off the thread that draws the screen (threadpoolctl inspects the loaded libraries).
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(limits=1, user_api="blas")
             db = DB(self.path, create=False, readonly=True)
             try:
                 m = VectorMatrix.load(db)

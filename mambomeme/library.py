@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -180,7 +181,7 @@ class DB:
             if not readonly:
                 # Only now, once the file is known to be a mambo library: WAL mode changes the file
                 # (its header), and a foreign database must be left exactly as it was.
-                self.con.execute("PRAGMA journal_mode = WAL")
+                self._wal()
                 self.con.execute("PRAGMA synchronous = NORMAL")
         except apsw.NotADBError as e:
             raise MamboError(f"{show_path(self.path)} is not a MamboMeme library (not an SQLite file)") from e
@@ -189,6 +190,23 @@ class DB:
         except apsw.CantOpenError as e:
             raise MamboError(f"cannot open {show_path(self.path)}: check that it and its folder exist and are "
                              "readable") from e
+
+    def _wal(self) -> None:
+        """Switch a new library to WAL mode. The switch needs the file to itself: when several
+        processes create one library at once, SQLite answers "busy" at once rather than wait (two
+        connections each holding a shared lock would deadlock), so try again for up to the busy
+        timeout; a library already in WAL mode returns at the first try."""
+        import apsw
+
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.con.execute("PRAGMA journal_mode = WAL")
+                return
+            except apsw.BusyError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _connect(self, readonly: bool) -> Any:
         import apsw

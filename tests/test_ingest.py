@@ -273,7 +273,11 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) 
     db_path = tmp_path / "lib.sqlite"
     proc = subprocess.Popen([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q",
                              "--batch-size", "4", str(images)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+                            text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"},
+                            # Ctrl-C as a terminal delivers it, even when these tests run as a background
+                            # job of a shell without job control, which starts them ignoring SIGINT
+                            # (a process that starts so inherits it, and Python then never raises it)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for_items(db_path, 4, proc)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=240)  # Ctrl-C waits for the OCR in flight: slow on a loaded machine

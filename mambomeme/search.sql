@@ -158,6 +158,11 @@ SELECT documents FROM vocabulary_size;
 -- How many documents hold each of :terms (a JSON array); words the library never saw are absent.
 SELECT v.term, v.docs FROM vocabulary v WHERE v.term IN (SELECT value FROM json_each(:terms));
 
+-- name: matrix_bounds
+-- How many vectors each table holds, servable or not (an unfiltered count reads vec0's row index
+-- only; filtered by `servable` it would read every vector).
+SELECT (SELECT count(*) FROM item_vectors), (SELECT count(*) FROM item_field_vectors);
+
 -- name: matrix_vectors
 -- The servable vectors a long-lived search holds in memory (vectormatrix.py): all-fields ...
 SELECT item_id, embedding FROM item_vectors WHERE servable = 1;

@@ -4,7 +4,7 @@ sqlite-vec 0.1.9's wheel scans without SIMD, ~0.7 us a vector: with the evidence
 the exact scan of the 2,200-item dev library (6,400 vectors) costs ~6.6 ms and the coarse index at
 10,000 items (~30,000 vectors, probe 16) ~21 ms, most of a hybrid search. The same vectors as one
 float32 matrix answer in ~0.4 and ~1.5 ms (numpy's BLAS), exactly. So a long-lived search reads the
-library's servable vectors once (~50 ms at 2,200 items, ~250 ms at 10,000, on a thread of its own)
+library's servable vectors once (~70 ms at 2,200 items, ~300 ms at 10,000, on a thread of its own)
 and ranks them here; the ranking is handed to the fusion statement as its `:dense` route, so
 fusion, the lexical routes and every filter stay in SQL, and the statement drops any item that
 became hidden since (`hidden_items`). A one-shot `mambo search` keeps the SQL scan: loading costs
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB
+from mambomeme.library import DB, Q
 
 # 65,536 vectors x 384 float32 = 96 MiB: a 10,000-item library (~30,000 vectors, 46 MB) fits, a
 # 100,000-item one (~290,000, 440 MB) keeps the coarse index in the file.
@@ -49,18 +49,27 @@ class VectorMatrix:
         if int(db.q1("vector_count")[0]) > MATRIX_MAX_VECTORS:
             return None
         fingerprint = tuple(db.q1("vector_fingerprint"))
-        whole = db.q("matrix_vectors")
-        fields = db.q("matrix_field_vectors")
+        whole_n, fields_n = (int(x) for x in db.q1("matrix_bounds"))
 
-        def stack(rows: list[Any]) -> Any:
-            if not rows:
-                return np.zeros((0, 384), dtype=np.float32)
-            m = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        def read(name: str, n: int) -> tuple[Any, Any]:
+            # row by row into one matrix allocated for the most there can be, then shrunk in place
+            # and scaled in place: the process never holds a list of blobs or copies beside it
+            ids, m = np.zeros(n, dtype=np.int64), np.zeros((n, 384), dtype=np.float32)
+            got = 0
+            for got, (vid, blob) in enumerate(db.con.execute(Q[name]), 1):
+                if got > n:  # written since the count: the next search's check reads them again
+                    got = n
+                    break
+                ids[got - 1], m[got - 1] = vid, np.frombuffer(blob, dtype=np.float32)
+            ids.resize(got, refcheck=False)
+            m.resize((got, 384), refcheck=False)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
-            return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
+            m /= np.where(norms == 0, 1, norms)
+            return ids, m
 
-        return cls(np.array([r[0] for r in whole], dtype=np.int64), stack(whole),
-                   np.array([r[0] >> 2 for r in fields], dtype=np.int64), stack(fields), fingerprint)
+        ids, whole = read("matrix_vectors", whole_n)
+        field_ids, fields = read("matrix_field_vectors", fields_n)
+        return cls(ids, whole, field_ids >> 2, fields, fingerprint)
 
     @functools.cached_property
     def rows(self) -> tuple[dict[int, int], dict[int, list[int]]]:

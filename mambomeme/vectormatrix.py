@@ -141,7 +141,7 @@ class InMemoryVectors:
                 return
             self._loading = True
         # Not a daemon: a process must not exit while this thread is inside SQLite (a load takes
-        # 50-250 ms; quitting the screen still returns at once)
+        # 70-300 ms; quitting the screen still returns at once)
         threading.Thread(target=self._load, name="mambo-vector-matrix", daemon=False).start()
 
     def _load(self) -> None:

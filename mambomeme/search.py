@@ -553,6 +553,15 @@ class Searcher:
             if missing:
                 details.update((d["item_id"], d) for d in self.db.rows("results_details", {"ids": json.dumps(missing)}))
 
+        words: dict[int, set[str]] = {}
+
+        def words_in(i: int) -> set[str]:
+            # an item's words once a search: the lexical weights, the evidence check and the
+            # results' coverage all read them
+            if i not in words:
+                words[i] = item_words(details[i])
+            return words[i]
+
         gate = cfg.get("lexical_evidence")
         if gate and use_dense and params["use_lexical"]:
             # Query-dependent fusion (see LEXICAL_EVIDENCE): the lexical route joins only when its own
@@ -565,10 +574,10 @@ class Searcher:
                 # A lexical hit counts by the share of the query it holds (LEXICAL_EVIDENCE "partial")
                 fetch(ranked)
                 idf = idf_weights(self.db, plan)
-                weights = [coverage(plan, item_words(details[i]), idf) ** gate["partial"] for i in ranked]
+                weights = [coverage(plan, words_in(i), idf) ** gate["partial"] for i in ranked]
             params["lexical"] = json.dumps([[i, round(x, 6)] for i, x in zip(ranked, weights, strict=True)])
             fetch(ranked[:3])
-            cov = max((coverage(plan, item_words(details[i])) for i in ranked[:3]), default=0.0)
+            cov = max((coverage(plan, words_in(i)) for i in ranked[:3]), default=0.0)
             if cov < gate["drop_below"]:
                 params["use_lexical"] = False
             elif cov >= gate["boost_at"]:
@@ -595,9 +604,8 @@ class Searcher:
         results = []
         evidence = QueryEvidence(len(plan.content), len(plan.unknown) / len(plan.content) if plan.content else 1.0)
         for n, (item_id, score, lex, fuzzy, vec, sim, sim_all) in enumerate(rows, 1):
-            d = details[item_id]
-            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, item_words(d)), d,
-                                  evidence, sim_all))
+            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, words_in(item_id)),
+                                  details[item_id], evidence, sim_all))
         return self.empty_rule(cfg["empty_rule"], results) if empty_rule else results
 
     @staticmethod

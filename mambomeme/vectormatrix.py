@@ -46,10 +46,10 @@ class VectorMatrix:
         """Read the servable vectors; None when the library is over MATRIX_MAX_VECTORS."""
         import numpy as np
 
-        if int(db.q1("vector_count")[0]) > MATRIX_MAX_VECTORS:
+        whole_n, fields_n = (int(x) for x in db.q1("matrix_bounds"))
+        if whole_n + fields_n > MATRIX_MAX_VECTORS:
             return None
         fingerprint = tuple(db.q1("vector_fingerprint"))
-        whole_n, fields_n = (int(x) for x in db.q1("matrix_bounds"))
 
         def read(name: str, n: int) -> tuple[Any, Any]:
             # row by row into one matrix allocated for the most there can be, then shrunk in place

@@ -113,15 +113,16 @@ def withdraw(db: DB, item_id: int) -> dict[str, Any]:
         raise MamboError(f"meme {item_id} has no decision to take back (`mambo safety` lists the decided ones)")
     with db.write():
         db.q("withdraw_safety_decision", {"sha256": before["sha256"]})
-        db.q("refresh_vocabulary")
-    recheck_item_signals(db, item_id)
+        raise_to_signals(db, item_id)
+        db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}
 
 
-def recheck_item_signals(db: DB, item_id: int) -> None:
+def raise_to_signals(db: DB, item_id: int) -> None:
     """Raise one item's automatic class to what its stored signals say (a sidecar change while a
-    decision stood may have replaced the detector's class in the kept automatic class)."""
+    decision stood may have replaced the detector's class in the kept automatic class). Call
+    inside db.write(): withdraw does, in the transaction that takes the decision back."""
     row = db.rows("item_safety", {"item_id": item_id})[0]
     current = (row["safety"], row["safety_source"])
     new = current
@@ -129,9 +130,7 @@ def recheck_item_signals(db: DB, item_id: int) -> None:
         new = stricter(new, (signal["safety"], f"{'detector' if signal['signal'] == 'text' else 'picture'}:"
                                                f"{signal['rule']}"))
     if new != current:
-        with db.write():
-            db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
-            db.q("refresh_vocabulary")
+        db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
 
 
 def review_list(db: DB) -> list[dict[str, Any]]:

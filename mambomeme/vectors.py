@@ -36,6 +36,15 @@ def nearest_centroid(vectors: Any, centroids: Any, batch: int = 20_000) -> Any:
                            for i in range(0, len(vectors), batch)] or [np.zeros(0, dtype=np.int64)])
 
 
+def stack_blobs(rows: list[tuple]) -> Any:
+    """The float32 vectors stored in each row's second column, as one matrix (0 x 384 for none)."""
+    import numpy as np
+
+    if not rows:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+
+
 def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = True) -> str | None:
     """Keep the coarse (IVF) index fit for the library's size: train it when the library reaches
     IVF_MIN_VECTORS (all-fields and evidence vectors counted together: the scan reads them all),
@@ -55,13 +64,12 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
     rows = db.q("vectors_for_clustering")
     ids = [r[0] for r in rows]
     servable = [r[2] for r in rows]
-    vectors = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows else np.zeros((0, 384))
+    vectors = stack_blobs(rows)
     del rows
     # The evidence vectors (migration 011) live in the same partitions: the centroids are trained on
     # a sample of every vector, all-fields and evidence alike, and each joins its nearest centroid.
     field_rows = db.q("field_vectors_for_clustering")
-    fields = (np.stack([np.frombuffer(r[1], dtype=np.float32) for r in field_rows]) if field_rows
-              else np.zeros((0, 384), dtype=np.float32))
+    fields = stack_blobs(field_rows)
     sample, centroids = 0, np.zeros((0, 384), dtype=np.float32)
     if want:
         rng = np.random.default_rng(IVF_SEED)

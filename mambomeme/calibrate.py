@@ -15,7 +15,8 @@ import click
 from mambomeme.bench import judged_queries, load_dev_queries, machine_info
 from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts, get_embedder
 from mambomeme.library import DB, FIXTURE_DIR, default_db_path, open_library, show_path
-from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Result, Searcher, plan_query, sync_systems, system_config
+from mambomeme.queries import plan_query
+from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Result, Searcher, sync_systems, system_config
 from mambomeme.terminal import measure_latencies
 
 

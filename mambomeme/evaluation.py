@@ -34,7 +34,8 @@ from mambomeme.library import (
     normalise_query,
     show_path,
 )
-from mambomeme.search import STOPWORDS, Result, Searcher, needs_model, searcher_for, sync_systems, system_config
+from mambomeme.queries import STOPWORDS
+from mambomeme.search import Result, Searcher, needs_model, searcher_for, sync_systems, system_config
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Setup and shared helpers

@@ -22,9 +22,9 @@ from mambomeme.search import Result, Searcher, evidence_features, evidence_score
 
 # Which evidence each system has: bm25 has no dense similarity, dense no word route.
 FEATURES = {
-    "bm25": ("coverage", "full", "lexical", "unknown"),
-    "dense": ("similarity", "whole", "margin", "coverage", "full", "unknown"),
-    "hybrid": ("similarity", "whole", "margin", "coverage", "full", "lexical", "unknown"),
+    "bm25": ("coverage", "full", "lexical", "unknown", "corrected", "absent"),
+    "dense": ("similarity", "whole", "margin", "coverage", "full", "unknown", "corrected", "absent"),
+    "hybrid": ("similarity", "whole", "margin", "coverage", "full", "lexical", "unknown", "corrected", "absent"),
 }
 # Answerable queries the rule may empty, at most (issue 17's target: false "no match" <= 3 %).
 MAX_FALSE_EMPTY = 0.03

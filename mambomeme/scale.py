@@ -22,7 +22,8 @@ from mambomeme.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, per
 from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import Ingester
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
-from mambomeme.search import DEFAULT_SYSTEMS, Searcher, format_result, plan_query, sync_systems
+from mambomeme.queries import plan_query
+from mambomeme.search import DEFAULT_SYSTEMS, Searcher, format_result, sync_systems
 from mambomeme.sidecars import Metadata
 from mambomeme.vectormatrix import InMemoryVectors
 from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_MIN_VECTORS, IVF_PROBE, maintain_vector_index

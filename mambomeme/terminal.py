@@ -23,7 +23,8 @@ from typing import Any
 
 from mambomeme.embed import get_embedder
 from mambomeme.library import DB, ROOT, MamboError, clean_line, clean_text, db_error_message, show_path
-from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_query, system_config
+from mambomeme.queries import plan_query
+from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
     TUI_LIVE_PAUSE_S,

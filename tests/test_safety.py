@@ -13,8 +13,8 @@ from test_evaluation import fixture_queries, write_partition
 from test_tui import finish, run_app, search
 
 from conftest import REPO, invoke, open_db
+from mambomeme.queries import plan_query
 from mambomeme.safety import detect_safety
-from mambomeme.search import plan_query
 
 HARMLESS = REPO / "benchdata" / "safety" / "harmless-captions.txt"
 HIDDEN = ("unsafe", "critical")

@@ -11,15 +11,12 @@ import pytest
 
 from conftest import open_db
 from mambomeme.embed import get_embedder
+from mambomeme.queries import coverage, idf_weights, item_words, plan_query
 from mambomeme.search import (
     DEFAULT_SYSTEMS,
     DENSE_FEEDBACK,
     FULL_MATCH_TIER,
     Searcher,
-    coverage,
-    idf_weights,
-    item_words,
-    plan_query,
 )
 
 

@@ -663,7 +663,7 @@ def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
     import json
 
     from mambomeme.embed import get_embedder
-    from mambomeme.search import plan_query
+    from mambomeme.queries import plan_query
     from mambomeme.terminal import _EncodeAhead
 
     queries = [json.loads(line)["query"] for line in

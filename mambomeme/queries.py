@@ -1,0 +1,291 @@
+"""Reading a query as people type it: its words (stopwords and the filler people add, "... meme
+pic"), aliases and typo corrections from the library's own vocabulary, what each route is given
+(QueryPlan), what the query itself says about whether the library can answer it (QueryEvidence:
+words the library never saw, words only a correction found, a known template the folder holds none
+of), and how much of it an item holds (coverage, full matches)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from mambomeme.library import DB, clean_line, normalise_query
+
+STOPWORDS = frozenset(
+    "a an the and or but of to in on at by for with from as is are was were be been am it its this that "
+    "these those i me my we our you your he him his she her they them their what which who whom when where "
+    "why how do does did not no so just than then there here up out if".split())
+# Words people add to a request for a meme (grading guide, "Words people add": "... meme", "... pic",
+# "funny ..."): they ask for a meme and say nothing about which. They are not content words: they
+# neither join the word match, nor count for coverage or the "no match" evidence, nor steer the
+# dense query, unless the query holds nothing else. (A caption that says "meme" is no evidence.)
+FILLER_WORDS = frozenset(
+    "meme memes pic pics picture pictures image images img photo photos template templates gif gifs "
+    "jpg jpeg png funny lol lmao".split())
+# A word of pyspellchecker's English frequency list (bundled, ~160k words) seen this often is a real
+# word the user meant: it is never rewritten into another word of the library ("sad" 84,735 is not
+# "said", "planet" 75,056 is not "plant", "kidney" 11,805, "elbow" 5,711). Rarer entries, mostly
+# names and spellings people type ("jon" 882, "wen" 336, "ur" 1,403), may still be corrected.
+REAL_WORD_MIN_COUNT = 2000
+
+
+@functools.cache
+def english_frequencies() -> Any:
+    """pyspellchecker's English word frequencies (bundled with the package, nothing downloaded).
+    Loaded once per process (~0.3-0.5 s), and only when a query word is unknown to the library."""
+    from spellchecker import SpellChecker
+
+    return SpellChecker(language="en", distance=1).word_frequency
+
+
+def is_real_word(word: str) -> bool:
+    return english_frequencies()[word] >= REAL_WORD_MIN_COUNT
+
+
+@dataclass
+class QueryPlan:
+    """What one query becomes for each route."""
+
+    text: str
+    tokens: list[str]
+    expanded: list[str]  # tokens + every alternative's words: the word route's query
+    content: list[str]  # the tokens that carry meaning (not stopwords or filler): coverage counts these
+    alternatives: dict[str, list[list[str]]]  # token -> other ways to write it (aliases, corrections)
+    word_match: str
+    trigram_match: str
+    dense_text: str = ""  # what the dense route embeds: the expanded words without filler
+    unknown: list[str] = dataclasses.field(default_factory=list)  # content words the library cannot match
+    corrected: list[str] = dataclasses.field(default_factory=list)  # ... that only a typo correction matched
+    absent_templates: list[str] = dataclasses.field(default_factory=list)  # known templates named, none held
+
+    @property
+    def dense_query(self) -> str:
+        """The text the dense route encodes (the query itself when it is all filler)."""
+        return self.dense_text or self.text
+
+
+@dataclass(frozen=True)
+class QueryEvidence:
+    """What the query itself says about whether the library can answer it (the "no match" rule)."""
+
+    content_words: int
+    unknown_share: float  # content words the library has never seen, with no alias or correction
+    corrected_share: float = 0.0  # content words the library never saw that a typo correction stands in for
+    absent_template: bool = False  # the query names a known template the library holds no meme of
+
+    @staticmethod
+    def of(plan: QueryPlan) -> QueryEvidence:
+        n = len(plan.content)
+        return QueryEvidence(n, len(plan.unknown) / n if n else 1.0, len(plan.corrected) / n if n else 0.0,
+                             bool(plan.absent_templates))
+
+
+def edits1(word: str) -> set[str]:
+    """Every string one edit away (deletion, swap, substitution, insertion of a letter or digit)."""
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    return ({a + b[1:] for a, b in splits if b}
+            | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+            | {a + c + b[1:] for a, b in splits if b for c in letters}
+            | {a + c + b for a, b in splits for c in letters}) - {word}
+
+
+def corrections(db: DB, word: str, most: int = 2) -> list[str]:
+    """Words of the library one edit away (insertion, deletion, substitution or swap, at any
+    position: "aight" -> "ight", "imma" -> "ima"), the most common first. A word seen in only one
+    document (often OCR noise) is a candidate only when no word seen more often is."""
+    found = [(int(docs), term) for term, docs in db.q("vocabulary_docs", {"terms": json.dumps(sorted(edits1(word)))})]
+    frequent = [f for f in found if f[0] >= 2] or found
+    return [term for _docs, term in sorted(frequent, reverse=True)[:most]]
+
+
+def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True) -> QueryPlan:
+    text = clean_line(unicodedata.normalize("NFKC", query))[:1000]
+    tokens = normalise_query(text)
+    alternatives: dict[str, list[list[str]]] = {t: [] for t in tokens}
+    for t in alternatives if aliases else ():
+        alternatives[t] += [normalise_query(exp) for (exp,) in db.q("aliases", {"term": t})]
+    aliased = {t: list(alts) for t, alts in alternatives.items() if alts}
+    meaningful = [t for t in alternatives if t not in STOPWORDS]
+    content = [t for t in meaningful if t not in FILLER_WORDS] or meaningful or list(alternatives)
+    docs = {term: int(n) for term, n in db.q("vocabulary_docs", {"terms": json.dumps(content)})} if content else {}
+    # Typos: a query word the library's vocabulary does not know (or knows from one document only,
+    # often OCR noise) is (a) corrected to the library's words one edit away, which join the word
+    # query, unless it is a real English word the user meant, and (b) split into trigrams for the
+    # fuzzy route. Known words need neither: trigram matching of common words costs ~10 ms per
+    # query at 10k items and adds junk (`mambo bench ablation`).
+    grams: list[str] = []
+    for t in content:
+        if len(t) < 3 or t.isdigit() or docs.get(t, 0) >= 2:
+            continue
+        grams += [t[i:i + 3] for i in range(len(t) - 2)]
+        if correct and not is_real_word(t):
+            alternatives[t] += [[c] for c in corrections(db, t) if c != t]
+    unseen = [t for t in content if not docs.get(t)]
+    unknown = [t for t in unseen if not alternatives[t]]
+    # A word the library never saw, matched only through a correction, is a guess (an "elon" read
+    # as "melon"): the "no match" evidence weighs it apart from a word the library holds.
+    corrected = [t for t in unseen if alternatives[t] and not any(alt in aliased.get(t, []) for alt in alternatives[t])]
+    expanded = list(dict.fromkeys(tokens + [w for alts in alternatives.values() for alt in alts for w in alt]))
+    grams = list(dict.fromkeys(grams))[:48]
+    # Words in more than half of the library carry no BM25 weight (FTS5 clamps their IDF to 1e-6)
+    # but make FTS5 score most documents ("a" is in 93 % of benchmark v1): left out of the MATCH
+    # unless nothing else is left. They still count for coverage and the dense route. Filler words
+    # ("meme", "pic") are left out the same way.
+    common = {t for (t,) in db.q("common_words", {"terms": json.dumps(expanded)})} if expanded else set()
+    matched = [t for t in expanded if t not in common and t not in FILLER_WORDS] or \
+        [t for t in expanded if t not in common] or expanded
+    dense_words = [t for t in expanded if t not in FILLER_WORDS] or expanded
+    # Every token a quoted string: nothing the user types is FTS5 syntax. '""' matches nothing.
+    return QueryPlan(
+        text=text, tokens=tokens, expanded=expanded, content=content, alternatives=alternatives,
+        word_match=" OR ".join(f'"{t}"' for t in matched) or '""',
+        trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
+        dense_text=" ".join(dense_words), unknown=unknown, corrected=corrected,
+        absent_templates=absent_templates(db, tokens, content, set(unseen)),
+    )
+
+
+# Known templates a query names (issue 17). People search for a famous meme by its name ("distracted
+# boyfriend meme", "drake meme"); the catalogue knows those names, and the library knows which
+# templates its memes are of (recognised, from a sidecar, or labelled), so "the folder holds no meme
+# of the template you named" is evidence of its own for "no match". A query names a template when it
+# holds every word of one of the template's names or aliases (two words or more), or when one of its
+# words is a name-like word of a template's names (not a common English word, REAL_WORD_MIN_COUNT)
+# that the library never saw ("drake", "spongebob"; "sad", "brain" or "baby" alone name nothing).
+@dataclass(frozen=True)
+class TemplateNames:
+    phrases: list[tuple[int, str, list[list[str]]]]  # template id, name, the tokens of each name and alias
+    by_word: dict[str, set[int]]  # word -> indexes into phrases
+
+
+_TEMPLATE_NAMES: dict[tuple[int, str, int], TemplateNames] = {}
+
+
+def template_names(db: DB) -> TemplateNames:
+    """The words of every known template's names and aliases, read again when the templates change."""
+    rev = db.q1("setting", {"key": "templates_revision"})
+    key = (id(db), rev[0] if rev else "", int(db.q1("template_count")[0]))
+    if key not in _TEMPLATE_NAMES:
+        phrases, by_word = [], {}
+        for template_id, name, aliases in db.q("template_names"):
+            tokens = [t for t in (normalise_query(n) for n in [name, *json.loads(aliases)]) if t]
+            for w in {w for ts in tokens for w in ts if w not in STOPWORDS and w not in FILLER_WORDS}:
+                by_word.setdefault(w, set()).add(len(phrases))
+            phrases.append((template_id, name, tokens))
+        found = TemplateNames(phrases, by_word)
+        _TEMPLATE_NAMES.clear()  # one library per process, in practice
+        _TEMPLATE_NAMES[key] = found
+        return found
+    return _TEMPLATE_NAMES.get(key) or template_names(db)
+
+
+def absent_templates(db: DB, tokens: list[str], content: list[str], unseen: set[str]) -> list[str]:
+    """The known templates the query names of which the library holds no meme it may show."""
+    names = template_names(db)
+    unseen = {t for t in unseen if not is_real_word(t)}
+    candidates = {i for t in content if t in names.by_word for i in names.by_word[t]}
+    if not candidates:
+        return []
+    have = set(tokens)
+    absent = []
+    for i in sorted(candidates):
+        template_id, name, phrases = names.phrases[i]
+        words = [{w for w in ts if w not in STOPWORDS and w not in FILLER_WORDS} for ts in phrases]
+        if not any((len(ws) >= 2 and ws <= have) or (ws & unseen) for ws in words):
+            continue
+        # Its names and aliases as FTS5 phrases on the template field (tokens quoted: no syntax).
+        match = "template : (" + " OR ".join('"' + " ".join(ts) + '"' for ts in phrases) + ")"
+        if not db.q1("template_held", {"template_id": template_id, "match": match})[0]:
+            absent.append(name)
+    return absent
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """Damerau-Levenshtein distance <= 1 (one insertion, deletion, substitution or swap)."""
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if abs(la - lb) > 1:
+        return False
+    if la == lb:
+        diff = [i for i in range(la) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    if la > lb:
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i:] == b[i + 1:]
+
+
+def coverage(plan: QueryPlan, item_words: set[str], weights: dict[str, float] | None = None) -> float:
+    """Share of the query's content words found in an item: exactly, through one of its
+    alternatives (all of an alias's meaningful words), or (3+ letters) within one edit. With
+    `weights` (word -> weight, e.g. idf_weights), the share of the words' total weight."""
+    if not plan.content:
+        return 0.0
+    total = hit = 0.0
+    for t in plan.content:
+        w = weights[t] if weights else 1.0
+        total += w
+        if holds_word(plan, t, item_words):
+            hit += w
+        # One edit of a word of 3+ letters leaves its first or its last letter in place: an exact
+        # prefilter that skips ~90 % of the edit-distance checks (the costliest Python of a search).
+        elif len(t) >= 3 and any(within_one_edit(t, w_) for w_ in item_words
+                                 if abs(len(w_) - len(t)) <= 1 and (w_[0] == t[0] or w_[-1] == t[-1])):
+            hit += w
+    return hit / total if total else 0.0
+
+
+def idf_weights(db: DB, plan: QueryPlan) -> dict[str, float]:
+    """Each content word's inverse document frequency in the library, log(1 + N / (1 + docs)): a
+    word in a handful of memes weighs more than one in hundreds; a word the library lacks (a typo
+    found through its correction) weighs most."""
+    n = max(int(db.q1("vocabulary_size_documents")[0]), 1)
+    docs = {t: int(d) for t, d in db.q("vocabulary_docs", {"terms": json.dumps(plan.content)})}
+    return {t: math.log(1 + n / (1 + docs.get(t, 0))) for t in plan.content}
+
+
+def item_words(details: dict[str, Any]) -> set[str]:
+    parts = [details["title"], details.get("template_text") or details["template"], details["description"],
+             details["ocr_text"],
+             " ".join(json.loads(details["entities"])), " ".join(json.loads(details["tags"]))]
+    return words_of(" ".join(parts))
+
+
+def words_of(text: str) -> set[str]:
+    if text.isascii():  # the common case, 10x cheaper than the full Unicode normalisation
+        return set(re.findall(r"[^\W_]+", text.lower()))
+    return set(normalise_query(text))
+
+
+def full_match(plan: QueryPlan, details: dict[str, Any]) -> bool:
+    """Whether one field that names the meme (its title, template, people) or its caption holds
+    every content word of the query: the evidence KEEP_FULL_MATCHES keeps on top."""
+    names = " ".join([details["title"], details.get("template_text") or details["template"],
+                      " ".join(json.loads(details["entities"]))])
+    return bool(plan.content) and (holds_all(plan, words_of(names)) or holds_all(plan, words_of(details["ocr_text"])))
+
+
+def holds_word(plan: QueryPlan, token: str, words: set[str]) -> bool:
+    """The query word is among `words` exactly, or through one of its alternatives (all of an
+    alias's meaningful words, or a correction)."""
+    if token in words:
+        return True
+    alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(token, [])]
+    return any(alt and all(w in words for w in alt) for alt in alts)
+
+
+def holds_all(plan: QueryPlan, words: set[str]) -> bool:
+    """Every content word, exactly or through an alternative; no edit distance here: "cat" must
+    not keep a caption about a car on top."""
+    return all(holds_word(plan, t, words) for t in plan.content)

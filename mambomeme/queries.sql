@@ -1,0 +1,17 @@
+-- Named queries of reading a query (mambomeme/queries.py): the known templates a query may name.
+-- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
+-- bindings (:name). Every *.sql file of this folder is loaded into one namespace (mambomeme/library.py).
+
+-- name: template_names
+SELECT template_id, name, aliases FROM templates ORDER BY template_id;
+
+-- name: template_count
+SELECT count(*) FROM templates;
+
+-- name: template_held
+-- Whether the library holds a meme it may show of the template: recognised as it, or whose template
+-- field (a sidecar's, a label's, a recognised template's names) holds one of its names (:match, an
+-- FTS5 expression of quoted phrases on the template column).
+SELECT EXISTS (SELECT 1 FROM items i JOIN servable_items s USING (item_id) WHERE i.template_id = :template_id)
+    OR EXISTS (SELECT 1 FROM items_fts JOIN servable_items s ON s.item_id = items_fts.rowid
+               WHERE items_fts MATCH :match);

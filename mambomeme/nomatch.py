@@ -1,7 +1,8 @@
-"""Calibrating "no match" on development queries, on the annotated and the bare library together:
+"""Calibrating "no match" on development queries, on the annotated and the bare library:
 `mambo bench no-match` fits the evidence model of each system (a small logistic model over what a
-ranked list and the query say, search.evidence_features) and picks its threshold. The chosen
-coefficients go into search.EMPTY_RULES with the numbers behind them. Registered under `mambo bench`."""
+ranked list and the query say, search.evidence_features) for each library condition, on that
+library, and picks its threshold. The chosen coefficients go into search.EMPTY_RULES with the
+numbers behind them. Registered under `mambo bench`."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ FEATURES = {
 # Answerable queries the rule may empty, at most (issue 17's target: false "no match" <= 3 %).
 MAX_FALSE_EMPTY = 0.03
 MAX_HIT_LOSS = 0.02  # ... and answerable Hit@10 down by at most this against the lists without a rule
+# A library fewer than half of whose memes a sidecar described gets the bare library's model
+# (search.condition_model; benchmark v1: the annotated library 0.92, the bare one 0).
+BARE_BELOW = 0.5
 L2 = 0.01  # ridge on the weights (not the bias): keeps the fit stable with ~450 samples
 FOLDS = 5
 
@@ -53,6 +57,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int =
 def as_rule(names: tuple[str, ...], w: np.ndarray, threshold: float) -> dict[str, Any]:
     return {"kind": "logistic", "bias": round(float(w[0]), 4),
             "weights": {n: round(float(v), 4) for n, v in zip(names, w[1:], strict=True)}, "threshold": threshold}
+
+
+def by_condition(annotated: dict[str, Any], bare: dict[str, Any]) -> dict[str, Any]:
+    """One system's rule: the annotated library's model, with the bare library's beside it."""
+    return annotated | {"bare": {k: bare[k] for k in ("bias", "weights", "threshold")}, "bare_below": BARE_BELOW}
 
 
 def apply(rule: dict[str, Any], raw: dict[str, list[Result]]) -> dict[str, list[Result]]:
@@ -86,9 +95,9 @@ def false_empty(c: Condition, queries: list[dict[str, Any]], runs: dict[str, lis
 
 def choose(names: tuple[str, ...], libs: dict[str, Condition], queries: list[dict[str, Any]],
            train: set[str]) -> dict[str, Any]:
-    """Fit on the `train` query ids of every library, then the threshold with the most correct
-    "no match" answers (mean over the libraries) whose price is at most MAX_FALSE_EMPTY false "no
-    match" and MAX_HIT_LOSS of Hit@10 in each; ties go to the quality objective."""
+    """Fit on the `train` query ids of the libraries given (one condition's, as bench_no_match
+    calls it), then the threshold with the most correct "no match" answers whose price is at most
+    MAX_FALSE_EMPTY false "no match" and MAX_HIT_LOSS of Hit@10; ties go to the quality objective."""
     xs, ys = [], []
     for c in libs.values():
         for q in queries:
@@ -154,19 +163,22 @@ def bench_no_match(ctx: click.Context, queries_path: Path, labels_path: Path | N
         for lib, c in libs.items():
             runs = apply(cfg["empty_rule"], c.raw)
             current[lib] = evaluate_runs(c.db, queries, runs) | {"false_empty": false_empty(c, queries, runs)}
-        best = choose(FEATURES[name], libs, queries, {q["id"] for q in queries})
+        every = {q["id"] for q in queries}
+        fits = {lib: choose(FEATURES[name], {lib: c}, queries, every) for lib, c in libs.items()}
+        best = {"rule": by_condition(fits["annotated"]["rule"], fits["bare"]["rule"]),
+                "metrics": {lib: fits[lib]["metrics"][lib] for lib in libs}}
         # Held-out: fit and threshold on four fifths of the families, measure on the fifth.
         held = {lib: {"correct_empty": [], "false_empty": []} for lib in libs}
         for fold in folds:
             train = {q["id"] for q in queries if q["family"] not in fold}
             test = [q for q in queries if q["family"] in fold]
-            rule = choose(FEATURES[name], libs, queries, train)["rule"]
             for lib, c in libs.items():
+                rule = choose(FEATURES[name], {lib: c}, queries, train)["rule"]
                 runs = apply(rule, {q["id"]: c.raw[q["id"]] for q in test})
                 held[lib]["correct_empty"] += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
                 held[lib]["false_empty"] += [float(not runs[q["id"]]) for q in test if q["id"] in c.useful]
         cv = {lib: {k: round(sum(v) / len(v), 4) if v else None for k, v in m.items()} for lib, m in held.items()}
-        scores = {lib: [round(evidence_score(best["rule"], evidence_features(c.raw[q["id"]])), 3)
+        scores = {lib: [round(evidence_score(fits[lib]["rule"], evidence_features(c.raw[q["id"]])), 3)
                         for q in queries if c.raw[q["id"]]] for lib, c in libs.items()}
         report["systems"][name] = {"rule": best["rule"], "calibrated": best["metrics"], "current": current,
                                    "cross_validated": cv,

@@ -78,12 +78,15 @@ class QueryEvidence:
     unknown_share: float  # content words the library has never seen, with no alias or correction
     corrected_share: float = 0.0  # content words the library never saw that a typo correction stands in for
     absent_template: bool = False  # the query names a known template the library holds no meme of
+    # The share of the library's memes whose sidecar gave them text besides the caption: a library
+    # of bare images (0) and an annotated one have "no match" models of their own (EMPTY_RULES).
+    described: float = 1.0
 
     @staticmethod
-    def of(plan: QueryPlan) -> QueryEvidence:
+    def of(plan: QueryPlan, described: float = 1.0) -> QueryEvidence:
         n = len(plan.content)
         return QueryEvidence(n, len(plan.unknown) / n if n else 1.0, len(plan.corrected) / n if n else 0.0,
-                             bool(plan.absent_templates))
+                             bool(plan.absent_templates), described)
 
 
 def edits1(word: str) -> set[str]:

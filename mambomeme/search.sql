@@ -214,3 +214,12 @@ WITH RECURSIVE ranked AS (
 )
 SELECT r.item_id, r.sim, r.sim_all, s.moved_sim FROM ranked r JOIN rescored s ON s.item_id = r.item_id
 ORDER BY s.moved_sim DESC, r.pos;
+
+-- name: data_version
+PRAGMA data_version;
+
+-- name: described_share
+-- The share of servable memes a sidecar described (title, template, people, tags or a description
+-- of its own; derived fields do not count): the "no match" model's library condition.
+SELECT avg(i.title <> '' OR i.template <> '' OR i.entities <> '[]' OR i.tags <> '[]' OR i.description <> '')
+FROM items i JOIN servable_items USING (item_id);

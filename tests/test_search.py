@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import threading
 from pathlib import Path
 
@@ -23,7 +24,10 @@ from mambomeme.search import (
     DEFAULT_SYSTEMS,
     Result,
     Searcher,
+    condition_model,
     config_sha,
+    evidence_features,
+    evidence_score,
     sync_systems,
 )
 from mambomeme.upkeep import library_status
@@ -483,6 +487,31 @@ def test_a_word_only_a_correction_matched_is_weaker_evidence(searcher: Searcher)
     # A word the library holds is not "corrected", and neither is one matched by an alias.
     plan = plan_query(searcher.db, "john cena")
     assert plan.corrected == [] and plan.unknown == []
+
+
+def test_a_bare_library_answers_no_match_by_the_bare_model(fixture_library: Path, tmp_path: Path) -> None:
+    """A library whose memes no sidecar described (a downloads folder) gets the "no match" model
+    fitted on the bare library; the annotated fixture gets the annotated one (EMPTY_RULES)."""
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("cena-01.png", "cat-01.png", "think-03.png"):
+        shutil.copy(fixture_library.parent / "images" / name, images / name)
+    bare = tmp_path / "bare.sqlite"
+    invoke("--db", bare, "add", "-q", "--no-sidecars", images)
+    rule = DEFAULT_SYSTEMS["hybrid"]["empty_rule"]
+    for path, described, model in ((bare, 0.0, rule["bare"]), (fixture_library, 0.9, rule)):
+        db = open_db(path)
+        searcher = Searcher(db, get_embedder())
+        raw = searcher.search("zorblax meme", "hybrid", 10, empty_rule=False)
+        assert raw, path
+        q = raw[0].query
+        assert q is not None and (q.described == 0.0 if described == 0.0 else q.described > described)
+        assert condition_model(rule, q) is model
+        # the list is emptied exactly when the condition's model says so
+        assert (searcher.search("zorblax meme", "hybrid") == []) == (
+            evidence_score(model, evidence_features(raw)) < model["threshold"])
+        db.close()
+    assert "bare (described < 0.5)" in invoke("--db", bare, "systems").output
 
 
 def test_the_evidence_model_is_the_systems_no_match_rule(fixture_library: Path) -> None:

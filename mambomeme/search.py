@@ -328,8 +328,9 @@ class Searcher:
 
     def described_share(self) -> float:
         """The share of servable memes whose sidecar described them (QueryEvidence.described), read
-        again only when the library changed (PRAGMA data_version)."""
-        version = int(self.db.q1("data_version")[0])
+        again only when the library changed (PRAGMA data_version: another connection's commits;
+        total_changes: this one's)."""
+        version = hash((int(self.db.q1("data_version")[0]), self.db.con.total_changes()))
         if self._described is None or self._described[0] != version:
             self._described = (version, float(self.db.q1("described_share")[0] or 0.0))
         return self._described[1]

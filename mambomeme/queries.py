@@ -168,13 +168,15 @@ class TemplateNames:
     by_word: dict[str, set[int]]  # word -> indexes into phrases
 
 
-_TEMPLATE_NAMES: dict[tuple[int, str, int], TemplateNames] = {}
+# By library file, templates revision and count: the search screen plans a query on more than one
+# connection (its encode-ahead thread's and the search's), and each costs ~3 ms to build.
+_TEMPLATE_NAMES: dict[tuple[str, str, int], TemplateNames] = {}
 
 
 def template_names(db: DB) -> TemplateNames:
     """The words of every known template's names and aliases, read again when the templates change."""
     rev = db.q1("setting", {"key": "templates_revision"})
-    key = (id(db), rev[0] if rev else "", int(db.q1("template_count")[0]))
+    key = (str(db.path), rev[0] if rev else "", int(db.q1("template_count")[0]))
     if key not in _TEMPLATE_NAMES:
         phrases, by_word = [], {}
         for template_id, name, aliases in db.q("template_names"):
@@ -183,7 +185,8 @@ def template_names(db: DB) -> TemplateNames:
                 by_word.setdefault(w, set()).add(len(phrases))
             phrases.append((template_id, name, tokens))
         found = TemplateNames(phrases, by_word)
-        _TEMPLATE_NAMES.clear()  # one library per process, in practice
+        if len(_TEMPLATE_NAMES) >= 8:  # a few libraries per process at most (tests, benchmarks)
+            _TEMPLATE_NAMES.clear()
         _TEMPLATE_NAMES[key] = found
         return found
     return _TEMPLATE_NAMES.get(key) or template_names(db)

@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -310,6 +311,9 @@ def needs_model(cfg: dict[str, Any]) -> bool:
     return cfg["route_weights"].get("dense", 0) > 0
 
 
+_DESCRIBED: weakref.WeakKeyDictionary[DB, tuple[tuple[int, int], float]] = weakref.WeakKeyDictionary()
+
+
 class Searcher:
     """Runs a system against one library. The embedder is optional: without it (still loading,
     or not wanted) the dense route is skipped and the lexical routes answer alone."""
@@ -324,16 +328,17 @@ class Searcher:
         # A long-lived search's vectors held in memory (vectormatrix.py): the same ranking as the
         # SQL scan, exactly, in a tenth of the time
         self.vectors = vectors
-        self._described: tuple[int, float] | None = None  # (data_version, share): described_share
 
     def described_share(self) -> float:
-        """The share of servable memes whose sidecar described them (QueryEvidence.described), read
-        again only when the library changed (PRAGMA data_version: another connection's commits;
-        total_changes: this one's)."""
-        version = hash((int(self.db.q1("data_version")[0]), self.db.con.total_changes()))
-        if self._described is None or self._described[0] != version:
-            self._described = (version, float(self.db.q1("described_share")[0] or 0.0))
-        return self._described[1]
+        """The share of servable memes whose sidecar described them (QueryEvidence.described), kept
+        per connection (the search screen makes a Searcher a search) and read again only when the
+        library changed (PRAGMA data_version: another connection's commits; total_changes: its own)."""
+        version = (int(self.db.q1("data_version")[0]), self.db.con.total_changes())
+        known = _DESCRIBED.get(self.db)
+        if known is None or known[0] != version:
+            known = (version, float(self.db.q1("described_share")[0] or 0.0))
+            _DESCRIBED[self.db] = known
+        return known[1]
 
     @classmethod
     def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any],

@@ -39,6 +39,10 @@ graders=(
     # round 3 (session 7): the 255 candidates session 7's rankings (issue 18's fusion) added
     "dev-v2-r3-grader-a.jsonl helper-session-grader-a-r3"
     "dev-v2-r3-grader-b.jsonl helper-session-grader-b-r3"
+    # round 4 (session 8): the 34 candidates issue 17's "no match" models let into the pool (lists
+    # the old rule emptied)
+    "dev-v2-r4-grader-a.jsonl helper-session-grader-a-r4"
+    "dev-v2-r4-grader-b.jsonl helper-session-grader-b-r4"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"

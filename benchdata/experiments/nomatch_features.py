@@ -10,6 +10,11 @@ Reproduce (from the repository root; copies of the annotated and the bare librar
     .venv/bin/python benchdata/experiments/nomatch_features.py --lib LIB.sqlite --bare BARE.sqlite \
         > benchdata/experiments/nomatch_features-result.txt
 
+Session 8: today's features now include "corrected" and "absent" (search.evidence_features), and
+the tool fits one model per library condition; `--condition bare` (or annotated) fits and holds out
+on that library alone, as `mambo bench no-match` now does (result for the bare library:
+benchdata/experiments/nomatch_features-session8-bare.txt).
+
 Per library and system it takes the unthresholded top 10 (Searcher.search(..., empty_rule=False)),
 the feature the current model reads (search.evidence_features), and what the routes computed on
 the way, captured without changing the search path: the dense route's whole ranking (its top
@@ -194,10 +199,14 @@ def main() -> None:
     ap.add_argument("--bare", required=True)
     ap.add_argument("--queries", default=str(ROOT / "benchdata/v1/dev-v2.jsonl"))
     ap.add_argument("--labels", default=str(ROOT / "benchdata/v1/judgements/dev-v2-set1.jsonl"))
+    ap.add_argument("--condition", choices=("both", "annotated", "bare"), default="both",
+                    help="fit over both libraries (sessions 6-7) or one library's condition (session 8)")
     args = ap.parse_args()
     queries = judged_queries(Path(args.queries), Path(args.labels))
     embedder = get_embedder()
-    dbs = {"annotated": DB(args.lib, create=False), "bare": DB(args.bare, create=False)}
+    global LIBS
+    LIBS = ("annotated", "bare") if args.condition == "both" else (args.condition,)
+    dbs = {lib: DB(path, create=False) for lib, path in (("annotated", args.lib), ("bare", args.bare)) if lib in LIBS}
     candidates = ("lex_cov", "lex_hits", "dense_lift", "dense_mean", "dense_top3", "agree", "idf_cov",
                   "name_unk", "length", "coherence")
     for system in ("hybrid", "dense", "bm25"):

@@ -43,9 +43,17 @@ graders=(
     # the old rule emptied)
     "dev-v2-r4-grader-a.jsonl helper-session-grader-a-r4"
     "dev-v2-r4-grader-b.jsonl helper-session-grader-b-r4"
+    # round 5 (session 8): the 732 unjudged (query, meme) pairs of all-mpnet-base-v2's dense top 10
+    # (benchdata/experiments/mpnet_semantic.py), two shards of 366, each graded by two graders
+    # (a, b: shard 1; c, d: shard 2), so that the second-model experiment is scored on judged lists
+    "dev-v2-r5-grader-a.jsonl helper-session-grader-a-r5"
+    "dev-v2-r5-grader-b.jsonl helper-session-grader-b-r5"
+    "dev-v2-r5-grader-c.jsonl helper-session-grader-c-r5"
+    "dev-v2-r5-grader-d.jsonl helper-session-grader-d-r5"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"
+    "dev-v2-r5-adjudicator.jsonl helper-session-adjudicator-r5"
 )
 
 m() { ./mambo --db "$db" "$@"; }

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mambomeme.embed import EMBED_DIM
 from mambomeme.library import DB, Q
 
 # 65,536 vectors x 384 float32 = 96 MiB: a 10,000-item library (~30,000 vectors, 46 MB) fits, a
@@ -54,7 +55,7 @@ class VectorMatrix:
         def read(name: str, n: int) -> tuple[Any, Any]:
             # row by row into one matrix allocated for the most there can be, then shrunk in place
             # and scaled in place: the process never holds a list of blobs or copies beside it
-            ids, m = np.zeros(n, dtype=np.int64), np.zeros((n, 384), dtype=np.float32)
+            ids, m = np.zeros(n, dtype=np.int64), np.zeros((n, EMBED_DIM), dtype=np.float32)
             got = 0
             for got, (vid, blob) in enumerate(db.con.execute(Q[name]), 1):
                 if got > n:  # written since the count: the next search's check reads them again
@@ -62,7 +63,7 @@ class VectorMatrix:
                     break
                 ids[got - 1], m[got - 1] = vid, np.frombuffer(blob, dtype=np.float32)
             ids.resize(got, refcheck=False)
-            m.resize((got, 384), refcheck=False)
+            m.resize((got, EMBED_DIM), refcheck=False)
             norms = np.linalg.norm(m, axis=1, keepdims=True)
             m /= np.where(norms == 0, 1, norms)
             return ids, m

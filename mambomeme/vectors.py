@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from mambomeme.embed import EMBED_DIM
 from mambomeme.library import DB
 
 
@@ -37,11 +38,11 @@ def nearest_centroid(vectors: Any, centroids: Any, batch: int = 20_000) -> Any:
 
 
 def stack_blobs(rows: list[tuple]) -> Any:
-    """The float32 vectors stored in each row's second column, as one matrix (0 x 384 for none)."""
+    """The float32 vectors stored in each row's second column, as one matrix (0 x EMBED_DIM for none)."""
     import numpy as np
 
     if not rows:
-        return np.zeros((0, 384), dtype=np.float32)
+        return np.zeros((0, EMBED_DIM), dtype=np.float32)
     return np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
 
 
@@ -70,7 +71,7 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
     # a sample of every vector, all-fields and evidence alike, and each joins its nearest centroid.
     field_rows = db.q("field_vectors_for_clustering")
     fields = stack_blobs(field_rows)
-    sample, centroids = 0, np.zeros((0, 384), dtype=np.float32)
+    sample, centroids = 0, np.zeros((0, EMBED_DIM), dtype=np.float32)
     if want:
         rng = np.random.default_rng(IVF_SEED)
         every = np.concatenate([vectors, fields]) if len(fields) else vectors

@@ -643,6 +643,17 @@ def load_dev_queries(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def judged_pairs(labels_path: Path) -> dict[str, set[str]]:
+    """Every judged (query id, file) of a labels file, grade 0 included: what counts as "judged"
+    when a list is condensed (unjudged results left out; benchdata/experiments)."""
+    out: dict[str, set[str]] = {}
+    for line in labels_path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            out.setdefault(row["qid"], set()).add(row["path"])
+    return out
+
+
 def judged_queries(queries_path: Path, labels_path: Path | None) -> list[dict[str, Any]]:
     """The partition's queries; with `labels` (`mambo bench labels` output), their relevance is the
     judged final grades instead of the file's provisional ones."""

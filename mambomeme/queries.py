@@ -114,7 +114,7 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     alternatives: dict[str, list[list[str]]] = {t: [] for t in tokens}
     for t in alternatives if aliases else ():
         alternatives[t] += [normalise_query(exp) for (exp,) in db.q("aliases", {"term": t})]
-    aliased = {t: list(alts) for t, alts in alternatives.items() if alts}
+    aliased = {t for t, alts in alternatives.items() if alts}  # sure alternatives, before corrections
     meaningful = [t for t in alternatives if t not in STOPWORDS]
     content = [t for t in meaningful if t not in FILLER_WORDS] or meaningful or list(alternatives)
     docs = {term: int(n) for term, n in db.q("vocabulary_docs", {"terms": json.dumps(content)})} if content else {}
@@ -134,7 +134,7 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     unknown = [t for t in unseen if not alternatives[t]]
     # A word the library never saw, matched only through a correction, is a guess (an "elon" read
     # as "melon"): the "no match" evidence weighs it apart from a word the library holds.
-    corrected = [t for t in unseen if alternatives[t] and not any(alt in aliased.get(t, []) for alt in alternatives[t])]
+    corrected = [t for t in unseen if alternatives[t] and t not in aliased]
     expanded = list(dict.fromkeys(tokens + [w for alts in alternatives.values() for alt in alts for w in alt]))
     grams = list(dict.fromkeys(grams))[:48]
     # Words in more than half of the library carry no BM25 weight (FTS5 clamps their IDF to 1e-6)
@@ -164,7 +164,9 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
 # that the library never saw ("drake", "spongebob"; "sad", "brain" or "baby" alone name nothing).
 @dataclass(frozen=True)
 class TemplateNames:
-    phrases: list[tuple[int, str, list[list[str]]]]  # template id, name, the tokens of each name and alias
+    # template id, name, the tokens of each name and alias, and each one's words (stopwords and
+    # filler left out: what a query must hold to name it)
+    phrases: list[tuple[int, str, list[list[str]], list[frozenset[str]]]]
     by_word: dict[str, set[int]]  # word -> indexes into phrases
 
 
@@ -181,9 +183,10 @@ def template_names(db: DB) -> TemplateNames:
         phrases, by_word = [], {}
         for template_id, name, aliases in db.q("template_names"):
             tokens = [t for t in (normalise_query(n) for n in [name, *json.loads(aliases)]) if t]
-            for w in {w for ts in tokens for w in ts if w not in STOPWORDS and w not in FILLER_WORDS}:
+            words = [frozenset(w for w in ts if w not in STOPWORDS and w not in FILLER_WORDS) for ts in tokens]
+            for w in frozenset().union(*words):
                 by_word.setdefault(w, set()).add(len(phrases))
-            phrases.append((template_id, name, tokens))
+            phrases.append((template_id, name, tokens, words))
         found = TemplateNames(phrases, by_word)
         if len(_TEMPLATE_NAMES) >= 8:  # a few libraries per process at most (tests, benchmarks)
             _TEMPLATE_NAMES.clear()
@@ -195,15 +198,15 @@ def template_names(db: DB) -> TemplateNames:
 def absent_templates(db: DB, tokens: list[str], content: list[str], unseen: set[str]) -> list[str]:
     """The known templates the query names of which the library holds no meme it may show."""
     names = template_names(db)
-    unseen = {t for t in unseen if not is_real_word(t)}
     candidates = {i for t in content if t in names.by_word for i in names.by_word[t]}
     if not candidates:
         return []
+    # only a word of some template's names can name one alone: the others need no frequency lookup
+    unseen = {t for t in unseen if t in names.by_word and not is_real_word(t)}
     have = set(tokens)
     absent = []
     for i in sorted(candidates):
-        template_id, name, phrases = names.phrases[i]
-        words = [{w for w in ts if w not in STOPWORDS and w not in FILLER_WORDS} for ts in phrases]
+        template_id, name, phrases, words = names.phrases[i]
         if not any((len(ws) >= 2 and ws <= have) or (ws & unseen) for ws in words):
             continue
         # Its names and aliases as FTS5 phrases on the template field (tokens quoted: no syntax).

@@ -19,9 +19,9 @@ import click
 
 from mambomeme import calibrate, evaluation_commands, nomatch, scale, sqlshell
 from mambomeme.bench import bench
-from mambomeme.embed import get_embedder, model_id_for
+from mambomeme.embed import EMBED_MODEL_NAME, get_embedder, model_id_for
 from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
-from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing
+from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing, waiting_to_embed
 from mambomeme.library import (
     CONTEXT,
     DB,
@@ -222,6 +222,10 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready))
         prompt_loop(db, system, limit, as_json=as_json)
         return
+    waiting = waiting_to_embed(db)
+    if waiting:
+        click.echo(f"note: {waiting} memes wait to be embedded by this version's model; `mambo add` embeds them "
+                   "(until then they are found by their words only)", err=True)
     results = searcher_for(db, system).search(query, system, limit)
     for r in results:
         click.echo(json_line(result_json(r)) if as_json else format_result(r))
@@ -266,6 +270,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     db = open_library(ctx)
     st = library_status(db)
     st["safety_review"] = review_counts(db)
+    st["waiting_to_embed"] = waiting_to_embed(db)
     if as_json:
         click.echo(json.dumps(st, indent=2))
         return
@@ -291,6 +296,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
                    f"dim {m['dim']}: {m['items']} items")
     for o in st["ocr_engines"]:
         click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
+    if st["waiting_to_embed"]:
+        click.echo(f"note      {st['waiting_to_embed']} memes wait to be embedded by {EMBED_MODEL_NAME}: `mambo add` "
+                   "embeds them (until then they are found by their words only)")
     vi = st["vector_index"]
     click.echo(f"vectors   coarse index of {vi['clusters']} clusters, trained on {vi['trained_vectors']} vectors "
                f"at {vi['trained_at'][:19]}" if vi else

@@ -175,13 +175,14 @@ CREATE TABLE item_embeddings (
     text_sha256 TEXT NOT NULL
 );
 
--- sqlite-vec: one float32 all-MiniLM-L6-v2 vector (normalised) per item, cosine distance.
+-- sqlite-vec: one float32 all-mpnet-base-v2 vector (768 dimensions, normalised; migration 015) per
+-- item, cosine distance.
 -- `cluster` (a partition key) is the nearest centroid of the coarse index; 0 while the library has
 -- none (mambo.py maintain_vector_index). `servable` follows servable_items (trigger below).
 CREATE VIRTUAL TABLE item_vectors USING vec0(
     item_id INTEGER PRIMARY KEY,
     cluster integer partition key,
-    embedding float[384] distance_metric=cosine,
+    embedding float[768] distance_metric=cosine,
     servable integer,
     chunk_size=128
 );
@@ -192,7 +193,7 @@ CREATE VIRTUAL TABLE item_vectors USING vec0(
 CREATE VIRTUAL TABLE item_field_vectors USING vec0(
     vector_id INTEGER PRIMARY KEY,
     cluster integer partition key,
-    embedding float[384] distance_metric=cosine,
+    embedding float[768] distance_metric=cosine,
     servable integer,
     chunk_size=128
 );
@@ -201,7 +202,7 @@ CREATE VIRTUAL TABLE item_field_vectors USING vec0(
 -- the partitions of the centroids nearest the query. One row in vector_index when trained.
 CREATE VIRTUAL TABLE vector_centroids USING vec0(
     cluster INTEGER PRIMARY KEY,
-    centroid float[384] distance_metric=cosine
+    centroid float[768] distance_metric=cosine
 );
 
 CREATE TABLE vector_index (
@@ -250,7 +251,7 @@ INSERT INTO vocabulary_size(documents) VALUES (0);
 -- KNN over these, then float cosine rescoring of the candidates (see mambo.py DENSE_INDEXES).
 CREATE VIRTUAL TABLE item_vectors_bit USING vec0(
     item_id INTEGER PRIMARY KEY,
-    embedding bit[384],
+    embedding bit[768],
     servable integer
 );
 
@@ -1052,4 +1053,6 @@ ALTER TABLE templates ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]' CHECK (json_
 -- item only against views newer than its recognition).
 ALTER TABLE templates ADD COLUMN views_revision INTEGER NOT NULL DEFAULT 0;
 
-PRAGMA user_version = 14;
+-- 015: the vector tables hold all-mpnet-base-v2's 768 dimensions (made so above).
+
+PRAGMA user_version = 15;

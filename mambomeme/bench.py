@@ -188,8 +188,8 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
     import shutil
     import tempfile
 
-    # The embedder's onnxruntime session has one intra-op thread: a forked child inherits no pool.
-    embedder = get_embedder()
+    # Ingest's embedder (one intra-op thread): a forked child inherits no thread pool.
+    embedder = get_embedder(threads=1)
     embedder.encode(["warm up"])
     rng = random.Random(seed)
     t_start = time.monotonic()

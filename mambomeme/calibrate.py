@@ -86,9 +86,12 @@ dev_queries_option = click.option(
               help="Measure on a copy of the library topped up to this many items with seeded synthetic ones "
                    "(vectors mixed from its own, as `mambo bench load`); 0: the library itself.")
 @click.option("--seed", default=42, show_default=True)
+@click.option("--enter-after", "enter_after_ms", type=click.IntRange(0, 5000), default=0, show_default=True,
+              help="Press Enter this many ms after the query line shows the query, as a person does after "
+                   "the last key (the screen encodes the query meanwhile); 0: a paste and Enter at once.")
 @click.pass_context
 def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: int, systems_: tuple[str, ...],
-              items: int, seed: int) -> None:
+              items: int, seed: int, enter_after_ms: int) -> None:
     """Submit-to-render latency of the real full-screen search in an 80x24 PTY (pexpect): Enter
     sent -> status line and complete list drawn, on the library given by --db. Prints JSON: one
     system's result as before, or each system's with the p50/p95 ratios to the last one."""
@@ -111,7 +114,8 @@ def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: in
                        "build_seconds": round(time.monotonic() - t0, 1)}
             db_path = scaled
         load_before = [round(x, 2) for x in os.getloadavg()]
-        got = measure_latencies(db_path, queries, list(systems_), n=searches, warmups=warmups, seed=seed)
+        got = measure_latencies(db_path, queries, list(systems_), n=searches, warmups=warmups, seed=seed,
+                                enter_after_s=enter_after_ms / 1000)
         load_after = [round(x, 2) for x in os.getloadavg()]
     m = machine_info() | {"load_average_before": load_before, "load_average_after": load_after}
     if len(systems_) == 1:

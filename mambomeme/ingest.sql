@@ -174,11 +174,20 @@ VALUES (:vector_id, :cluster, :embedding, :servable);
 -- name: field_vectors_for_clustering
 SELECT vector_id, embedding, servable FROM item_field_vectors ORDER BY vector_id;
 
--- name: items_embedded_by_other_recipes
--- Items whose vectors were computed under another text recipe (embed.EMBED_TEXT_RECIPE; schema 11
--- added evidence vectors): `mambo add` embeds them again.
-SELECT e.item_id FROM item_embeddings e JOIN embedding_models m ON m.model_id = e.model_id
-WHERE m.text_recipe <> :text_recipe ORDER BY e.item_id;
+-- name: items_to_embed_again
+-- Items with no vector of the current model and text recipe: computed under another text recipe
+-- (embed.EMBED_TEXT_RECIPE; schema 11 added evidence vectors) or another model (schema 15 emptied
+-- MiniLM's vectors for all-mpnet-base-v2's), or never: `mambo add` embeds them again.
+SELECT i.item_id FROM items i
+WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e JOIN embedding_models m ON m.model_id = e.model_id
+                  WHERE e.item_id = i.item_id AND m.name = :name AND m.weights_sha256 = :weights_sha256
+                    AND m.text_recipe = :text_recipe)
+ORDER BY i.item_id;
+
+-- name: items_to_embed_again_count
+SELECT count(*) FROM items i
+WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e JOIN embedding_models m ON m.model_id = e.model_id
+                  WHERE e.item_id = i.item_id AND m.name = :name AND m.text_recipe = :text_recipe);
 
 -- name: insert_vector_in_cluster
 -- Re-clustering (maintain_vector_index): the cluster was computed for every vector at once.

@@ -234,7 +234,11 @@ class DB:
                 uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
                 con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
                 self.immutable = True
-        con.set_busy_timeout(10_000)
+        # A writer waits up to a minute for another's transaction: an ingest batch embeds its memes
+        # inside its transaction (every item is searchable in every route or in none), and with
+        # all-mpnet-base-v2 a batch of 16 memes a sidecar describes at length takes ~5 s on one core
+        # (10 s was enough for MiniLM; two `mambo add`s of one folder then timed out).
+        con.set_busy_timeout(60_000)
         con.enable_load_extension(True)
         con.load_extension(sqlite_vec.loadable_path())
         con.enable_load_extension(False)

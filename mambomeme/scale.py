@@ -43,7 +43,7 @@ SYNTH_WORDS = (
 def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder: Embedder | None = None,
                       embed_first: int = 0) -> None:
     """Add `count` seeded synthetic items (text drawn from a fixed word list) beside whatever the
-    library holds, for scale benchmarks. The first `embed_first` get real MiniLM vectors of their
+    library holds, for scale benchmarks. The first `embed_first` get real model vectors of their
     text; the rest (speed only) get vectors mixed from real ones plus noise."""
 
     import numpy as np
@@ -213,7 +213,7 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
     query vector computed beforehand) measured in a fresh process with its resident memory, the
     query-encoding time, a numpy brute-force floor over the same float32 vectors, and recall@10 of
     the approximate dense indexes (coarse IVF, bit-quantized) against exact float32 (neighbours are
-    real MiniLM vectors: fixture items and --real-vectors synthetic texts)."""
+    real all-mpnet-base-v2 vectors: fixture items and --real-vectors synthetic texts)."""
     import multiprocessing
     import shutil
     import tempfile
@@ -304,7 +304,8 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
     m = report["machine"]
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
     e = report["query_encode_ms"]
-    click.echo(f"query encoding (MiniLM, warm): p50 {e['p50']} ms, p95 {e['p95']} ms; default system: {default}")
+    click.echo(f"query encoding (all-mpnet-base-v2, warm): p50 {e['p50']} ms, p95 {e['p95']} ms; "
+               f"default system: {default}")
     for size, row in report["sizes"].items():
         floor95 = row["numpy_floor"]["p95"]
         coarse = (f"{row['clusters']} clusters ({row['index_seconds']} s), probe {IVF_PROBE}" if row["clusters"]

@@ -143,6 +143,11 @@ FULL_MATCH_TIER = 1.0  # fusion scores are sums of weight / (rrf_k + rank): far 
 # (3 x 131 dev queries, load ~4; the statement alone ~1.6 ms on 2,200 items; 10k/100k not measured).
 # The dense system keeps the plain route (with feedback: Q 0.819 / 0.551, quote 0.887 -> 0.879
 # annotated); its "no match" model was fitted on it.
+# Swept again with all-mpnet-base-v2 (session 10, same script, rounds 1-7 labels; annotated / bare):
+#   no feedback Q 0.862 / 0.592, visual 0.820 / 0.156, semantic 0.602 / 0.630
+#   top 5, alpha 0.3 (kept) Q 0.867 / 0.599, visual 0.855 / 0.153, semantic 0.603 / 0.669
+#   alpha 0.15 / 0.45, top 3 / 8: Q within 0.005, with up to 6 % unjudged results in the top 10
+#   (benchdata/experiments/fusion_sweep_v2-session10-mpnet.txt).
 DENSE_FEEDBACK = {"top": 5, "alpha": 0.3}
 # Dense and hybrid say "no match" by an evidence model (issue 17) instead of two thresholds: a
 # logistic model over the best dense similarity, its margin over the rest of the list, the best word
@@ -219,29 +224,43 @@ DENSE_FEEDBACK = {"top": 5, "alpha": 0.3}
 # would empty mostly held guesses.
 NO_MATCH_NOTE = ("dev v2 (131 answerable, 93 no-match; judged labels), a model for the annotated and one for the "
                  "bare library, mambo bench no-match: most CorrectEmpty with false no-match <= 3 % and Hit@10 "
-                 "loss <= 0.02")
+                 "loss <= 0.02; all-mpnet-base-v2 similarities")
+# Session 9 (issues 17 and 18): the embedding model is all-mpnet-base-v2 (embed.py). Its similarities
+# are not MiniLM's, so every model was fitted again by the same command on the same libraries (made
+# by this code: migrated to schema 15 and embedded again) and labels (2026-12-01):
+#   hybrid  annotated  CorrectEmpty 0.892 (MiniLM 0.753), Hit@10 0.939 (0.947 unruled), false
+#                      no-match 1.6 %; held out 0.860, 2.4 %
+#           bare       CorrectEmpty 0.882 (0.839), Hit@10 0.679 (0.695 unruled), false no-match 2.2 %;
+#                      held out 0.860, 5.5 %
+#   dense   annotated  0.892, Hit@10 0.939, 1.6 %; held out 0.882, 2.4 %
+#           bare       0.871, Hit@10 0.687, 2.2 %; held out 0.839, 4.4 %
+# A better model separates them better: the same features, a larger weight on the best similarity.
+# bm25 keeps its coverage rule (the fitted one: CorrectEmpty 0.677 / 0.731, objective under it).
+# Session 10: libraries ingested afresh and round 7's labels (286 more judged pairs) refit to the
+# same models and the same numbers (`mambo bench no-match --queries benchdata/v1/dev-v2.jsonl --labels
+# benchdata/v1/judgements/dev-v2-set1.jsonl --bare BARE`).
 EMPTY_RULES = {
     "bm25": {"kind": "evidence", "min_similarity": 2.0, "min_coverage": 0.5, "calibration": CALIBRATION_NOTE},
-    "dense": {"kind": "logistic", "bias": -5.0499,
-              "weights": {"similarity": 9.9031, "whole": 13.0982, "margin": -0.047, "coverage": -1.4418,
-                          "full": 3.9875, "unknown": -5.5265, "corrected": -6.2342, "absent": -3.178},
-              "threshold": 0.2,
-              "bare": {"bias": -4.0423,
-                       "weights": {"similarity": 8.5008, "whole": 8.5008, "margin": -4.2152,
-                                   "coverage": -0.7293, "full": 2.0538, "unknown": -2.8161,
-                                   "corrected": -3.2127, "absent": -2.7078},
-                       "threshold": 0.5},
+    "dense": {"kind": "logistic", "bias": -7.1811,
+              "weights": {"similarity": 16.5559, "whole": 9.2763, "margin": 3.0779, "coverage": -1.7218,
+                          "full": 2.2374, "unknown": -5.5347, "corrected": -6.4871, "absent": -3.7503},
+              "threshold": 0.32,
+              "bare": {"bias": -3.7387,
+                       "weights": {"similarity": 7.6738, "whole": 7.6738, "margin": -1.9531,
+                                   "coverage": -0.5906, "full": 2.8189, "unknown": -2.8285,
+                                   "corrected": -2.8496, "absent": -2.8203},
+                       "threshold": 0.58},
               "bare_below": 0.5, "calibration": NO_MATCH_NOTE},
-    "hybrid": {"kind": "logistic", "bias": -4.9758,
-               "weights": {"similarity": 10.3185, "whole": 13.4787, "margin": -0.4701, "coverage": -2.1025,
-                           "full": 4.1817, "lexical": 0.2093, "unknown": -5.8999, "corrected": -6.5004,
-                           "absent": -3.2009},
-               "threshold": 0.2,
-               "bare": {"bias": -3.4885,
-                        "weights": {"similarity": 7.6281, "whole": 7.6281, "margin": -3.5502,
-                                    "coverage": 1.598, "full": 1.5322, "lexical": -1.0266, "unknown": -2.7672,
-                                    "corrected": -3.5028, "absent": -2.8911},
-                        "threshold": 0.46},
+    "hybrid": {"kind": "logistic", "bias": -7.2046,
+               "weights": {"similarity": 16.4623, "whole": 9.6646, "margin": 1.7575, "coverage": -1.9646,
+                           "full": 2.1859, "lexical": 0.383, "unknown": -5.5644, "corrected": -6.6184,
+                           "absent": -3.931},
+               "threshold": 0.32,
+               "bare": {"bias": -3.8414,
+                        "weights": {"similarity": 7.6374, "whole": 7.6374, "margin": -2.329,
+                                    "coverage": 0.0872, "full": 2.6136, "lexical": -0.1622, "unknown": -2.6767,
+                                    "corrected": -2.8332, "absent": -2.836},
+                        "threshold": 0.6},
                "bare_below": 0.5, "calibration": NO_MATCH_NOTE},
 }
 DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
@@ -311,7 +330,8 @@ def needs_model(cfg: dict[str, Any]) -> bool:
     return cfg["route_weights"].get("dense", 0) > 0
 
 
-_DESCRIBED: weakref.WeakKeyDictionary[DB, tuple[tuple[int, int], float]] = weakref.WeakKeyDictionary()
+# Per connection: (library version, described share, whether it holds any vector) (Searcher.facts)
+_FACTS: weakref.WeakKeyDictionary[DB, tuple[tuple[int, int], float, bool]] = weakref.WeakKeyDictionary()
 
 
 class Searcher:
@@ -329,16 +349,20 @@ class Searcher:
         # SQL scan, exactly, in a tenth of the time
         self.vectors = vectors
 
-    def described_share(self) -> float:
-        """The share of servable memes whose sidecar described them (QueryEvidence.described), kept
-        per connection (the search screen makes a Searcher a search) and read again only when the
-        library changed (PRAGMA data_version: another connection's commits; total_changes: its own)."""
+    def facts(self) -> tuple[float, bool]:
+        """(the share of servable memes whose sidecar described them (QueryEvidence.described),
+        whether the library holds any vector), kept per connection (the search screen makes a
+        Searcher a search) and read again only when the library changed (PRAGMA data_version:
+        another connection's commits; total_changes: its own)."""
         version = (int(self.db.q1("data_version")[0]), self.db.con.total_changes())
-        known = _DESCRIBED.get(self.db)
+        known = _FACTS.get(self.db)
         if known is None or known[0] != version:
-            known = (version, float(self.db.q1("described_share")[0] or 0.0))
-            _DESCRIBED[self.db] = known
-        return known[1]
+            known = (version, float(self.db.q1("described_share")[0] or 0.0), bool(self.db.q1("holds_vectors")[0]))
+            _FACTS[self.db] = known
+        return known[1], known[2]
+
+    def described_share(self) -> float:
+        return self.facts()[0]
 
     @classmethod
     def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any],
@@ -370,6 +394,12 @@ class Searcher:
                empty_rule: bool = True) -> list[Result]:
         """`system` is a system's name, or (benchmarks, ablations) a configuration itself."""
         cfg = system if isinstance(system, dict) else system_config(self.db, system)
+        if needs_model(cfg) and not self.facts()[1]:
+            # No vectors at all: a library whose memes wait to be embedded by this version's model
+            # (migration 015 emptied all-MiniLM-L6-v2's). Its words answer, under the word route's
+            # "no match" rule (a dense model would read a similarity of 0 as "nothing matches"),
+            # until `mambo add` embeds them.
+            cfg = DEFAULT_SYSTEMS["bm25"] | {k: cfg[k] for k in ("field_weights", "candidate_depth") if k in cfg}
         plan = plan_query(self.db, query, aliases=cfg.get("use_aliases", True),
                           correct=cfg.get("correct_typos", True))
         w, rw = cfg["field_weights"], cfg["route_weights"]

@@ -22,7 +22,7 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- evaluated once and skips its scan), then reciprocal rank fusion:
 --   score = sum over routes of route_weight / (rrf_k + rank in that route).
 -- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
--- (typos, slang, OCR noise); dense = KNN over MiniLM vectors: exact float32, the partitions of the
+-- (typos, slang, OCR noise); dense = KNN over all-mpnet-base-v2 vectors: exact float32, the partitions of the
 -- coarse index's nearest centroids (IVF), or bit-quantized candidates rescored by float cosine.
 -- With :field_vectors, an item's caption and picture vectors join its all-fields one (float and
 -- IVF; the bit index holds all-fields vectors only) and the item scores its best similarity.
@@ -217,6 +217,10 @@ ORDER BY s.moved_sim DESC, r.pos;
 
 -- name: data_version
 PRAGMA data_version;
+
+-- name: holds_vectors
+-- Whether the library holds any vector (none: its memes wait to be embedded, Searcher.search).
+SELECT EXISTS (SELECT 1 FROM item_vectors);
 
 -- name: described_share
 -- The share of servable memes a sidecar described (title, template, people, tags or a description

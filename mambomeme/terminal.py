@@ -662,13 +662,16 @@ class _MeasuredTUI:
         self.child.expect(["model ready", "lexical system"], timeout=180)
         self.ready_s = time.perf_counter() - t_start
 
-    def submit(self, q: str) -> tuple[float, float, str]:
-        """(submit-to-render ms, the search time the app reports, "no match" or "N results")."""
+    def submit(self, q: str, enter_after_s: float = 0.0) -> tuple[float, float, str]:
+        """(submit-to-render ms, the search time the app reports, "no match" or "N results"); Enter
+        is sent `enter_after_s` after the query line shows the text (0: a paste and Enter at once)."""
         child = self.child
         child.send("\x15")  # Ctrl-U: back to the query line, emptied
         child.send(q)
         # Wait until the query line shows the typed text, so Enter is its own keypress.
         child.expect_exact(q[-12:], timeout=30)
+        if enter_after_s:
+            time.sleep(enter_after_s)
         self.seq += 1
         t0 = time.perf_counter()
         child.send("\r")
@@ -701,7 +704,8 @@ def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warm
 
 
 def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str], n: int = 1000,
-                      warmups: int = 20, seed: int = 0, block: int = 50) -> dict[str, dict[str, Any]]:
+                      warmups: int = 20, seed: int = 0, block: int = 50,
+                      enter_after_s: float = 0.0) -> dict[str, dict[str, Any]]:
     """measure_latency for several systems at once, for ratios that hold on a busy machine: one
     app per system, all started before measuring, each given the same queries in the same order,
     taking turns every `block` searches so that every system sees the same load."""
@@ -721,7 +725,7 @@ def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str
             apps[system] = _MeasuredTUI(db_path, system)
         for start in range(0, len(order), block):
             for system in systems:
-                got[system] += [apps[system].submit(x) for x in order[start:start + block]]
+                got[system] += [apps[system].submit(x, enter_after_s) for x in order[start:start + block]]
     finally:
         for app in apps.values():
             app.close()
@@ -736,6 +740,7 @@ def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str
         times, app_ms = [m[0] for m in measured], [m[1] for m in measured]
         out[system] = {
             "n": len(times), "warmups": warmups, "system": system, "seed": seed, "queries": len(queries),
+            "enter_after_ms": round(enter_after_s * 1000),
             "startup_to_model_ready_s": round(apps[system].ready_s, 2),
             "submit_to_render_ms": {"p50": pct(times, 50), "p95": pct(times, 95), "p99": pct(times, 99),
                                     "mean": round(statistics.fmean(times), 2), "max": round(max(times), 2)},

@@ -26,8 +26,8 @@ from typing import Any
 from mambomeme.embed import EMBED_DIM
 from mambomeme.library import DB, Q
 
-# 65,536 vectors x 384 float32 = 96 MiB: a 10,000-item library (~30,000 vectors, 46 MB) fits, a
-# 100,000-item one (~290,000, 440 MB) keeps the coarse index in the file.
+# 65,536 vectors x 768 float32 (all-mpnet-base-v2) = 192 MiB at most: a 10,000-item library (~30,000
+# vectors, 92 MB) fits, a 100,000-item one (~290,000, 890 MB) keeps the coarse index in the file.
 MATRIX_MAX_VECTORS = 65_536
 
 

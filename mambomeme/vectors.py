@@ -111,7 +111,8 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
 #     and a query scans the partitions of its ivf_probe nearest centroids. Smaller libraries have
 #     no clusters (one partition 0) and get the exact answer.
 #   "bit-rescore": a Hamming KNN over sign bits, DENSE_OVERSAMPLE x depth candidates rescored by
-#     float cosine. MiniLM's sign bits keep little of its ranking.
+#     float cosine. MiniLM's sign bits kept little of its ranking (the numbers below are MiniLM's,
+#     384 dimensions; all-mpnet-base-v2's 768 double the bytes every scan reads: "Speed" in README).
 # `mambo bench search --probe 8 --probe 32 --oversample 2 --oversample 4 --oversample 8` (2026-11-30,
 # 2 cores, quiet; fixture queries; recall@10 against exact float32 on real MiniLM neighbours;
 # engine p95 of the dense route alone; numpy brute-force floor 1.2 ms at 10k, 13.6 ms at 100k):

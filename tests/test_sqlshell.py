@@ -58,10 +58,10 @@ def test_a_knn_query_on_the_vec0_table(fixture_library: Path) -> None:
     assert rows[0]["item_id"] == 1 and rows[0]["distance"] == pytest.approx(0.0, abs=1e-6)
     distances = [r["distance"] for r in rows]
     assert distances == sorted(distances) and distances[-1] > 0
-    # sqlite-vec's functions too; the blob itself is printed as hex (384 float32 = 1536 bytes).
+    # sqlite-vec's functions too; the blob itself is printed as hex (768 float32 = 3072 bytes).
     vector = "SELECT vec_length(embedding) AS dims, embedding FROM item_vectors WHERE item_id = 1"
     rows = json_rows(invoke("--db", fixture_library, "sql", "--json", vector).stdout)
-    assert rows[0]["dims"] == 384 and len(bytes.fromhex(rows[0]["embedding"])) == 1536
+    assert rows[0]["dims"] == 768 and len(bytes.fromhex(rows[0]["embedding"])) == 3072
 
 
 def test_json_and_csv_output(fixture_library: Path) -> None:

@@ -50,10 +50,20 @@ graders=(
     "dev-v2-r5-grader-b.jsonl helper-session-grader-b-r5"
     "dev-v2-r5-grader-c.jsonl helper-session-grader-c-r5"
     "dev-v2-r5-grader-d.jsonl helper-session-grader-d-r5"
+    # round 6 (session 9): the 199 candidates the tool's own lists added once all-mpnet-base-v2
+    # became its model (issue 18) and the "no match" models were fitted again (issue 17)
+    "dev-v2-r6-grader-a.jsonl helper-session-grader-a-r6"
+    "dev-v2-r6-grader-b.jsonl helper-session-grader-b-r6"
+    # round 7 (session 10): the 286 candidates still unjudged when the tool's libraries were made
+    # afresh with all-mpnet-base-v2 (280 hard negatives its rankings drew, 6 pooled results)
+    "dev-v2-r7-grader-a.jsonl helper-session-grader-a-r7"
+    "dev-v2-r7-grader-b.jsonl helper-session-grader-b-r7"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"
     "dev-v2-r5-adjudicator.jsonl helper-session-adjudicator-r5"
+    "dev-v2-r6-adjudicator.jsonl helper-session-adjudicator-r6"
+    "dev-v2-r7-adjudicator.jsonl helper-session-adjudicator-r7"
 )
 
 m() { ./mambo --db "$db" "$@"; }

@@ -50,17 +50,23 @@ def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
     assert fresh.q1("setting", {"key": "regroup_perceptual"}) is None
 
 
-def test_013_keeps_judgement_candidates_and_allows_earlier_pool(tmp_path: Path) -> None:
-    """Migration 013 makes judgement_candidates again (a CHECK cannot change in place): its rows stay,
-    the views that read it still work, and the origin 'earlier-pool' is allowed."""
-    path = tmp_path / "v12.sqlite"
+def library_at(path: Path, version: int) -> apsw.Connection:
+    """A library as an older version made it: the migrations up to `version`, nothing after."""
     con = apsw.Connection(str(path))
     con.enable_load_extension(True)
     con.load_extension(sqlite_vec.loadable_path())
     for number, _name, mig in migrations():
-        if number <= 12:
+        if number <= version:
             con.execute(mig.read_text())
             con.execute(f"PRAGMA user_version = {number}")
+    return con
+
+
+def test_013_keeps_judgement_candidates_and_allows_earlier_pool(tmp_path: Path) -> None:
+    """Migration 013 makes judgement_candidates again (a CHECK cannot change in place): its rows stay,
+    the views that read it still work, and the origin 'earlier-pool' is allowed."""
+    path = tmp_path / "v12.sqlite"
+    con = library_at(path, 12)
     con.execute("INSERT INTO bench_partitions(benchmark, version, partition, meta, source_sha256) "
                 "VALUES ('b', '1', 'dev', '{}', 'x');"
                 "INSERT INTO bench_queries(partition_id, qid, family, slice, query) "
@@ -152,13 +158,7 @@ def test_015_makes_the_vector_tables_again_for_768_dimensions(tmp_path: Path) ->
     new model cannot take: migration 015 makes the vector tables again (768), empty, with the coarse
     index, and drops the embedding rows, so `mambo add` embeds every item again."""
     path = tmp_path / "v14.sqlite"
-    con = apsw.Connection(str(path))
-    con.enable_load_extension(True)
-    con.load_extension(sqlite_vec.loadable_path())
-    for number, _name, mig in migrations():
-        if number <= 14:
-            con.execute(mig.read_text())
-            con.execute(f"PRAGMA user_version = {number}")
+    con = library_at(path, 14)
     old = (np.ones(384) / np.sqrt(384)).astype(np.float32)
     con.execute("INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe) "
                 "VALUES ('sentence-transformers/all-MiniLM-L6-v2', 'r', 'w', 384, 'v3');"

@@ -705,14 +705,20 @@ class ModelAnnotator:
         raise NotImplementedError
 
 
-class MiniLMAnnotator(ModelAnnotator):
-    """Cosine similarity of the query and the candidate's whole visible text under MiniLM. The bands
-    were fixed before any agreement was computed, from MiniLM's usual ranges (paraphrases ~0.5-0.8,
-    related ~0.3-0.5, unrelated < 0.25). Caveat, in every report: it shares its model with the dense
+# The cosine annotator of the MiniLM era: its judgements stay in the libraries that hold them (dev
+# v1's scorecard), under its name; this version cannot make new ones (the model is no longer shipped).
+RETIRED_ANNOTATORS = {"minilm-cosine-v1": "all-MiniLM-L6-v2, which this version no longer ships"}
+
+
+class CosineAnnotator(ModelAnnotator):
+    """Cosine similarity of the query and the candidate's whole visible text under the tool's
+    embedding model (all-mpnet-base-v2). The bands are minilm-cosine-v1's, fixed before any
+    agreement was computed from MiniLM's usual ranges (paraphrases ~0.5-0.8, related ~0.3-0.5,
+    unrelated < 0.25), not refitted. Caveat, in every report: it shares its model with the dense
     route, so it may favour dense results."""
 
-    name = "minilm-cosine-v1"
-    description = "all-MiniLM-L6-v2 cosine of query and candidate text; bands 0.55/0.40/0.25 -> 3/2/1"
+    name = "mpnet-cosine-v1"
+    description = "all-mpnet-base-v2 cosine of query and candidate text; bands 0.55/0.40/0.25 -> 3/2/1"
     BANDS = ((0.55, 3), (0.40, 2), (0.25, 1))
 
     def __init__(self) -> None:
@@ -802,13 +808,15 @@ class GoldAnnotator(ModelAnnotator):
 
 
 def model_annotator(name: str, recipe: Path | None) -> ModelAnnotator:
-    if name == MiniLMAnnotator.name:
-        return MiniLMAnnotator()
+    if name == CosineAnnotator.name:
+        return CosineAnnotator()
+    if name in RETIRED_ANNOTATORS:
+        raise MamboError(f"model annotator {name} needs {RETIRED_ANNOTATORS[name]}: choose {CosineAnnotator.name}")
     if name in (RecipeAnnotator.name, GoldAnnotator.name):
         if recipe is None or not recipe.is_file():
             raise MamboError(f"model annotator {name} reads the corpus recipe: pass --recipe FILE")
         return RecipeAnnotator(recipe) if name == RecipeAnnotator.name else GoldAnnotator(recipe)
-    raise MamboError(f"no model annotator {clean_line(name)!r}: choose {MiniLMAnnotator.name}, "
+    raise MamboError(f"no model annotator {clean_line(name)!r}: choose {CosineAnnotator.name}, "
                      f"{RecipeAnnotator.name} or {GoldAnnotator.name}")
 
 

@@ -258,6 +258,10 @@ def test_pool_is_blinded_seeded_and_judging_is_resumable(bench_lib, tmp_path: Pa
     assert f"{len(rows)} judgement(s)" in out
     assert "is recorded as a model" in invoke("--db", db_path, "judge", "--annotator", "outside", "--batch", "1",
                                               input="q\n", expect=1).output
+    # The MiniLM-era cosine annotator cannot judge any more (its model is gone): a one-line refusal.
+    out = invoke("--db", db_path, "judge", "--annotator", "minilm-cosine-v1", "--model", "--batch", "1",
+                 expect=1).output
+    assert "needs all-MiniLM-L6-v2" in out and "mpnet-cosine-v1" in out and len(out.strip().splitlines()) == 1
 
 
 def test_adjudication_rules(bench_lib) -> None:

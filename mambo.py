@@ -224,8 +224,8 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
         return
     waiting = waiting_to_embed(db)
     if waiting:
-        click.echo(f"note: {waiting} memes wait to be embedded by this version's model; `mambo add` embeds them "
-                   "(until then they are found by their words only)", err=True)
+        click.echo(f"note: {waiting} memes wait to be embedded by this version's model; `mambo add` on the "
+                   "library's folder embeds them (until then they are found by their words only)", err=True)
     results = searcher_for(db, system).search(query, system, limit)
     for r in results:
         click.echo(json_line(result_json(r)) if as_json else format_result(r))
@@ -298,7 +298,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
     if st["waiting_to_embed"]:
         click.echo(f"note      {st['waiting_to_embed']} memes wait to be embedded by {EMBED_MODEL_NAME}: `mambo add` "
-                   "embeds them (until then they are found by their words only)")
+                   "on the library's folder embeds them (until then they are found by their words only)")
     vi = st["vector_index"]
     click.echo(f"vectors   coarse index of {vi['clusters']} clusters, trained on {vi['trained_vectors']} vectors "
                f"at {vi['trained_at'][:19]}" if vi else

@@ -19,9 +19,9 @@ import click
 
 from mambomeme import calibrate, evaluation_commands, nomatch, scale, sqlshell
 from mambomeme.bench import bench
-from mambomeme.embed import EMBED_MODEL_NAME, get_embedder, model_id_for
+from mambomeme.embed import EMBED_MODEL_NAME, get_embedder, model_id_for, waiting_to_embed
 from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
-from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing, waiting_to_embed
+from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing
 from mambomeme.library import (
     CONTEXT,
     DB,

@@ -399,6 +399,12 @@ def model_id(db: DB, manifest: dict[str, Any]) -> int:
     return int(db.q1("insert_embedding_model", manifest)[0])
 
 
+def waiting_to_embed(db: DB) -> int:
+    """How many items have no vector of the current model and text recipe (`mambo add` embeds them:
+    a library an older version embedded, migration 015)."""
+    return int(db.q1("items_to_embed_again_count", {"name": EMBED_MODEL_NAME, "text_recipe": EMBED_TEXT_RECIPE})[0])
+
+
 def model_id_for(db: DB) -> int:
     """The embedding manifest row of the loaded model (inside or outside a write transaction)."""
     manifest = get_embedder().manifest

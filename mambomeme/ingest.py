@@ -21,13 +21,12 @@ from typing import Any
 import click
 
 from mambomeme.embed import (
-    EMBED_MODEL_NAME,
-    EMBED_TEXT_RECIPE,
     Embedder,
     embed_text,
     field_texts,
     get_embedder,
     model_id,
+    waiting_to_embed,
 )
 from mambomeme.images import (
     MAX_FILE_BYTES,
@@ -719,11 +718,6 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
                                   "vector_sha256": hashlib.sha256(vec.tobytes()).hexdigest()})
     for (item_id, kind, _text), vec in zip(fields, vecs[len(texts):], strict=True):
         db.q("insert_field_vector", {"item_id": item_id, "kind": kind, "embedding": vec.tobytes()})
-
-
-def waiting_to_embed(db: DB) -> int:
-    """How many items have no vector of the current model and text recipe (`mambo add` embeds them)."""
-    return int(db.q1("items_to_embed_again_count", {"name": EMBED_MODEL_NAME, "text_recipe": EMBED_TEXT_RECIPE})[0])
 
 
 def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: bool = True) -> int:

@@ -409,6 +409,24 @@ def test_chosen_path_printed_after_leaving_the_screen(fixture_library: Path):
     assert_restored(raw)
 
 
+def test_a_library_waiting_to_be_embedded_says_so_and_finds_by_words(library_copy: tuple[Path, Path]):
+    """A library an older version embedded (migration 015 emptied its vectors): the screen says how
+    many memes wait and what to run, and "john cena" is still found, by its words."""
+    db_path, _images = library_copy
+    db = DB(db_path)
+    items = db.scalar("SELECT count(*) FROM items")
+    with db.write():
+        db.con.execute("DELETE FROM item_embeddings")
+        db.con.execute("DELETE FROM item_vectors")
+    db.close()
+    child = run_app(db_path, "--system", "hybrid")
+    child.expect_exact(f"{items} memes wait to be embedded")
+    assert "results" in search(child, "john cena", 1)
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130 and "cena" in raw.lower()
+
+
 def test_no_match(fixture_library: Path):
     child = run_app(fixture_library, "--system", "bm25")
     assert search(child, "qwzx vbnm", 1).startswith(" no match · ")

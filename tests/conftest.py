@@ -77,3 +77,15 @@ def library_copy(fixture_library: Path, tmp_path: Path) -> tuple[Path, Path]:
 
 def open_db(path: Path) -> DB:
     return DB(path, create=False)
+
+
+def forget_vectors(path: Path) -> int:
+    """Make a library look as an older version's does after migration 015: no embedding of the
+    current model (the triggers drop the rest). Returns how many items it holds."""
+    db = open_db(path)
+    with db.write():
+        db.con.execute("DELETE FROM item_embeddings")
+        db.con.execute("DELETE FROM item_vectors")
+    items = int(db.scalar("SELECT count(*) FROM items"))
+    db.close()
+    return items

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mambo
-from conftest import FIXTURE, invoke, open_db, run_process
+from conftest import FIXTURE, forget_vectors, invoke, open_db, run_process
 from mambomeme.bench import load_dev_queries
 from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.ingest import embed_items
@@ -610,11 +610,8 @@ def test_a_library_whose_vectors_another_model_made_says_so_and_is_embedded_agai
     `mambo search` say how many memes wait, search still finds them by their words, and the next
     `mambo add` embeds every one with the current model."""
     db_path, images = library_copy
+    items = forget_vectors(db_path)
     db = open_db(db_path)
-    items = db.scalar("SELECT count(*) FROM items")
-    with db.write():
-        db.con.execute("DELETE FROM item_embeddings")  # what migration 015 does (its triggers drop the rest)
-        db.con.execute("DELETE FROM item_vectors")
     assert f"note      {items} memes wait to be embedded" in invoke("--db", db_path, "status").output
     out = CliRunner().invoke(mambo.cli, ["--db", str(db_path), "search", "john cena"])
     assert out.exit_code == 0 and f"note: {items} memes wait to be embedded" in out.stderr

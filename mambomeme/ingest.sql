@@ -184,11 +184,6 @@ WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e JOIN embedding_models m ON m.m
                     AND m.text_recipe = :text_recipe)
 ORDER BY i.item_id;
 
--- name: items_to_embed_again_count
-SELECT count(*) FROM items i
-WHERE NOT EXISTS (SELECT 1 FROM item_embeddings e JOIN embedding_models m ON m.model_id = e.model_id
-                  WHERE e.item_id = i.item_id AND m.name = :name AND m.text_recipe = :text_recipe);
-
 -- name: insert_vector_in_cluster
 -- Re-clustering (maintain_vector_index): the cluster was computed for every vector at once.
 INSERT INTO item_vectors(item_id, cluster, embedding, servable)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.embed import get_embedder, waiting_to_embed
+from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
 from mambomeme.library import DB, ROOT, MamboError, clean_line, clean_text, db_error_message, show_path
 from mambomeme.queries import plan_query
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, system_config
@@ -349,8 +349,7 @@ class _Shell:
         self.state = TUIState(
             system=system, model="loading" if self.needs_model else "unused", wait_ready=wait_ready,
             truecolor=os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"),
-            message=f"{waiting} memes wait to be embedded by this version's model: `mambo add` on the library's "
-                    "folder embeds them (until then, words only)" if waiting else "")
+            message=waiting_note(waiting) if waiting else "")
         self.chosen: str | None = None
         self.quit = False
         self._records: list[Record] = []

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mambomeme.embed import waiting_note
 from mambomeme.library import DB, clean_line, show_path
 from mambomeme.vectors import maintain_vector_index
 
@@ -101,7 +102,7 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
         waiting = {"items_without_vector", "items_without_bit_vector", "items_without_embedding_record"}
         n_waiting = counts.get("items_without_vector", 0)
         if n_waiting and all(counts.get(k) == n_waiting for k in waiting):
-            notes.append(f"{n_waiting} memes wait to be embedded by this version's model: `mambo add` embeds them")
+            notes.append(waiting_note(n_waiting))
             counts = {k: v for k, v in counts.items() if k not in waiting}
         for key, n in counts.items():
             if n:

@@ -365,9 +365,6 @@ class Searcher:
             _FACTS[self.db] = known
         return known[1], known[2]
 
-    def described_share(self) -> float:
-        return self.facts()[0]
-
     @classmethod
     def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any],
                          feedback: dict[str, Any] | None = None) -> str:
@@ -398,7 +395,8 @@ class Searcher:
                empty_rule: bool = True) -> list[Result]:
         """`system` is a system's name, or (benchmarks, ablations) a configuration itself."""
         cfg = system if isinstance(system, dict) else system_config(self.db, system)
-        if needs_model(cfg) and not self.facts()[1]:
+        described, holds_vectors = self.facts()
+        if needs_model(cfg) and not holds_vectors:
             # No vectors at all: a library whose memes wait to be embedded by this version's model
             # (migration 015 emptied all-MiniLM-L6-v2's). Its words answer, under the word route's
             # "no match" rule (a dense model would read a similarity of 0 as "nothing matches"),
@@ -505,7 +503,7 @@ class Searcher:
         rows = rows[:limit]
         fetch([r[0] for r in rows])
         results = []
-        evidence = QueryEvidence.of(plan, self.described_share())
+        evidence = QueryEvidence.of(plan, described)
         for n, (item_id, score, lex, fuzzy, vec, sim, sim_all) in enumerate(rows, 1):
             results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, words_in(item_id)),
                                   details[item_id], evidence, sim_all))

@@ -18,11 +18,13 @@ from mambomeme.embed import EMBED_MODEL_NAME, EMBED_MODEL_REVISION, EMBED_TEXT_R
 from mambomeme.library import DB, SAFETY_POLICY_VERSION, MamboError, clean_line, show_path
 from mambomeme.queries import (
     QueryEvidence,
+    QueryPlan,
     coverage,
     full_match,
     idf_weights,
     item_words,
     plan_query,
+    typed_share,
 )
 from mambomeme.vectormatrix import InMemoryVectors, VectorMatrix
 from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_PROBE
@@ -55,6 +57,8 @@ BASE_CONFIG: dict[str, Any] = {
     "safety_policy": SAFETY_POLICY_VERSION,
     "use_aliases": True,  # expand slang from the query_aliases table (builtin rows: schema.sql)
     "correct_typos": True,  # add known words one edit away from unknown query words
+    # ... and, failing those, two edits away for long words English does not know (queries.corrections)
+    "two_edit_typos": True,
     "collapse_exact_duplicates": "by construction: one item per SHA-256, its files listed under it",
 }
 # Route weights and "nothing matches". A list is shown only when the query has evidence in the
@@ -122,7 +126,20 @@ LEXICAL_EVIDENCE = {"drop_below": 0.5, "boost_at": 0.75, "boost": 2.0, "partial"
 # KEEP_FULL_MATCHES rows are stably sorted with full matches first. On dev v2 it raised one entity
 # query's list at boost x1 (entity 0.972 -> 0.974) and changed none at x5 or x30: it is a floor for
 # queries like "<template name> meme" on real folders, where bm25's #1 was right and fusion lost it.
-KEEP_FULL_MATCHES = 30
+# Among the kept memes, those holding more of what was typed come first ("full_match_typed"): every
+# word but filler and articles, small words included, in one naming field or the caption
+# (queries.typed_share). "zinnia from it" names a colleague from IT; "zinnia" alone is its only
+# content word, so "zinnia the ram: has opinions" was kept level with "when zinnia from it asks ..."
+# and the dense route put it first. Dev v2, judged labels, hybrid (session 11): entity 0.963 ->
+# 0.970 annotated, 0.419 -> 0.433 bare (bm25 0.424: hybrid no longer trails it); no other slice
+# moved. Counting articles too cost "a snowman" (visual 0.846 -> 0.839): left out.
+# How deep: the first 10 fused rows. Until session 11 the code kept within the first `limit` rows
+# (the constant, 30, was read as a truth value), so a list's top 10 depended on the length asked
+# for; now it does not. Swept at 10 / 15 / 20 / 30 (benchdata/fusion_sweep_v2.py, judged labels,
+# annotated / bare Q): 0.872 / 0.603, 0.870 / 0.604, 0.869 / 0.605, 0.869 / 0.605; deeper pulls
+# memes that merely hold the words over the dense route's better answers (annotated topic 0.976 ->
+# 0.960) and helps bare topic (0.818 -> 0.831, dense alone 0.816).
+KEEP_FULL_MATCHES = 10
 FULL_MATCH_TIER = 1.0  # fusion scores are sums of weight / (rrf_k + rank): far below 1
 # Pseudo-relevance feedback for hybrid's dense route (issue 18, session 7): the query vector moves
 # towards its 5 best items' all-fields vectors (Rocchio, q + 0.3 * mean) and the route's 50
@@ -274,6 +291,7 @@ DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
                             "empty_rule": EMPTY_RULES["dense"]},
     "hybrid": BASE_CONFIG | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 1.0},
                              "lexical_evidence": LEXICAL_EVIDENCE, "keep_full_matches": KEEP_FULL_MATCHES,
+                             "full_match_typed": True, "full_match_by_meaning": True,
                              "dense_feedback": DENSE_FEEDBACK,
                              "empty_rule": EMPTY_RULES["hybrid"]},
 }
@@ -327,6 +345,12 @@ def system_config(db: DB, name: str) -> dict[str, Any]:
         return DEFAULT_SYSTEMS[name]
     known = sorted({r[0] for r in db.q("list_systems")} | set(DEFAULT_SYSTEMS))
     raise MamboError(f"no search system named {clean_line(name)!r}: choose one of {', '.join(known)}")
+
+
+def plan_for(db: DB, query: str, cfg: dict[str, Any]) -> QueryPlan:
+    """How a system reads a query (the search and the screen's encode-ahead read it alike)."""
+    return plan_query(db, query, aliases=cfg.get("use_aliases", True), correct=cfg.get("correct_typos", True),
+                      two_edits=cfg.get("two_edit_typos", False))
 
 
 def needs_model(cfg: dict[str, Any]) -> bool:
@@ -402,8 +426,7 @@ class Searcher:
             # "no match" rule (a dense model would read a similarity of 0 as "nothing matches"),
             # until `mambo add` embeds them.
             cfg = DEFAULT_SYSTEMS["bm25"] | {k: cfg[k] for k in ("field_weights", "candidate_depth") if k in cfg}
-        plan = plan_query(self.db, query, aliases=cfg.get("use_aliases", True),
-                          correct=cfg.get("correct_typos", True))
+        plan = plan_for(self.db, query, cfg)
         w, rw = cfg["field_weights"], cfg["route_weights"]
         use_dense = rw["dense"] > 0 and self.embedder is not None and bool(plan.tokens)
         depth = cfg["candidate_depth"]
@@ -485,21 +508,22 @@ class Searcher:
                 params["w_lexical"] = rw["lexical"] * gate["boost"]
         if dense_ranking is not None:
             params["dense"] = dense_ranking.result()
-        keep = cfg.get("keep_full_matches") and params["use_lexical"] and use_dense
+        # (a number, not the truth value of the `and`: session 6-10's code kept within the first
+        # `limit` rows only, so a list's top 10 depended on how long a list was asked for)
+        keep = int(cfg.get("keep_full_matches") or 0) if params["use_lexical"] and use_dense else 0
         if keep:
             params["pool"] = max(limit, keep)
         rows = self.db.q("search", params)
         if keep:
-            # Fusion keeps strong lexical evidence (KEEP_FULL_MATCHES): a meme whose name or caption
-            # holds every content word is not outranked by memes that merely sit in both routes.
-            # Only the word route's rows can hold every word exactly; the sort is stable, so fusion
-            # orders the kept memes among themselves and the rest after them.
-            fetch([r[0] for r in rows if r[2] is not None])
-            full = {r[0] for r in rows if r[2] is not None and full_match(plan, details[r[0]])}
-            # A kept meme's score is its fusion score plus FULL_MATCH_TIER (more than any fusion sum),
-            # so scores still fall with rank.
-            rows = sorted(((r[0], r[1] + FULL_MATCH_TIER * (r[0] in full), *r[2:]) for r in rows),
-                          key=lambda r: r[0] not in full)
+            # Fusion keeps strong lexical evidence (KEEP_FULL_MATCHES): a meme among the first `keep`
+            # fused rows whose name or caption holds every content word is not outranked by memes
+            # that merely sit in both routes. Only the word route's rows can hold every word exactly.
+            # The sort is stable: the rest keep their fusion order after the kept memes.
+            head = rows[:keep]
+            fetch([r[0] for r in head if r[2] is not None])
+            full = {r[0] for r in head if r[2] is not None and full_match(plan, details[r[0]])}
+            rows = sorted((self._kept(r, plan, details, cfg) if r[0] in full else r for r in head),
+                          key=lambda r: -r[1] if r[0] in full else 0.0) + rows[keep:]
         rows = rows[:limit]
         fetch([r[0] for r in rows])
         results = []
@@ -508,6 +532,18 @@ class Searcher:
             results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, words_in(item_id)),
                                   details[item_id], evidence, sim_all))
         return self.empty_rule(cfg["empty_rule"], results) if empty_rule else results
+
+    @staticmethod
+    def _kept(row: tuple, plan: QueryPlan, details: dict[int, dict[str, Any]], cfg: dict[str, Any]) -> tuple:
+        """A kept meme's row, its score FULL_MATCH_TIER x (1 + its share of the typed words) (more
+        than any fusion sum) plus its fusion score, or with "full_match_by_meaning" its dense route
+        term in place of the fusion score: kept memes are ordered by what they hold of what was
+        typed, then by meaning (or fusion), and scores still fall with rank."""
+        item_id, score, lex, fuzzy, vec, *rest = row
+        typed = typed_share(plan, details[item_id]) if cfg.get("full_match_typed") else 0.0
+        if cfg.get("full_match_by_meaning"):
+            score = cfg["route_weights"]["dense"] / (cfg["rrf_k"] + vec) if vec else 0.0
+        return (item_id, FULL_MATCH_TIER * (1.0 + typed) + score, lex, fuzzy, vec, *rest)
 
     @staticmethod
     def empty_rule(rule: dict[str, Any], results: list[Result]) -> list[Result]:

@@ -23,8 +23,7 @@ from typing import Any
 
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
 from mambomeme.library import DB, ROOT, MamboError, clean_line, clean_text, db_error_message, show_path
-from mambomeme.queries import plan_query
-from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, system_config
+from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_for, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
     TUI_LIVE_PAUSE_S,
@@ -367,8 +366,7 @@ class _Shell:
         try:
             embedder = get_embedder()
             embedder.encode(["warm up"])  # the first run allocates: not a user's search
-            plan = functools.partial(plan_query, aliases=self.cfg.get("use_aliases", True),
-                                     correct=self.cfg.get("correct_typos", True))
+            plan = functools.partial(plan_for, cfg=self.cfg)
             self.ahead = _EncodeAhead(embedder, lambda: DB(self.db.path, create=False, readonly=True), plan)
         except BaseException as e:  # reported on the status line, lexical goes on
             self.post(event=ModelStatus("failed", clean_line(f"{type(e).__name__}: {e}")[:200]))

@@ -463,6 +463,32 @@ def test_corrections_prefer_frequent_words_over_once_seen_noise(library_copy: tu
     db.close()
 
 
+def test_two_typos_in_a_long_word_english_does_not_know_are_corrected(library_copy: tuple[Path, Path]) -> None:
+    """"motvaton" (two letters dropped) is two edits from the fixture's "motivation" and one from
+    nothing: it is corrected, and the default system finds the meme by it. English words the user
+    meant, words under 7 letters and another first letter are left alone (queries.corrections)."""
+    db_path, _images = library_copy
+    db = open_db(db_path)
+    assert corrections(db, "motvaton") == ["motivation"]
+    assert corrections(db, "motvaton", two_edits=False) == []
+    with db.write():  # two edits from "frosty" and "mordor"
+        db.con.execute("INSERT OR REPLACE INTO vocabulary(term, docs) VALUES ('front', 3), ('mirror', 3)")
+    assert plan_query(db, "frosty", two_edits=True).alternatives["frosty"] == []  # English: meant as typed
+    assert corrections(db, "mordor") == []  # 6 letters: two edits make it another word
+    assert corrections(db, "zotivaton") == []  # the first letter is kept
+    plan = plan_query(db, "motvaton not found", two_edits=True)
+    assert plan.alternatives["motvaton"] == [["motivation"]] and plan.corrected == ["motvaton"]
+    db.close()
+    out = invoke("--db", db_path, "search", "--json", "motvaton not found").output
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert rows and "motivation" in rows[0]["ocr_text"].lower(), rows[:2]
+
+
+def test_the_dense_route_reads_each_alternative_beside_its_word(searcher: Searcher) -> None:
+    # an alias's words and a correction follow the word they stand for, as a person would read it
+    assert plan_query(searcher.db, "ngl jon ceena meme").dense_text == "ngl not gonna lie jon on john ceena cena"
+
+
 def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(library_copy: tuple[Path, Path]) -> None:
     """People ask for famous memes by name. The catalogue knows the names; the library knows which
     templates its memes are of. The fixture holds no "Distracted Boyfriend" meme (its captions do

@@ -11,12 +11,14 @@ import pytest
 
 from conftest import open_db
 from mambomeme.embed import get_embedder
-from mambomeme.queries import coverage, idf_weights, item_words, plan_query
+from mambomeme.queries import coverage, full_match, idf_weights, item_words, plan_query, typed_share
 from mambomeme.search import (
     DEFAULT_SYSTEMS,
     DENSE_FEEDBACK,
     FULL_MATCH_TIER,
+    KEEP_FULL_MATCHES,
     Searcher,
+    plan_for,
 )
 
 
@@ -66,6 +68,39 @@ def test_a_partial_lexical_hit_counts_by_the_share_of_the_query_it_holds(searche
         assert w.score - tier - dense == pytest.approx((r.score - tier - dense) * share, rel=1e-4, abs=1e-6)
         partial += share < 0.999
     assert partial, "the query should have lexical hits that hold part of it"
+
+
+def test_typed_share_counts_small_words_but_not_filler_or_articles(searcher: Searcher) -> None:
+    def meme(caption: str) -> dict:
+        return {"title": "", "template": "", "entities": "[]", "ocr_text": caption}
+
+    plan = plan_query(searcher.db, "zinnia from it meme")
+    assert plan.content == ["zinnia"]
+    assert typed_share(plan, meme("WHEN ZINNIA FROM IT ASKS FOR AN UPDATE")) == 1.0
+    assert typed_share(plan, meme("nobody: zinnia the ram: has opinions")) == pytest.approx(1 / 3)
+    assert typed_share(plan_query(searcher.db, "a snowman"), meme("snowman in july")) == 1.0
+
+
+@pytest.mark.parametrize("query", ["cat", "coffee", "monday", "cat on a keyboard", "motvaton not found"])
+def test_kept_memes_come_by_what_they_hold_of_the_typed_words_then_by_meaning(searcher: Searcher, query: str) -> None:
+    """Every meme of the first KEEP_FULL_MATCHES fused rows holding all the content words comes first;
+    among them, those holding more of the typed words, then the dense route's order; scores fall with
+    rank; and the top 10 is the same however long a list is asked for."""
+    hybrid = DEFAULT_SYSTEMS["hybrid"]
+    assert hybrid["full_match_typed"] and hybrid["full_match_by_meaning"]
+    results = searcher.search(query, hybrid, 30, empty_rule=False)
+    assert [r.item_id for r in searcher.search(query, hybrid, 10, empty_rule=False)] == [
+        r.item_id for r in results[:10]]
+    plan = plan_for(searcher.db, query, hybrid)
+    head = results[:KEEP_FULL_MATCHES]
+    kept = [r for r in head if r.score >= FULL_MATCH_TIER]
+    assert kept and head[:len(kept)] == kept, query
+    assert all(full_match(plan, r.details) for r in kept)
+    assert not any(full_match(plan, r.details) and r.lex_rank is not None for r in head[len(kept):])
+    order = [(-typed_share(plan, r.details), r.vec_rank or 10**6) for r in kept]
+    assert order == sorted(order), query
+    scores = [r.score for r in results]
+    assert scores == sorted(scores, reverse=True), query
 
 
 def moved_similarities(db, qvec: np.ndarray, ids: list[int], top: int, alpha: float) -> dict[int, float]:

@@ -58,6 +58,10 @@ graders=(
     # afresh with all-mpnet-base-v2 (280 hard negatives its rankings drew, 6 pooled results)
     "dev-v2-r7-grader-a.jsonl helper-session-grader-a-r7"
     "dev-v2-r7-grader-b.jsonl helper-session-grader-b-r7"
+    # round 8 (session 11): the 36 candidates issue 18's typo, fusion and query-reading changes drew
+    # (a blind pair given the grading guide and mambo-safety-v1; 33 exact agreements, 3 one grade apart)
+    "dev-v2-r8-grader-a.jsonl helper-session-grader-a-r8"
+    "dev-v2-r8-grader-b.jsonl helper-session-grader-b-r8"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"

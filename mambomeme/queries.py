@@ -104,7 +104,9 @@ def edits1(word: str) -> set[str]:
 # "frosty", "pantry", "tripod" and "walrus" are words the user meant, and two edits make them
 # "front", "party", "trip", "walks"), of 7 letters or more (Elasticsearch's AUTO fuzziness allows two
 # from 6; at 6, "stonks", "thanos" and "mordor" became "stops", "than", "mirror"), to a word with
-# its first letter (people mistype the middle and end of a word far more than its start). Dev v2,
+# its first two letters (people mistype the middle and end of a word far more than its start; and
+# a range of the vocabulary's key this narrow keeps the edit-distance loop to a few hundred words
+# in a large library: `mambo bench search` measures it). Dev v2,
 # judged labels, hybrid (session 11): noisy 0.876 -> 0.924 annotated ("lowr wexmore" is shown
 # again: its correction is confirmed by a meme holding both words), 0.593 -> 0.642 bare, nothing
 # else moved; without the English and length guards semantic fell 0.594 -> 0.543 and CorrectEmpty
@@ -115,13 +117,13 @@ TWO_EDITS_MIN_LENGTH = 7
 def corrections(db: DB, word: str, most: int = 2, *, two_edits: bool = True) -> list[str]:
     """Words of the library one edit away (insertion, deletion, substitution or swap, at any
     position: "aight" -> "ight", "imma" -> "ima"), the most common first; failing those, for a long
-    word, words two edits away that start with its letter. A word seen in only one document (often
-    OCR noise) is a candidate only when no word seen more often is."""
+    word English does not know, words two edits away that start with its first two letters. A word
+    seen in only one document (often OCR noise) is a candidate only when no word seen more often is."""
     found = [(int(docs), term) for term, docs in db.q("vocabulary_docs", {"terms": json.dumps(sorted(edits1(word)))})]
     if (not found and two_edits and len(word) >= TWO_EDITS_MIN_LENGTH and word[0].isalpha()
             and not english_frequencies()[word]):
-        near = db.q("vocabulary_by_initial", {"low": word[0], "high": chr(ord(word[0]) + 1),
-                                               "shortest": len(word) - 2, "longest": len(word) + 2})
+        near = db.q("vocabulary_by_prefix", {"low": word[:2], "high": word[0] + chr(ord(word[1]) + 1),
+                                              "shortest": len(word) - 2, "longest": len(word) + 2})
         found = [(int(docs), term) for term, docs in near if edit_distance(word, term, 2) <= 2]
     frequent = [f for f in found if f[0] >= 2] or found
     return [term for _docs, term in sorted(frequent, reverse=True)[:most]]

@@ -260,6 +260,10 @@ NO_MATCH_NOTE = ("dev v2 (131 answerable, 93 no-match; judged labels), a model f
 # Session 10: libraries ingested afresh and round 7's labels (286 more judged pairs) refit to the
 # same models and the same numbers (`mambo bench no-match --queries benchdata/v1/dev-v2.jsonl --labels
 # benchdata/v1/judgements/dev-v2-set1.jsonl --bare BARE`).
+# Session 11 (issue 18's typo, fusion and query-reading changes; same command, fresh libraries): the
+# coefficients kept score CorrectEmpty 0.914 annotated (false no-match 0.8 %), 0.882 bare (1.1 %);
+# refitted, 0.925 (1.6 %) and 0.882, objective 0.7188 vs 0.7209 annotated: not refitted
+# (benchdata/experiments/query-reading-result.txt).
 EMPTY_RULES = {
     "bm25": {"kind": "evidence", "min_similarity": 2.0, "min_coverage": 0.5, "calibration": CALIBRATION_NOTE},
     "dense": {"kind": "logistic", "bias": -7.1811,

@@ -158,9 +158,10 @@ SELECT documents FROM vocabulary_size;
 -- How many documents hold each of :terms (a JSON array); words the library never saw are absent.
 SELECT v.term, v.docs FROM vocabulary v WHERE v.term IN (SELECT value FROM json_each(:terms));
 
--- name: vocabulary_by_initial
--- The library's words from :low (inclusive) to :high (exclusive) of :shortest to :longest letters:
--- the candidates for a correction two edits away (queries.corrections), read by a range of the key.
+-- name: vocabulary_by_prefix
+-- The library's words from :low (inclusive) to :high (exclusive) of :shortest to :longest letters
+-- (a two-letter prefix: :low 'we', :high 'wf'): the candidates for a correction two edits away
+-- (queries.corrections), read by a range of the key.
 SELECT v.term, v.docs FROM vocabulary v
 WHERE v.term >= :low AND v.term < :high AND length(v.term) BETWEEN :shortest AND :longest;
 

@@ -132,7 +132,12 @@ LEXICAL_EVIDENCE = {"drop_below": 0.5, "boost_at": 0.75, "boost": 2.0, "partial"
 # content word, so "zinnia the ram: has opinions" was kept level with "when zinnia from it asks ..."
 # and the dense route put it first. Dev v2, judged labels, hybrid (session 11): entity 0.963 ->
 # 0.970 annotated, 0.419 -> 0.433 bare (bm25 0.424: hybrid no longer trails it); no other slice
-# moved. Counting articles too cost "a snowman" (visual 0.846 -> 0.839): left out.
+# moved. Counting articles too cost "a snowman" (visual 0.846 -> 0.839): left out. Then the dense
+# route orders them ("full_match_by_meaning"), not fusion, whose lexical half among memes that all
+# hold the words is BM25's preference for short captions ("X has entered the group chat" over the
+# memes about group chats): topic 0.968 -> 0.976 annotated, 0.810 -> 0.818 bare (dense alone
+# 0.816), noisy 0.927 -> 0.934, nothing lost; by the dense route without the typed words first,
+# entity fell to 0.953 (session 7 had measured the same loss).
 # How deep: the first 10 fused rows. Until session 11 the code kept within the first `limit` rows
 # (the constant, 30, was read as a truth value), so a list's top 10 depended on the length asked
 # for; now it does not. Swept at 10 / 15 / 20 / 30 (benchdata/fusion_sweep_v2.py, judged labels,

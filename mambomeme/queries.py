@@ -139,7 +139,7 @@ def edit_distance(a: str, b: str, bound: int) -> int:
         current = [i] + [0] * len(b)
         for j, cb in enumerate(b, 1):
             current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
-            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+            if before is not None and j > 1 and ca == b[j - 2] and a[i - 2] == cb:  # a swap (OSA)
                 current[j] = min(current[j], before[j - 2] + 1)
         if min(current) > bound:
             return bound + 1

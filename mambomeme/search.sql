@@ -198,9 +198,19 @@ SELECT (SELECT count(*) FROM item_embeddings), (SELECT total(item_id) FROM item_
 WITH RECURSIVE ranked AS (
     SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key AS pos FROM json_each(:dense)
 ), top AS (
-    SELECT row_number() OVER (ORDER BY t.pos) AS n, v.embedding
+    -- each of the best items gives its all-fields vector or, with :feedback_best, the one of its
+    -- vectors that matched the query best (DENSE_FEEDBACK "best")
+    SELECT row_number() OVER (ORDER BY t.pos) AS n,
+           (SELECT e.embedding FROM (
+                SELECT v.embedding, 0 AS kind FROM item_vectors v WHERE v.item_id = t.item_id
+                UNION ALL
+                SELECT v.embedding, 1 FROM item_field_vectors v
+                WHERE :feedback_best AND v.vector_id = t.item_id * 4 + 1
+                UNION ALL
+                SELECT v.embedding, 2 FROM item_field_vectors v
+                WHERE :feedback_best AND v.vector_id = t.item_id * 4 + 2
+            ) e ORDER BY vec_distance_cosine(e.embedding, vec_f32(:qvec_scaled)), e.kind LIMIT 1) AS embedding
     FROM (SELECT item_id, pos FROM ranked ORDER BY pos LIMIT :feedback_top) t
-    JOIN item_vectors v ON v.item_id = t.item_id
 ), moved(n, qvec) AS (
     SELECT 0, vec_f32(:qvec_scaled)
     UNION ALL

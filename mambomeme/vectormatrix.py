@@ -107,7 +107,14 @@ class VectorMatrix:
             # vector's cosine to it, keeping its first-pass similarities
             whole_row, field_rows = self.rows
             n = min(feedback["top"], len(ranked))
-            moved = raw * n / feedback["alpha"] + self.whole[[whole_row[item] for item, _ in ranked[:n]]].sum(axis=0)
+            def given(item: int) -> Any:
+                # the item's all-fields vector or, with "best", the one of its vectors nearest the query
+                rows = [self.whole[whole_row[item]]]
+                if feedback.get("best") and field_vectors:
+                    rows += [self.fields[r] for r in field_rows.get(item, [])]
+                return max(rows, key=lambda v: float(v @ q))
+
+            moved = raw * n / feedback["alpha"] + sum(given(item) for item, _ in ranked[:n])
             moved = moved / (np.linalg.norm(moved) or 1.0)
             moved_sim = {}
             for item, _ in ranked:

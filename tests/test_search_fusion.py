@@ -103,22 +103,24 @@ def test_kept_memes_come_by_what_they_hold_of_the_typed_words_then_by_meaning(se
     assert scores == sorted(scores, reverse=True), query
 
 
-def moved_similarities(db, qvec: np.ndarray, ids: list[int], top: int, alpha: float) -> dict[int, float]:
-    """Rocchio in numpy: q + alpha * mean(all-fields vectors of the first `top`), and each item's
-    best cosine over its stored vectors (all fields, caption, picture)."""
+def moved_similarities(db, qvec: np.ndarray, ids: list[int], top: int, alpha: float,
+                       given_best: bool) -> dict[int, float]:
+    """Rocchio in numpy: q + alpha * mean(a vector of each of the first `top`: its all-fields one, or
+    with `given_best` the one of its vectors nearest q), and each item's best cosine over its stored
+    vectors (all fields, caption, picture)."""
     def vec(sql: str, key: int) -> np.ndarray | None:
         row = db.con.execute(sql, (key,)).fetchone()
         return None if row is None else np.frombuffer(row[0], dtype=np.float32)
 
-    whole = {i: vec("SELECT embedding FROM item_vectors WHERE item_id = ?", i) for i in ids}
-    moved = qvec + alpha * np.mean([whole[i] for i in ids[:top]], axis=0)
-    moved /= np.linalg.norm(moved)
-    best = {}
-    for i in ids:
-        vs = [whole[i]] + [v for k in (1, 2) if (v := vec("SELECT embedding FROM item_field_vectors "
-                                                           "WHERE vector_id = ?", i * 4 + k)) is not None]
-        best[i] = max(float(v @ moved / np.linalg.norm(v)) for v in vs)
-    return best
+    def cos(v: np.ndarray, q: np.ndarray) -> float:
+        return float(v @ q / np.linalg.norm(v) / np.linalg.norm(q))
+
+    stored = {i: [vec("SELECT embedding FROM item_vectors WHERE item_id = ?", i)]
+              + [v for k in (1, 2) if (v := vec("SELECT embedding FROM item_field_vectors "
+                                                "WHERE vector_id = ?", i * 4 + k)) is not None] for i in ids}
+    given = [max(stored[i], key=lambda v: cos(v, qvec)) if given_best else stored[i][0] for i in ids[:top]]
+    moved = qvec + alpha * np.mean(given, axis=0)
+    return {i: max(cos(v, moved) for v in stored[i]) for i in ids}
 
 
 @pytest.mark.parametrize("query", ["pets acting like they own the house", "john cena coffee",
@@ -134,11 +136,36 @@ def test_dense_feedback_reranks_the_candidates_by_the_moved_query(searcher: Sear
     assert {r.item_id: (r.similarity, r.all_similarity) for r in first} == \
            {r.item_id: (r.similarity, r.all_similarity) for r in again}
     qvec = get_embedder().encode([plan_query(searcher.db, query).dense_query])[0]
-    moved = moved_similarities(searcher.db, qvec, [r.item_id for r in first], DENSE_FEEDBACK["top"],
-                               DENSE_FEEDBACK["alpha"])
+    ids = [r.item_id for r in first]
+    moved = moved_similarities(searcher.db, qvec, ids, DENSE_FEEDBACK["top"], DENSE_FEEDBACK["alpha"],
+                               DENSE_FEEDBACK["best"])
     order = [moved[r.item_id] for r in again]
     assert all(a >= b - 1e-5 for a, b in zip(order, order[1:], strict=False)), order
+
     assert [r.vec_rank for r in again] == list(range(1, len(again) + 1))
+
+
+def test_each_top_item_gives_the_vector_that_matched_the_query(searcher: Searcher) -> None:
+    """DENSE_FEEDBACK "best": a top item's feedback is its vector nearest the query (a caption's for
+    a quote, a picture's for a look), not always its all-fields one; both readings rank as numpy
+    says, and on the fixture they order some paraphrase's candidates differently."""
+    dense = DEFAULT_SYSTEMS["dense"]
+    differ = []
+    for query in ["pets acting like they own the house", "john cena coffee", "a man hammering metal in a forge",
+                  "someone who is sad"]:
+        qvec = get_embedder().encode([plan_query(searcher.db, query).dense_query])[0]
+        orders = {}
+        for best in (True, False):
+            cfg = dense | {"dense_feedback": DENSE_FEEDBACK | {"best": best}}
+            got = searcher.search(query, cfg, 50, empty_rule=False)
+            moved = moved_similarities(searcher.db, qvec, [r.item_id for r in
+                                                           searcher.search(query, dense, 50, empty_rule=False)],
+                                       DENSE_FEEDBACK["top"], DENSE_FEEDBACK["alpha"], best)
+            sims = [moved[r.item_id] for r in got]
+            assert all(a >= b - 1e-5 for a, b in zip(sims, sims[1:], strict=False)), (query, best)
+            orders[best] = [r.item_id for r in got]
+        differ.append(orders[True] != orders[False])
+    assert any(differ), differ
 
 
 def test_dense_feedback_changes_an_order_and_runs_in_hybrid(searcher: Searcher) -> None:

@@ -62,6 +62,10 @@ graders=(
     # (a blind pair given the grading guide and mambo-safety-v1; 33 exact agreements, 3 one grade apart)
     "dev-v2-r8-grader-a.jsonl helper-session-grader-a-r8"
     "dev-v2-r8-grader-b.jsonl helper-session-grader-b-r8"
+    # round 9 (session 12): the 108 candidates the feedback from each top meme's matching vector drew
+    # (a blind pair given the grading guide and mambo-safety-v1; 104 exact agreements, 4 one grade apart)
+    "dev-v2-r9-grader-a.jsonl helper-session-grader-a-r9"
+    "dev-v2-r9-grader-b.jsonl helper-session-grader-b-r9"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"

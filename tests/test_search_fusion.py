@@ -141,7 +141,6 @@ def test_dense_feedback_reranks_the_candidates_by_the_moved_query(searcher: Sear
                                DENSE_FEEDBACK["best"])
     order = [moved[r.item_id] for r in again]
     assert all(a >= b - 1e-5 for a, b in zip(order, order[1:], strict=False)), order
-
     assert [r.vec_rank for r in again] == list(range(1, len(again) + 1))
 
 

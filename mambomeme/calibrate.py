@@ -15,8 +15,15 @@ import click
 from mambomeme.bench import judged_queries, load_dev_queries, machine_info
 from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts, get_embedder
 from mambomeme.library import DB, FIXTURE_DIR, default_db_path, open_library, show_path
-from mambomeme.queries import plan_query
-from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Result, Searcher, sync_systems, system_config
+from mambomeme.search import (
+    DEFAULT_SYSTEM,
+    DEFAULT_SYSTEMS,
+    Result,
+    Searcher,
+    plan_for,
+    sync_systems,
+    system_config,
+)
 from mambomeme.terminal import measure_latencies
 
 
@@ -212,8 +219,9 @@ def bench_embed_text(ctx: click.Context, queries_path: Path, labels_path: Path |
     ids = [r[0] for r in db.con.execute("SELECT item_id FROM servable_items ORDER BY item_id")]
     by_id = {d["item_id"]: d for d in db.rows("results_details", {"ids": json.dumps(ids)})}
     details = [by_id[i] for i in ids]
-    # the query text the dense route embeds (filler words out, slang and corrections in)
-    qvecs = embedder.encode([plan_query(db, q["query"]).dense_query for q in queries])
+    # the query text the dense route embeds (filler words out, slang and corrections in), read as the
+    # dense system reads it
+    qvecs = embedder.encode([plan_for(db, q["query"], DEFAULT_SYSTEMS["dense"]).dense_query for q in queries])
     cache: dict[Callable[[dict[str, Any]], str], Any] = {}
 
     def sims(make: Callable[[dict[str, Any]], str]) -> Any:

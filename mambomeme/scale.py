@@ -22,8 +22,7 @@ from mambomeme.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, per
 from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import Ingester
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
-from mambomeme.queries import plan_query
-from mambomeme.search import DEFAULT_SYSTEMS, Searcher, format_result, sync_systems
+from mambomeme.search import DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
 from mambomeme.sidecars import Metadata
 from mambomeme.vectormatrix import InMemoryVectors
 from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_MIN_VECTORS, IVF_PROBE, maintain_vector_index
@@ -272,7 +271,7 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
                             db.con.execute("SELECT embedding FROM item_vectors UNION ALL "
                                            "SELECT embedding FROM item_field_vectors")])
             row["vectors"] = len(mat)
-            qvecs = {q: embedder.encode([plan_query(db, q).dense_query])[0] for q in queries}
+            qvecs = {q: embedder.encode([plan_for(db, q, DEFAULT_SYSTEMS["dense"]).dense_query])[0] for q in queries}
             floor = []
             for q in order:
                 qv = qvecs[q]

@@ -446,7 +446,7 @@ class Searcher:
             scaled = array.array("f", (x * n / feedback["alpha"] for x in array.array("f", params["qvec"]))).tobytes()
             rows = reader.q("dense_feedback", {"dense": ranking, "qvec_scaled": scaled, "feedback_top": n,
                                                "field_vectors": params["field_vectors"],
-                                               "feedback_best": bool(feedback.get("best")) and params["field_vectors"]})
+                                               "feedback_best": bool(feedback.get("best"))})
             ranking = json.dumps([[r[0], r[1], r[2]] for r in rows])
         return ranking
 

@@ -188,42 +188,35 @@ SELECT (SELECT count(*) FROM item_embeddings), (SELECT total(item_id) FROM item_
 
 -- name: dense_feedback
 -- Pseudo-relevance feedback for the dense route (Rocchio): the query vector moves towards the mean
--- of the all-fields vectors of the route's :feedback_top best items, and the route's candidates
--- (:dense, [[item id, similarity, all-fields similarity], ...] best first) are ranked again by
--- their best vector's cosine similarity to the moved vector. :qvec_scaled is the query vector times
--- (items averaged) / alpha, so q + alpha * mean(top) points the same way as :qvec_scaled + sum(top)
--- (cosine ignores length) and vec_add is the only vector arithmetic needed. Only the candidates'
--- stored vectors are read (primary-key lookups), never a second scan. Each row keeps its first-pass
--- similarities: the "no match" evidence is about the query, not the moved vector.
+-- of one vector of each of the route's :feedback_top best items (its all-fields vector or, with
+-- :feedback_best, the one of its vectors nearest the query: DENSE_FEEDBACK "best"), and the route's
+-- candidates (:dense, [[item id, similarity, all-fields similarity], ...] best first) are ranked
+-- again by their best vector's cosine similarity to the moved vector. :qvec_scaled is the query
+-- vector times (items averaged) / alpha, so q + alpha * mean(top) points the same way as
+-- :qvec_scaled + sum(top) (cosine ignores length) and vec_add is the only vector arithmetic needed.
+-- Only the candidates' stored vectors are read (primary-key lookups, once), never a second scan.
+-- Each row keeps its first-pass similarities: the "no match" evidence is about the query, not the
+-- moved vector.
 WITH RECURSIVE ranked AS (
     SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key AS pos FROM json_each(:dense)
+), vectors AS MATERIALIZED (
+    -- the candidates' stored vectors, by primary key: all fields (kind 0), then caption and picture
+    SELECT r.item_id, 0 AS kind, v.embedding FROM ranked r JOIN item_vectors v ON v.item_id = r.item_id
+    UNION ALL
+    SELECT r.item_id, 1, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 1
+    WHERE :field_vectors
+    UNION ALL
+    SELECT r.item_id, 2, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 2
+    WHERE :field_vectors
 ), top AS (
-    -- each of the best items gives its all-fields vector or, with :feedback_best, the one of its
-    -- vectors that matched the query best (DENSE_FEEDBACK "best")
     SELECT row_number() OVER (ORDER BY t.pos) AS n,
-           (SELECT e.embedding FROM (
-                SELECT v.embedding, 0 AS kind FROM item_vectors v WHERE v.item_id = t.item_id
-                UNION ALL
-                SELECT v.embedding, 1 FROM item_field_vectors v
-                WHERE :feedback_best AND v.vector_id = t.item_id * 4 + 1
-                UNION ALL
-                SELECT v.embedding, 2 FROM item_field_vectors v
-                WHERE :feedback_best AND v.vector_id = t.item_id * 4 + 2
-            ) e ORDER BY vec_distance_cosine(e.embedding, vec_f32(:qvec_scaled)), e.kind LIMIT 1) AS embedding
+           (SELECT x.embedding FROM vectors x WHERE x.item_id = t.item_id AND (x.kind = 0 OR :feedback_best)
+            ORDER BY vec_distance_cosine(x.embedding, vec_f32(:qvec_scaled)), x.kind LIMIT 1) AS embedding
     FROM (SELECT item_id, pos FROM ranked ORDER BY pos LIMIT :feedback_top) t
 ), moved(n, qvec) AS (
     SELECT 0, vec_f32(:qvec_scaled)
     UNION ALL
     SELECT m.n + 1, vec_add(m.qvec, t.embedding) FROM moved m JOIN top t ON t.n = m.n + 1
-), vectors AS (
-    -- the candidates' stored vectors, by primary key: all fields, then caption and picture
-    SELECT r.item_id, v.embedding FROM ranked r JOIN item_vectors v ON v.item_id = r.item_id
-    UNION ALL
-    SELECT r.item_id, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 1
-    WHERE :field_vectors
-    UNION ALL
-    SELECT r.item_id, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 2
-    WHERE :field_vectors
 ), rescored AS (
     SELECT item_id, max(1.0 - vec_distance_cosine(embedding, (SELECT qvec FROM moved ORDER BY n DESC LIMIT 1)))
            AS moved_sim

@@ -102,26 +102,20 @@ class VectorMatrix:
                     cur[1] = sim
         ranked = sorted(best.items(), key=lambda x: (-x[1][0], x[0]))[:k]  # type: ignore[operator]
         if feedback and ranked:
-            # Rocchio as dense_feedback: q * n / alpha + the sum of the n best items' all-fields
-            # vectors points as q + alpha * their mean; each candidate is ranked again by its best
-            # vector's cosine to it, keeping its first-pass similarities
+            # Rocchio as dense_feedback: q * n / alpha + the sum of one vector of each of the n best
+            # items (its all-fields one or, with "best", the one nearest q) points as q + alpha *
+            # their mean; each candidate is ranked again by its best vector's cosine to it, keeping
+            # its first-pass similarities
             whole_row, field_rows = self.rows
+            stored = {item: np.vstack([self.whole[whole_row[item]],
+                                       self.fields[field_rows.get(item, []) if field_vectors else []]])
+                      for item, _ in ranked}  # all fields first, then caption and picture
             n = min(feedback["top"], len(ranked))
-            def given(item: int) -> Any:
-                # the item's all-fields vector or, with "best", the one of its vectors nearest the query
-                rows = [self.whole[whole_row[item]]]
-                if feedback.get("best") and field_vectors:
-                    rows += [self.fields[r] for r in field_rows.get(item, [])]
-                return max(rows, key=lambda v: float(v @ q))
-
-            moved = raw * n / feedback["alpha"] + sum(given(item) for item, _ in ranked[:n])
+            best = bool(feedback.get("best"))
+            given = [v[int(np.argmax(v @ q))] if best else v[0] for v in (stored[item] for item, _ in ranked[:n])]
+            moved = raw * n / feedback["alpha"] + np.sum(given, axis=0)
             moved = moved / (np.linalg.norm(moved) or 1.0)
-            moved_sim = {}
-            for item, _ in ranked:
-                sims = [float(self.whole[whole_row[item]] @ moved)]
-                if field_vectors:
-                    sims += (self.fields[field_rows.get(item, [])] @ moved).tolist()
-                moved_sim[item] = max(sims)
+            moved_sim = {item: float(np.max(v @ moved)) for item, v in stored.items()}
             order = {item: pos for pos, (item, _) in enumerate(ranked)}
             ranked.sort(key=lambda x: (-moved_sim[x[0]], order[x[0]]))
         return json.dumps([[item, sim, whole] for item, (sim, whole) in ranked])

@@ -648,8 +648,7 @@ def safety_clear(ctx: click.Context, item: str) -> None:
 def safety_recheck(ctx: click.Context) -> None:
     """Re-run the current text rules on every meme's stored OCR text (decisions stay in force)."""
     c = recheck(open_library(ctx))
-    click.echo(f"re-checked {c['items']} meme(s) with {RULES_VERSION}: {c['changed']} changed class, "
-               f"{c['kept_sidecar']} kept (an older detector's class over a sidecar)")
+    click.echo(f"re-checked {c['items']} meme(s) with {RULES_VERSION}: {c['changed']} changed class")
 
 
 @safety.command(name="detect")

@@ -981,8 +981,8 @@ END;
 -- What each safety signal found (the text rules of mambomeme/safety.py, the picture classifier):
 -- class, rule, the words that fired, score and engine. `items.safety` stays the one effective
 -- class that servable_items and hidden_items read; a person's decision (safety_decisions, keyed by
--- content so it survives prune and re-ingest) wins over every automatic class through the triggers
--- below, which keep what the automation said (automatic_*) for when the decision is withdrawn.
+-- content so it survives prune and re-ingest) wins over every automatic class and every sidecar
+-- (mambomeme/state.sql, apply_item_state). automatic_* keep what the automation said when it was made.
 CREATE TABLE safety_engines (
     engine_id      INTEGER PRIMARY KEY,
     kind           TEXT NOT NULL CHECK (kind IN ('text', 'picture')),
@@ -1016,36 +1016,6 @@ CREATE TABLE safety_decisions (
     decided_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
 
-CREATE TRIGGER safety_decision_made AFTER INSERT ON safety_decisions BEGIN
-    UPDATE items SET safety = new.safety, safety_source = 'person:' || new.decided_by WHERE sha256 = new.sha256;
-END;
-
-CREATE TRIGGER safety_decision_changed AFTER UPDATE OF safety, decided_by ON safety_decisions BEGIN
-    UPDATE items SET safety = new.safety, safety_source = 'person:' || new.decided_by WHERE sha256 = new.sha256;
-END;
-
-CREATE TRIGGER safety_decision_withdrawn AFTER DELETE ON safety_decisions BEGIN
-    UPDATE items SET safety = old.automatic_safety, safety_source = old.automatic_source WHERE sha256 = old.sha256;
-END;
-
-CREATE TRIGGER safety_decision_on_new_item AFTER INSERT ON items
-WHEN EXISTS (SELECT 1 FROM safety_decisions WHERE sha256 = new.sha256) BEGIN
-    UPDATE safety_decisions SET automatic_safety = new.safety, automatic_source = new.safety_source
-    WHERE sha256 = new.sha256;
-    UPDATE items SET safety = (SELECT safety FROM safety_decisions WHERE sha256 = new.sha256),
-                     safety_source = 'person:' || (SELECT decided_by FROM safety_decisions WHERE sha256 = new.sha256)
-    WHERE item_id = new.item_id;
-END;
-
-CREATE TRIGGER safety_decision_on_reclass AFTER UPDATE OF safety, safety_source ON items
-WHEN new.safety_source NOT LIKE 'person:%' AND EXISTS (SELECT 1 FROM safety_decisions WHERE sha256 = new.sha256) BEGIN
-    UPDATE safety_decisions SET automatic_safety = new.safety, automatic_source = new.safety_source
-    WHERE sha256 = new.sha256;
-    UPDATE items SET safety = (SELECT safety FROM safety_decisions WHERE sha256 = new.sha256),
-                     safety_source = 'person:' || (SELECT decided_by FROM safety_decisions WHERE sha256 = new.sha256)
-    WHERE item_id = new.item_id;
-END;
-
 -- 012: a text-layout template's fixed words and where OCR must find them (templates/README.md);
 -- '[]' for picture templates.
 ALTER TABLE templates ADD COLUMN anchors TEXT NOT NULL DEFAULT '[]' CHECK (json_type(anchors) = 'array');
@@ -1055,4 +1025,15 @@ ALTER TABLE templates ADD COLUMN views_revision INTEGER NOT NULL DEFAULT 0;
 
 -- 015: the vector tables hold all-mpnet-base-v2's 768 dimensions (made so above).
 
-PRAGMA user_version = 15;
+-- 016: each file keeps its own metadata; an item's safety, rights and privacy are computed from all
+-- its files, its signals, a person's decision and its perceptual group (mambomeme/state.sql).
+-- `metadata`: the fields the file's sidecars and manifest lines give (NULL: none); `safety`,
+-- `rights`, `private`: the strict fields apart (NULL: not given; doubt kept at the stricter
+-- reading); `stated`: the strict fields given readably.
+ALTER TABLE files ADD COLUMN metadata TEXT CHECK (metadata IS NULL OR json_type(metadata) = 'object');
+ALTER TABLE files ADD COLUMN safety TEXT CHECK (safety IN ('safe', 'sensitive', 'unsafe', 'critical'));
+ALTER TABLE files ADD COLUMN rights TEXT CHECK (rights IN ('cleared', 'unknown', 'withdrawn'));
+ALTER TABLE files ADD COLUMN private INTEGER CHECK (private IN (0, 1));
+ALTER TABLE files ADD COLUMN stated TEXT NOT NULL DEFAULT '[]' CHECK (json_type(stated) = 'array');
+
+PRAGMA user_version = 16;

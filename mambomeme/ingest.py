@@ -39,12 +39,13 @@ from mambomeme.images import (
     near_identical,
     read_image,
 )
-from mambomeme.library import DB, SAFETY_CLASSES, clean_line, show_path
+from mambomeme.library import DB, clean_line, show_path
 from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
 from mambomeme.picture import PictureScorer, get_picture, identity, picture_class
 from mambomeme.review import engine_id, record_picture_signal, record_text_signal, text_engine_id
 from mambomeme.safety import detect_safety
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder
+from mambomeme.state import file_params, restate, template_group_id
 from mambomeme.templates import (
     Recognition,
     TemplateIndex,
@@ -307,7 +308,6 @@ class Pending:
     template: Recognition | None = None
     picture_score: float | None = None
     existing_item: int | None = None  # set when only metadata changed
-    duplicate: bool = False  # an exact duplicate whose sidecar describes its metadata-less original
 
 
 @dataclass
@@ -316,7 +316,7 @@ class Batch:
 
     pending: list[Pending] = field(default_factory=list)  # items to (re)write
     touches: list[dict[str, Any]] = field(default_factory=list)  # same content, new stat
-    links: list[tuple[Found, int, int, str, str]] = field(default_factory=list)  # exact duplicates, by sha
+    links: list[tuple[Found, int, int, str, str, Metadata | None]] = field(default_factory=list)  # exact copies
     jobs: list[tuple[Pending, bytes, str]] = field(default_factory=list)  # new content being analysed
     results: Callable[[], list[Analysis | BadInput]] = lambda: []
 
@@ -342,6 +342,7 @@ class Ingester:
         self.workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
         self.run_id = 0
         self.phash_index = PhashIndex([])
+        self.state_changed = False  # what may be shown changed: the vocabulary is refreshed
 
     # -- lazily loaded engines (a re-run with nothing new loads neither)
     def submit_analysis(self, jobs: list[tuple[bytes, str]]) -> Callable[[], list[Analysis | BadInput]]:
@@ -470,7 +471,7 @@ class Ingester:
             # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
             # for this: _write applies it to the item's group in the item's own transaction.
             with db.write():
-                db.q("apply_group_state", {"item_id": None})
+                self.state_changed |= restate(db, None)[1]
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -479,7 +480,7 @@ class Ingester:
             if self.pool is not None:
                 self.pool.shutdown(wait=True, cancel_futures=True)
                 self.pool = None
-            if self.stats.added or self.stats.updated:
+            if self.stats.added or self.stats.updated or self.state_changed:
                 with contextlib.suppress(Exception), db.write():
                     db.q("refresh_vocabulary")
             s = self.stats
@@ -511,8 +512,10 @@ class Ingester:
                 self.error(f.path, side_err, skipped=False)
                 sidecar_sha = "error:" + sidecar_sha
             known = db.q1("file_by_path", {"root_id": f.root_id, "rel_path": f.rel_path})
+            # Bare means "read no sidecar", not "forget what they said": a known file keeps its metadata.
+            keep = bool(known) and isinstance(self.sidecars, NoSidecars)
             if known and known[2] == st.st_size and known[3] == st.st_mtime_ns:
-                if known[4] == sidecar_sha:
+                if keep or known[4] == sidecar_sha:
                     self.stats.skipped += 1
                     continue
                 # Only the metadata changed: update it and re-embed the item's text.
@@ -535,25 +538,18 @@ class Ingester:
             if known and known[5] == sha:
                 touches.append({"file_id": known[0], "size": st.st_size, "mtime_ns": st.st_mtime_ns,
                                 "sidecar_sha256": known[4]})
-                if known[4] != sidecar_sha:
+                if not keep and known[4] != sidecar_sha:
                     pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
                                            existing_item=int(known[1])))
                 else:
                     self.stats.skipped += 1
                 continue
             same = db.q1("item_by_sha", {"sha256": sha})
-            twin = next((p for p, _, s in [*earlier, *jobs] if s == sha), None)
+            twin = any(s == sha for _p, _d, s in [*earlier, *jobs])
             if same or twin:
-                links.append((f, st.st_size, st.st_mtime_ns, sha, sidecar_sha))
-                # A duplicate's sidecar fills in what the original's sidecar left out.
-                if meta is not None and twin is not None:
-                    twin.meta = twin.meta.merged(meta)
-                elif meta is not None and same is not None:
-                    stored = Metadata.from_row(db.rows("item_metadata", {"item_id": same[0]})[0])
-                    merged = stored.merged(meta)
-                    if merged.params() != stored.params():
-                        pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, merged,
-                                               existing_item=int(same[0]), duplicate=True))
+                # An exact copy is another file of the same item: its metadata is kept with the file,
+                # and the item's state is computed from all of its files (state.restate).
+                links.append((f, st.st_size, st.st_mtime_ns, sha, sidecar_sha, meta))
                 continue
             jobs.append((Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata()), data, sha))
         if jobs:
@@ -586,14 +582,14 @@ class Ingester:
             for t in touches:
                 db.q("touch_file", t)
             items = [item_id for p in pending if (item_id := self._write(p)) is not None]
-            for f, size, mtime_ns, sha, sidecar_sha in links:
+            linked = []
+            for f, size, mtime_ns, sha, sidecar_sha, meta in links:
                 item_id = int(db.q1("item_by_sha", {"sha256": sha})[0])
                 self.stats.duplicates += 1
-                if any(p.duplicate and p.found is f for p in pending):
-                    continue  # its file row was written with the metadata
-                db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path,
-                                     "size": size, "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha})
+                self._insert_file(item_id, f, size, mtime_ns, sidecar_sha, meta)
+                linked.append(item_id)
             db.q("delete_orphan_items")
+            items += self._restate(linked)
             items = list(dict.fromkeys(i for i in [*items, *sorted(self._relabelled)]
                                        if db.q1("item_groups", {"item_id": i})))
             self._relabelled.clear()
@@ -612,9 +608,6 @@ class Ingester:
         if self.progress_enabled:
             click.echo(f"mambo: near-identical groups made again: {groups} groups, {len(touched)} items "
                        "re-checked", err=True)
-
-    def _template_group(self, template: str) -> int | None:
-        return _template_group_id(self.db, template)
 
     def _groups(self, item_id: int, phash: int, ocr_text: str, template_group: int | None) -> tuple[int, int | None]:
         """(perceptual group, template group) of a new item; see NEAR_DUP_BITS for the rule."""
@@ -637,59 +630,65 @@ class Ingester:
         """Write one item (or its new metadata); returns its id, None when it became a duplicate.
         Vectors are written afterwards, from the effective text (embed_items)."""
         db = self.db
-        meta = p.meta.params() | {"template_group": self._template_group(p.meta.template)}
+        meta = p.meta.params() | {"template_group": template_group_id(db, p.meta.template)}
         if p.existing_item is not None:
-            item_id = p.existing_item
-            db.q("update_item_metadata", meta | {"item_id": item_id})
-            db.q("apply_group_state", {"item_id": item_id})
-            self.stats.updated += 0 if p.duplicate else 1
-        elif (same := db.q1("item_by_sha", {"sha256": p.facts.sha256 if p.facts else ""})) is not None:
+            # Only this file's metadata changed: the item is computed again from all of its files.
+            self._insert_file(p.existing_item, p.found, p.size, p.mtime_ns, p.sidecar_sha, p.meta)
+            self.stats.updated += 1
+            return p.existing_item if self._restate([p.existing_item]) else None
+        if (same := db.q1("item_by_sha", {"sha256": p.facts.sha256 if p.facts else ""})) is not None:
             # Another ingest stored this content meanwhile: this file is an exact duplicate of it.
             self.stats.duplicates += 1
-            db.q("insert_file", {"item_id": int(same[0]), "root_id": p.found.root_id, "rel_path": p.found.rel_path,
-                                 "size": p.size, "mtime_ns": p.mtime_ns, "sidecar_sha256": p.sidecar_sha})
+            self._insert_file(int(same[0]), p.found, p.size, p.mtime_ns, p.sidecar_sha, p.meta)
+            self._restate([int(same[0])])
             return None
-        else:
-            facts = p.facts
-            assert facts is not None
-            detected = detect_safety(p.ocr_text)
-            if detected and SAFETY_CLASSES.index(detected[0]) > SAFETY_CLASSES.index(meta["safety"]):
-                meta |= {"safety": detected[0], "safety_source": f"detector:{detected[1]}"}
-            pic = picture_class(p.picture_score) if p.picture_score is not None else None
-            if pic and SAFETY_CLASSES.index(pic[0]) > SAFETY_CLASSES.index(meta["safety"]):
-                meta |= {"safety": pic[0], "safety_source": f"picture:{pic[1]}"}
-            rec = p.template
-            if meta["template_group"] is None and rec is not None:
-                # A recognised template names the template group, as a sidecar's template would.
-                name = db.q1("template_name", {"template_id": rec.template_id})[0]
-                meta["template_group"] = self._template_group(name)
-            item_id = int(db.q1("insert_item", meta | {
-                "sha256": facts.sha256, "format": facts.format, "width": facts.width,
-                "height": facts.height, "byte_size": facts.byte_size, "phash": facts.phash,
-                "dhash": facts.dhash, "perceptual_group": None, "ocr_text": p.ocr_text,
-                "ocr_engine_id": self.ocr_engine_id,
-                "template_id": rec.template_id if rec else None, "template_score": rec.inliers if rec else None,
-                "recognised_revision": self.revision, "ocr_boxes": json.dumps(p.boxes),
-            })[0])
-            if detected:  # what fired, for `mambo safety` (a person may overrule it)
-                record_text_signal(db, item_id, detected, text_engine_id(db))
-            if pic and self.picture_engine_id is not None:
-                record_picture_signal(db, item_id, p.picture_score, pic, self.picture_engine_id)
-            perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
-            db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
-            # A near-duplicate of a private, withdrawn or unsafe item is held as strictly (issue 22).
-            db.q("apply_group_state", {"item_id": item_id})
-            # Labels kept when this content was last deleted come back with it.
-            for scope, group in db.q("reattach_labels", {"item_id": item_id}):
-                self._relabelled |= {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id,
-                                                                            "group_id": group})}
-            db.q("forget_kept_labels", {"sha256": facts.sha256})
-            db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
-                                    "height": facts.preview_size[1], "data": facts.preview})
-            self.stats.added += 1
-        db.q("insert_file", {"item_id": item_id, "root_id": p.found.root_id, "rel_path": p.found.rel_path,
-                             "size": p.size, "mtime_ns": p.mtime_ns, "sidecar_sha256": p.sidecar_sha})
+        facts = p.facts
+        assert facts is not None
+        # What the signals find is stored with the item; its class is computed from them (restate).
+        detected = detect_safety(p.ocr_text)
+        pic = picture_class(p.picture_score) if p.picture_score is not None else None
+        rec = p.template
+        if meta["template_group"] is None and rec is not None:
+            # A recognised template names the template group, as a sidecar's template would.
+            name = db.q1("template_name", {"template_id": rec.template_id})[0]
+            meta["template_group"] = template_group_id(db, name)
+        item_id = int(db.q1("insert_item", meta | {
+            "sha256": facts.sha256, "format": facts.format, "width": facts.width,
+            "height": facts.height, "byte_size": facts.byte_size, "phash": facts.phash,
+            "dhash": facts.dhash, "perceptual_group": None, "ocr_text": p.ocr_text,
+            "ocr_engine_id": self.ocr_engine_id,
+            "template_id": rec.template_id if rec else None, "template_score": rec.inliers if rec else None,
+            "recognised_revision": self.revision, "ocr_boxes": json.dumps(p.boxes),
+        })[0])
+        self._insert_file(item_id, p.found, p.size, p.mtime_ns, p.sidecar_sha, p.meta)
+        if detected:  # what fired, for `mambo safety` (a person may overrule it)
+            record_text_signal(db, item_id, detected, text_engine_id(db))
+        if pic and self.picture_engine_id is not None:
+            record_picture_signal(db, item_id, p.picture_score, pic, self.picture_engine_id)
+        perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
+        db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
+        # A near-duplicate of a private, withdrawn or unsafe item is held as strictly, at once.
+        self._restate([item_id])
+        # Labels kept when this content was last deleted come back with it.
+        for scope, group in db.q("reattach_labels", {"item_id": item_id}):
+            self._relabelled |= {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id,
+                                                                        "group_id": group})}
+        db.q("forget_kept_labels", {"sha256": facts.sha256})
+        db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
+                                "height": facts.preview_size[1], "data": facts.preview})
+        self.stats.added += 1
         return item_id
+
+    def _insert_file(self, item_id: int, f: Found, size: int, mtime_ns: int, sidecar_sha: str,
+                     meta: Metadata | None) -> None:
+        self.db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path, "size": size,
+                                  "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha} | file_params(meta))
+
+    def _restate(self, item_ids: list[int]) -> list[int]:
+        """state.restate for the items a write touched; returns those whose text changed."""
+        changed, shown = restate(self.db, item_ids)
+        self.state_changed |= shown
+        return changed
 
 
 def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> None:
@@ -803,7 +802,7 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
                                          "ocr_boxes": None if boxes is None else json.dumps(boxes)})
                 if found and not it["template"]:
                     name = db.q1("template_name", {"template_id": found.template_id})[0]
-                    group = _template_group_id(db, name)
+                    group = template_group_id(db, name)
                     db.q("set_template_group", {"item_id": it["item_id"], "template_group": group})
             now = derive(db, [it["item_id"] for it, _f, _b in updates] + absent)
             if now:
@@ -847,20 +846,9 @@ def regroup(db: DB) -> tuple[list[int], int]:
             moved.append(item_id)
             touched_old.add(old[item_id])
     db.q("relabel_perceptual")
-    db.q("apply_group_state", {"item_id": None})
+    restate(db, None)
     # Everyone who shared a group with a moved item, before or after, may gain or lose its labels.
     new = {i: group_of_first[head] for i, head in first.items()}
     touched_new = {new[i] for i in moved}
     touched = {i for i in old if old[i] in touched_old or new[i] in touched_new}
     return sorted(touched), len(group_of_first)
-
-
-def _template_group_id(db: DB, template: str) -> int | None:
-    """The template group named by a template name (created on first use)."""
-    label = " ".join(template.lower().split())
-    if not label:
-        return None
-    row = db.q1("template_group", {"label": label})
-    if row:
-        return int(row[0])
-    return int(db.q1("new_group", {"kind": "template", "label": label})[0])

@@ -23,25 +23,6 @@ VALUES (:sha256, :format, :width, :height, :byte_size, :phash, :dhash, :perceptu
         :template_id, :template_score, :recognised_revision, :ocr_boxes, :stated)
 RETURNING item_id;
 
--- name: update_item_metadata
--- The item's own safety (before its perceptual group raised it: `inherited`) meets the new sidecar;
--- apply_group_state runs next.
-UPDATE items SET title = :title, template = :template, entities = :entities, tags = :tags,
-       description = :description, source_url = :source_url, creator = :creator, licence = :licence,
-       safety = CASE WHEN safety_source LIKE 'detector:%' AND :safety_rank < (
-                         CASE coalesce(inherited ->> '$.safety', safety)
-                         WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
-                     THEN coalesce(inherited ->> '$.safety', safety) ELSE :safety END,
-       safety_source = CASE WHEN safety_source LIKE 'detector:%' AND :safety_rank < (
-                         CASE coalesce(inherited ->> '$.safety', safety)
-                         WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
-                     THEN safety_source ELSE :safety_source END,
-       rights = :rights, private = :private, metadata_source = :metadata_source,
-       stated = :stated, inherited = '{}',
-       template_group = coalesce(:template_group, template_group),
-       updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-WHERE item_id = :item_id;
-
 -- name: item_metadata
 SELECT title, template, entities, tags, description, source_url, creator, licence, safety, rights, private,
        metadata_source
@@ -51,11 +32,16 @@ FROM items WHERE item_id = :item_id;
 SELECT title, template, entities, tags, description, ocr_text FROM items WHERE item_id = :item_id;
 
 -- name: insert_file
-INSERT INTO files(item_id, root_id, rel_path, size, mtime_ns, sidecar_sha256)
-VALUES (:item_id, :root_id, :rel_path, :size, :mtime_ns, :sidecar_sha256)
+-- A file with its own metadata (state.py file_params); the item's state is computed after it.
+INSERT INTO files(item_id, root_id, rel_path, size, mtime_ns, sidecar_sha256, metadata, safety, rights, private,
+                  stated)
+VALUES (:item_id, :root_id, :rel_path, :size, :mtime_ns, :sidecar_sha256, :metadata, :safety, :rights, :private,
+        :stated)
 ON CONFLICT (root_id, rel_path) DO UPDATE SET
     item_id = excluded.item_id, size = excluded.size, mtime_ns = excluded.mtime_ns,
-    sidecar_sha256 = excluded.sidecar_sha256, seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
+    sidecar_sha256 = excluded.sidecar_sha256, metadata = excluded.metadata, safety = excluded.safety,
+    rights = excluded.rights, private = excluded.private, stated = excluded.stated,
+    seen_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
 
 -- name: touch_file
 UPDATE files SET size = :size, mtime_ns = :mtime_ns, sidecar_sha256 = :sidecar_sha256,
@@ -73,54 +59,6 @@ VALUES (:item_id, :format, :width, :height, :data);
 -- name: upsert_embedding
 INSERT OR REPLACE INTO item_embeddings(item_id, model_id, text_sha256, vector_sha256)
 VALUES (:item_id, :model_id, :text_sha256, :vector_sha256);
-
--- name: apply_group_state
--- Fail closed (issue 22): a perceptual duplicate of a private, withdrawn or unsafe item is held as
--- strictly as the strictest item of its group, field by field, except where its own sidecar states
--- that field (`stated`: a person's decision wins). An item's own values are its columns, or
--- `inherited` when the group raised them; the group is recomputed from own values, so a copy goes
--- back to its own state when the stricter item leaves. :item_id names one item's group; NULL: all.
--- (An IN list rather than an OR, so one group's update is an index lookup: ~0.3 ms, not a scan.)
-WITH own AS (
-    SELECT item_id, perceptual_group AS g, stated,
-           coalesce(inherited ->> '$.safety', safety) AS o_safety,
-           coalesce(inherited ->> '$.rights', rights) AS o_rights,
-           coalesce(inherited ->> '$.private', private) AS o_private
-    FROM items
-    WHERE perceptual_group IN (SELECT perceptual_group FROM items WHERE item_id = :item_id
-                               UNION ALL
-                               SELECT group_id FROM image_groups WHERE :item_id IS NULL AND kind = 'perceptual')
-),
-strictest AS (
-    SELECT g, max(CASE o_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
-                  AS s_rank,
-           max(o_rights = 'withdrawn') AS withdrawn, max(o_private) AS private
-    FROM own GROUP BY g
-),
-want AS (
-    SELECT o.item_id, o.o_safety, o.o_rights, o.o_private,
-           CASE WHEN 'safety' IN (SELECT value FROM json_each(o.stated))
-                  OR s.s_rank <= CASE o.o_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1
-                                                 WHEN 'unsafe' THEN 2 ELSE 3 END
-                THEN o.o_safety
-                ELSE CASE s.s_rank WHEN 1 THEN 'sensitive' WHEN 2 THEN 'unsafe' ELSE 'critical' END END AS n_safety,
-           CASE WHEN 'rights' IN (SELECT value FROM json_each(o.stated)) OR NOT s.withdrawn THEN o.o_rights
-                ELSE 'withdrawn' END AS n_rights,
-           CASE WHEN 'private' IN (SELECT value FROM json_each(o.stated)) THEN o.o_private
-                ELSE max(o.o_private, s.private) END AS n_private
-    FROM own o JOIN strictest s USING (g)
-)
-UPDATE items SET safety = w.n_safety, rights = w.n_rights, private = w.n_private,
-       inherited = CASE WHEN w.n_safety = w.o_safety AND w.n_rights = w.o_rights AND w.n_private = w.o_private
-                        THEN '{}'
-                        ELSE json_object('safety', w.o_safety, 'rights', w.o_rights, 'private', w.o_private) END
-FROM want w
-WHERE items.item_id = w.item_id
-  AND (items.safety IS NOT w.n_safety OR items.rights IS NOT w.n_rights OR items.private IS NOT w.n_private
-       OR items.inherited <> CASE WHEN w.n_safety = w.o_safety AND w.n_rights = w.o_rights
-                                       AND w.n_private = w.o_private THEN '{}'
-                                  ELSE json_object('safety', w.o_safety, 'rights', w.o_rights,
-                                                   'private', w.o_private) END);
 
 -- name: reattach_labels
 -- Labels kept (kept_labels) when this content was last deleted, on the item that has it again; a

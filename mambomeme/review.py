@@ -9,6 +9,7 @@ from typing import Any
 
 from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line
 from mambomeme.safety import RULES_VERSION, Detection, detect_safety
+from mambomeme.state import restate
 
 TEXT_RULES_SETTING = "safety_text_rules"  # the rules version the library's text signals come from
 
@@ -40,39 +41,20 @@ def record_picture_signal(db: DB, item_id: int, score: float, found: tuple[str, 
                                   "rule": found[1], "words": "[]", "score": round(score, 4)})
 
 
-def stricter(a: tuple[str, str], b: tuple[str, str]) -> tuple[str, str]:
-    """The more severe of two (class, source) pairs; the first on a tie."""
-    return b if SAFETY_CLASSES.index(b[0]) > SAFETY_CLASSES.index(a[0]) else a
-
-
 def recheck(db: DB) -> dict[str, int]:
-    """Re-run the current text rules on every item's stored OCR text: its text signal and its
-    automatic class (the sidecar's class, or the default, raised by the text and picture signals)
-    follow them. A person's decision stays in force (the automatic class it keeps aside is updated).
-    An item whose class came from an older detector AND has a sidecar keeps its class: the sidecar's
-    own class is not stored apart, and a safety check must not lower what it cannot see."""
+    """Re-run the current text rules on every item's stored OCR text: its text signal follows them,
+    and so does every item's class (state.sql apply_item_state: a sidecar's class is kept with its
+    file, so a check never lowers what a sidecar says). A person's decision stays in force."""
     engine = text_engine_id(db)
-    counts = {"items": 0, "changed": 0, "kept_sidecar": 0}
+    counts = {"items": 0, "changed": 0}
     with db.write():
-        for item_id, ocr_text, metadata_source, safety, source, decided in db.q("items_to_recheck"):
+        before = dict(db.q("item_classes"))
+        for item_id, ocr_text in db.q("items_to_recheck"):
             counts["items"] += 1
-            found = detect_safety(ocr_text)
-            record_text_signal(db, item_id, found, engine)
-            automatic = source.startswith(("detector:", "picture:"))
-            if automatic and metadata_source != "none":
-                counts["kept_sidecar"] += 1
-                continue
-            base = ("safe", "default") if automatic else (safety, source)
-            new = stricter(base, (found.safety, f"detector:{found.rule}") if found else base)
-            picture = db.q1("picture_signal", {"item_id": item_id})
-            if picture:
-                new = stricter(new, (picture[0], f"picture:{picture[1]}"))
-            if new != (safety, source):
-                # With a decision in force, its trigger files the new class as the automatic one and
-                # puts the person's class back (schema.sql, safety_decision_on_reclass).
-                counts["changed"] += 1
-                counts["decided_changed"] = counts.get("decided_changed", 0) + bool(decided)
-                db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
+            record_text_signal(db, item_id, detect_safety(ocr_text), engine)
+        restate(db, None)
+        after = dict(db.q("item_classes"))
+        counts["changed"] = sum(after.get(i) != c for i, c in before.items())
         db.q("set_setting", {"key": TEXT_RULES_SETTING, "value": RULES_VERSION})
         if counts["changed"]:
             db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
@@ -89,7 +71,8 @@ def recheck_if_stale(db: DB) -> dict[str, int] | None:
 
 def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -> dict[str, Any]:
     """A person's decision on one meme (and its exact copies): it wins over the detector, the picture
-    signal and sidecars, and survives re-ingest (it is kept by content)."""
+    signal and sidecars, holds its near-identical copies as strictly (perceptual group), and
+    survives re-ingest (it is kept by content). One transaction."""
     if safety not in SAFETY_CLASSES:
         raise MamboError(f"unknown safety class {clean_line(safety)!r}: use one of {', '.join(SAFETY_CLASSES)}")
     who = clean_line(decided_by).strip()[:100]
@@ -101,36 +84,23 @@ def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -
                                "note": clean_line(note)[:500],
                                "automatic_safety": before["automatic_safety"] or before["safety"],
                                "automatic_source": before["automatic_source"] or before["safety_source"]})
+        restate(db, [item_id])
         db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     return {"item_id": item_id, "before": before["safety"], "before_source": before["safety_source"],
             "safety": safety, "decided_by": who}
 
 
 def withdraw(db: DB, item_id: int) -> dict[str, Any]:
-    """Take a person's decision back: the automatic class returns (re-derived from the signals)."""
+    """Take a person's decision back: the class its sidecars and signals give returns."""
     before = db.rows("item_safety", {"item_id": item_id})[0]
     if before["decided"] is None:
         raise MamboError(f"meme {item_id} has no decision to take back (`mambo safety` lists the decided ones)")
     with db.write():
         db.q("withdraw_safety_decision", {"sha256": before["sha256"]})
-        raise_to_signals(db, item_id)
+        restate(db, [item_id])
         db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}
-
-
-def raise_to_signals(db: DB, item_id: int) -> None:
-    """Raise one item's automatic class to what its stored signals say (a sidecar change while a
-    decision stood may have replaced the detector's class in the kept automatic class). Call
-    inside db.write(): withdraw does, in the transaction that takes the decision back."""
-    row = db.rows("item_safety", {"item_id": item_id})[0]
-    current = (row["safety"], row["safety_source"])
-    new = current
-    for signal in db.rows("item_signals", {"item_id": item_id}):
-        new = stricter(new, (signal["safety"], f"{'detector' if signal['signal'] == 'text' else 'picture'}:"
-                                               f"{signal['rule']}"))
-    if new != current:
-        db.q("set_automatic_safety", {"item_id": item_id, "safety": new[0], "source": new[1]})
 
 
 def review_list(db: DB) -> list[dict[str, Any]]:

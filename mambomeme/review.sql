@@ -19,23 +19,11 @@ ON CONFLICT (item_id, signal) DO UPDATE SET
 -- name: delete_safety_signal
 DELETE FROM safety_signals WHERE item_id = :item_id AND signal = :signal;
 
--- name: picture_signal
-SELECT safety, rule FROM safety_signals WHERE item_id = :item_id AND signal = 'picture';
-
--- name: item_signals
-SELECT signal, safety, rule FROM safety_signals WHERE item_id = :item_id;
-
 -- name: items_to_recheck
--- Every item with what its automatic class was built from: the class as stored, or, when a person
--- decided, the automatic class the decision keeps aside.
-SELECT i.item_id, i.ocr_text, i.metadata_source,
-       coalesce(d.automatic_safety, i.safety) AS safety, coalesce(d.automatic_source, i.safety_source) AS source,
-       d.sha256 IS NOT NULL AS decided
-FROM items i LEFT JOIN safety_decisions d ON d.sha256 = i.sha256;
+SELECT item_id, ocr_text FROM items;
 
--- name: set_automatic_safety
-UPDATE items SET safety = :safety, safety_source = :source, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-WHERE item_id = :item_id AND (safety <> :safety OR safety_source <> :source);
+-- name: item_classes
+SELECT item_id, safety FROM items;
 
 -- name: item_safety
 SELECT i.item_id, i.sha256, i.safety, i.safety_source, i.metadata_source, d.safety AS decided,

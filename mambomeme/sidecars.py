@@ -95,16 +95,6 @@ class Metadata:
         return [k for k in SIDECAR_FIELDS if k in self.given and k in other.given
                 and getattr(self, k) != getattr(other, k)]
 
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Metadata:
-        """An item's stored metadata; the keys it holds a value for count as given."""
-        md = cls(**{k: row[k] for k in SIDECAR_TEXT_FIELDS}, entities=json.loads(row["entities"]),
-                 tags=json.loads(row["tags"]), safety=row["safety"], rights=row["rights"],
-                 private=bool(row["private"]), source=row["metadata_source"])
-        if md.source != "none":
-            md.given = frozenset(k for k in SIDECAR_FIELDS if getattr(md, k) or k in ("safety", "rights", "private"))
-        return md
-
     def params(self) -> dict[str, Any]:
         return {
             "safety_source": "sidecar" if "safety" in self.given else "default",

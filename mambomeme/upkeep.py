@@ -12,6 +12,7 @@ from typing import Any
 
 from mambomeme.embed import waiting_note
 from mambomeme.library import DB, clean_line, show_path
+from mambomeme.state import restate
 from mambomeme.vectors import maintain_vector_index
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -187,10 +188,13 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str]]:
         raise PruneRefused(risky)
     before = int(db.scalar("SELECT count(*) FROM items"))
     with db.write():
+        touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid, _root in gone}
         for fid, _root in gone:
             db.q("delete_file", {"file_id": fid})
         db.q("delete_orphan_items")
-        db.q("apply_group_state", {"item_id": None})  # a removed item may have held its copies
+        # A removed copy may have held its item or its group: every state is computed again.
+        restate(db, sorted(touched))
+        restate(db, None)
         db.q("refresh_vocabulary")
     maintain_vector_index(db)
     return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots

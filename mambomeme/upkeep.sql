@@ -39,6 +39,9 @@ ORDER BY f.file_id;
 -- name: delete_file
 DELETE FROM files WHERE file_id = :file_id;
 
+-- name: item_of_file
+SELECT item_id FROM files WHERE file_id = :file_id;
+
 -- name: consistency
 -- Every item must be searchable in every route or in none: these counts must be zero.
 SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f WHERE f.rowid = i.item_id))

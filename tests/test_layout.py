@@ -16,7 +16,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.images": 1, "mambomeme.safety": 1, "mambomeme.sidecars": 1, "mambomeme.ocr": 1,
     "mambomeme.embed": 1, "mambomeme.vectors": 1, "mambomeme.templates": 1, "mambomeme.ingest": 1,
     "mambomeme.upkeep": 1, "mambomeme.search": 1, "mambomeme.queries": 1, "mambomeme.vectormatrix": 1,
-    "mambomeme.review": 1, "mambomeme.picture": 1,
+    "mambomeme.review": 1, "mambomeme.picture": 1, "mambomeme.state": 1,
     "mambomeme.tui": 2, "mambomeme.terminal": 2, "mambomeme.bench": 2, "mambomeme.calibrate": 2,
     "mambomeme.nomatch": 2, "mambomeme.scale": 2,
     "mambomeme.evaluation": 2, "mambomeme.scoring": 2, "mambomeme.evaluation_commands": 2,

@@ -1,0 +1,113 @@
+-- Named queries of an item's state (mambomeme/state.py): what an item's files say, and the one
+-- statement that computes whether it may be shown. Each query starts with a `-- name: NAME` line.
+
+-- name: file_metadata
+-- Every file's own metadata of one item, the original (lowest file_id) first.
+SELECT file_id, metadata, safety, rights, private, stated FROM files WHERE item_id = :item_id ORDER BY file_id;
+
+-- name: set_item_metadata
+-- The descriptive fields merged from every file (state.py merged_metadata); a template a sidecar
+-- names sets the template group, an item with none keeps the one recognition gave it.
+UPDATE items SET title = :title, template = :template, entities = :entities, tags = :tags,
+       description = :description, source_url = :source_url, creator = :creator, licence = :licence,
+       metadata_source = :metadata_source, template_group = coalesce(:template_group, template_group),
+       updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE item_id = :item_id
+  AND (title, template, entities, tags, description, source_url, creator, licence, metadata_source)
+      IS NOT (:title, :template, :entities, :tags, :description, :source_url, :creator, :licence, :metadata_source)
+   OR item_id = :item_id AND template_group IS NOT coalesce(:template_group, template_group);
+
+-- name: apply_item_state
+-- The one rule for what an item may show, recomputed from its inputs whenever one changes (a
+-- sidecar or manifest line added, edited or removed; a copy added, moved or pruned; a signal; a
+-- person's decision made or taken back):
+-- * its own state: the strictest over EVERY file of the item (each file's sidecars and manifest
+--   lines, doubt kept at the stricter reading) and its safety signals; a person's safety decision
+--   on the content replaces the signals and sidecars for safety;
+-- * its perceptual group: each field is raised to the strictest own value of the group, except
+--   where the item's own files (or a decision) state that field readably: a person's word on that
+--   copy wins. `inherited` keeps the own values of a raised item, `stated` the fields stated.
+-- :item_id names one item's group (and the item); NULL: every item.
+WITH scope AS (
+    SELECT item_id FROM items
+    WHERE :item_id IS NOT NULL
+      AND (item_id = :item_id
+           OR perceptual_group IN (SELECT perceptual_group FROM items WHERE item_id = :item_id))
+    UNION ALL
+    SELECT item_id FROM items WHERE :item_id IS NULL
+),
+inputs AS (
+    SELECT i.item_id, i.perceptual_group AS g, d.safety AS decided, d.decided_by,
+           (SELECT max(CASE f.safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2
+                                     WHEN 'critical' THEN 3 END)
+            FROM files f WHERE f.item_id = i.item_id) AS side_rank,
+           t.safety AS text_safety, t.rule AS text_rule, p.safety AS picture_safety, p.rule AS picture_rule,
+           (SELECT max(CASE f.rights WHEN 'cleared' THEN 0 WHEN 'unknown' THEN 1 WHEN 'withdrawn' THEN 2 END)
+            FROM files f WHERE f.item_id = i.item_id) AS rights_rank,
+           (SELECT max(f.private) FROM files f WHERE f.item_id = i.item_id) AS file_private,
+           (SELECT json_group_array(DISTINCT s.value) FROM files f, json_each(f.stated) s
+            WHERE f.item_id = i.item_id) AS file_stated
+    FROM items i
+    LEFT JOIN safety_decisions d ON d.sha256 = i.sha256
+    LEFT JOIN safety_signals t ON t.item_id = i.item_id AND t.signal = 'text'
+    LEFT JOIN safety_signals p ON p.item_id = i.item_id AND p.signal = 'picture'
+    WHERE i.item_id IN scope
+),
+ranked AS (
+    SELECT *, coalesce(side_rank, 0) AS base_rank,
+           CASE text_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 WHEN 'critical' THEN 3
+                            ELSE -1 END AS text_rank,
+           CASE picture_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2
+                               WHEN 'critical' THEN 3 ELSE -1 END AS picture_rank
+    FROM inputs
+),
+own AS (
+    -- On a tie the sidecar's class names the source, then the text rules', then the picture's.
+    SELECT item_id, g,
+           CASE WHEN decided IS NOT NULL THEN decided
+                ELSE CASE max(base_rank, text_rank, picture_rank)
+                     WHEN 0 THEN 'safe' WHEN 1 THEN 'sensitive' WHEN 2 THEN 'unsafe' ELSE 'critical' END
+           END AS o_safety,
+           CASE WHEN decided IS NOT NULL THEN 'person:' || decided_by
+                WHEN picture_rank > max(base_rank, text_rank) THEN 'picture:' || picture_rule
+                WHEN text_rank > base_rank THEN 'detector:' || text_rule
+                WHEN side_rank IS NOT NULL THEN 'sidecar'
+                ELSE 'default' END AS o_source,
+           CASE coalesce(rights_rank, 1) WHEN 0 THEN 'cleared' WHEN 1 THEN 'unknown' ELSE 'withdrawn' END
+               AS o_rights,
+           coalesce(file_private, 0) AS o_private,
+           CASE WHEN decided IS NOT NULL AND NOT EXISTS (SELECT 1 FROM json_each(file_stated) WHERE value = 'safety')
+                THEN json_insert(coalesce(file_stated, '[]'), '$[#]', 'safety')
+                ELSE coalesce(file_stated, '[]') END AS o_stated
+    FROM ranked
+),
+strictest AS (
+    SELECT g, max(CASE o_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 ELSE 3 END)
+                  AS s_rank,
+           max(o_rights = 'withdrawn') AS withdrawn, max(o_private) AS private
+    FROM own WHERE g IS NOT NULL GROUP BY g
+),
+want AS (
+    SELECT o.item_id, o.o_safety, o.o_source, o.o_rights, o.o_private, o.o_stated,
+           CASE WHEN s.g IS NULL OR 'safety' IN (SELECT value FROM json_each(o.o_stated))
+                  OR s.s_rank <= CASE o.o_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1
+                                                 WHEN 'unsafe' THEN 2 ELSE 3 END
+                THEN o.o_safety
+                ELSE CASE s.s_rank WHEN 1 THEN 'sensitive' WHEN 2 THEN 'unsafe' ELSE 'critical' END END AS n_safety,
+           CASE WHEN s.g IS NULL OR 'rights' IN (SELECT value FROM json_each(o.o_stated)) OR NOT s.withdrawn
+                THEN o.o_rights ELSE 'withdrawn' END AS n_rights,
+           CASE WHEN s.g IS NULL OR 'private' IN (SELECT value FROM json_each(o.o_stated)) THEN o.o_private
+                ELSE max(o.o_private, s.private) END AS n_private
+    FROM own o LEFT JOIN strictest s USING (g)
+),
+final AS (
+    SELECT *, CASE WHEN n_safety = o_safety AND n_rights = o_rights AND n_private = o_private THEN '{}'
+                   ELSE json_object('safety', o_safety, 'rights', o_rights, 'private', o_private) END AS n_inherited
+    FROM want
+)
+UPDATE items SET safety = f.n_safety, safety_source = f.o_source, rights = f.n_rights, private = f.n_private,
+       stated = f.o_stated, inherited = f.n_inherited, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+FROM final f
+WHERE items.item_id = f.item_id
+  AND (items.safety <> f.n_safety OR items.safety_source <> f.o_source OR items.rights <> f.n_rights
+       OR items.private <> f.n_private OR items.stated <> f.o_stated OR items.inherited <> f.n_inherited);

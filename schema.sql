@@ -1035,5 +1035,7 @@ ALTER TABLE files ADD COLUMN safety TEXT CHECK (safety IN ('safe', 'sensitive', 
 ALTER TABLE files ADD COLUMN rights TEXT CHECK (rights IN ('cleared', 'unknown', 'withdrawn'));
 ALTER TABLE files ADD COLUMN private INTEGER CHECK (private IN (0, 1));
 ALTER TABLE files ADD COLUMN stated TEXT NOT NULL DEFAULT '[]' CHECK (json_type(stated) = 'array');
+-- 016: one row per file and problem; a run that meets it again updates it.
+CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);
 
 PRAGMA user_version = 16;

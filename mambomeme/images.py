@@ -141,7 +141,9 @@ def read_image(data: bytes, name: str) -> ImageFacts:
     except BadInput:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
-        raise BadInput("bomb", f"decompression bomb refused ({e})") from e
+        # Pillow's own message names its hard limit (twice ours): say the limit this tool applies.
+        raise BadInput("bomb", f"image is over the {MAX_IMAGE_PIXELS // 1_000_000} MP limit "
+                               f"({MAX_IMAGE_PIXELS:,} pixels): not a meme") from e
     except UnidentifiedImageError as e:
         raise BadInput("not-image", "not an image Pillow can read (png, jpg, gif, webp)") from e
     except (OSError, SyntaxError, ValueError, EOFError) as e:

@@ -44,7 +44,7 @@ from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
 from mambomeme.picture import PictureScorer, get_picture, identity, picture_class
 from mambomeme.review import engine_id, record_picture_signal, record_text_signal, text_engine_id
 from mambomeme.safety import detect_safety
-from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder
+from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder, metadata_folders
 from mambomeme.state import file_params, restate, template_group_id
 from mambomeme.templates import (
     Recognition,
@@ -152,6 +152,7 @@ class Found:
     root_id: int
     path: Path
     rel_path: str
+    root: Path | None = None
 
 
 @dataclass
@@ -441,8 +442,8 @@ class Ingester:
                     continue
                 root_id, root = find_root(db, p)
                 for f in walk([p], self.error):
-                    found.append(Found(root_id, f, f.relative_to(root).as_posix()))
-            for folder in sorted({f.path.parent for f in found}):
+                    found.append(Found(root_id, f, f.relative_to(root).as_posix(), root))
+            for folder in sorted({d for f in found for d in metadata_folders(f.path, f.root)}):
                 for err in self.sidecars.manifest_errors(folder):
                     self.error(folder / MANIFEST_NAME, err)
             if db.q1("setting", {"key": REGROUP_SETTING}):
@@ -505,7 +506,7 @@ class Ingester:
             except OSError as e:
                 self.error(f.path, BadInput("unreadable", f"cannot open: {e.strerror}"))
                 continue
-            sidecar_sha, meta, side_err = self.sidecars.find(f.path)
+            sidecar_sha, meta, side_err = self.sidecars.find(f.path, f.root)
             if side_err:
                 # The image is still ingested with what could be read; what could not be read is
                 # reported and, for safety, rights and privacy, held at the stricter reading.
@@ -521,6 +522,9 @@ class Ingester:
                 # Only the metadata changed: update it and re-embed the item's text.
                 pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
                                        existing_item=int(known[1])))
+                continue
+            if st.st_size == 0:
+                self.error(f.path, BadInput("empty", "empty file (0 bytes): not an image; delete it or copy it again"))
                 continue
             if st.st_size > MAX_FILE_BYTES:
                 self.error(f.path, BadInput("too-large", f"file is {st.st_size / 1e6:,.0f} MB, over the "
@@ -576,8 +580,8 @@ class Ingester:
             self.error(link[0].path, BadInput("corrupt", "identical to a file that could not be read"))
         if not (pending or touches or links):
             return
-        if pending:
-            _ = self.embedder  # load the model before taking the write lock
+        if pending or links:
+            _ = self.embedder  # load the model before taking the write lock (a copy's metadata may change text)
         with db.write():
             for t in touches:
                 db.q("touch_file", t)

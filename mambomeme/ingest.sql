@@ -204,7 +204,10 @@ UPDATE ingest_runs SET status = :status, finished_at = strftime('%Y-%m-%dT%H:%M:
 WHERE run_id = :run_id;
 
 -- name: insert_error
-INSERT INTO ingest_errors(run_id, path, kind, message) VALUES (:run_id, :path, :kind, :message);
+-- One row per file and problem: meeting it again moves it to this run.
+INSERT INTO ingest_errors(run_id, path, kind, message) VALUES (:run_id, :path, :kind, :message)
+ON CONFLICT (path, kind, message) DO UPDATE SET run_id = excluded.run_id,
+    at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
 
 -- name: refresh_vocabulary
 -- The words a search knows are those of the memes it may show: every indexed word, less the

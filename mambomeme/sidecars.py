@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,14 +123,65 @@ def held_private(source: str, why: str) -> Metadata:
     return md
 
 
+class Pairs(dict):
+    """A JSON object as read by `read_json`: the keys given more than once keep all their values in
+    `repeated` (json.loads would keep the last one silently)."""
+
+    repeated: dict[str, list[Any]]
+
+
+def _pairs(items: list[tuple[str, Any]]) -> Pairs:
+    out = Pairs()
+    out.repeated = {}
+    for key, value in items:
+        if key in out:
+            out.repeated.setdefault(key, [out[key]]).append(value)
+        out[key] = value
+    return out
+
+
+def read_json(text: str) -> Any:
+    """json.loads that keeps every value of a repeated key (see Pairs)."""
+    return json.loads(text, object_pairs_hook=_pairs)
+
+
+def loose(name: str) -> str:
+    """A key or file name as a person might not tell it apart: Unicode-normalised (NFC; macOS
+    writes NFD), case-folded, outer white space dropped."""
+    return unicodedata.normalize("NFC", name).casefold().strip()
+
+
+KNOWN_KEYS = {loose(k): k for k in (*SIDECAR_FIELDS, "license", "file")}
+
+
 def parse_metadata(obj: Any, source: str) -> Metadata:
     """Validate one sidecar object, key by key. Unknown keys are ignored (forward compatible). A
     wrong type or value drops that key alone and is reported; for safety, rights and privacy it
-    takes the stricter reading instead, so no error can make an item more visible."""
+    takes the stricter reading instead, so no error can make an item more visible. So does doubt
+    about which value or key was meant: a key given twice, or a key that differs from a known one
+    only by case, white space or Unicode form ("Private", " private")."""
     if not isinstance(obj, dict):
         return held_private(source, "expected a JSON object")
     md = Metadata(source=source)
+    repeated = dict(getattr(obj, "repeated", {}))
     obj = dict(obj)
+    doubt: dict[str, str] = {}
+    for key in list(obj):
+        known = KNOWN_KEYS.get(loose(key)) if isinstance(key, str) else None
+        if known is None or known == key:
+            continue
+        value = obj.pop(key)
+        if known in STRICT_FIELDS:
+            doubt[known] = f"key {key!r} is not {known!r} (keys are lower case, without spaces)"
+            repeated.setdefault(known, [obj[known]] if known in obj else []).append(value)
+            obj[known] = value
+        else:
+            md.problems.append(f"key {key!r} is not {known!r}: ignored (keys are lower case, without spaces)")
+    for key in STRICT_FIELDS:
+        if key in repeated:
+            doubt.setdefault(key, f"{key!r} given {len(repeated[key])} times")
+    for key in set(repeated) - set(STRICT_FIELDS):
+        md.problems.append(f"{key!r} given {len(repeated[key])} times (the last one is read)")
     if "license" in obj and "licence" not in obj:
         obj["licence"] = obj.pop("license")
     md.given = frozenset(k for k in SIDECAR_FIELDS if obj.get(k) is not None)
@@ -165,6 +217,14 @@ def parse_metadata(obj: Any, source: str) -> Metadata:
             md.private = obj["private"]
         else:
             md.hold("private", "'private' must be true or false; held as true")
+    for key, why in doubt.items():
+        # Which value was meant is in doubt: the held reading, or a stricter value that was given.
+        values = [v.strip().casefold() for v in repeated.get(key, []) if isinstance(v, str)]
+        stricter = max((v for v in values if v in SAFETY_CLASSES), key=SAFETY_CLASSES.index, default="safe")
+        held = max(HELD[key], stricter, key=SAFETY_CLASSES.index) if key == "safety" else HELD[key]
+        if key not in md.doubts:
+            md.hold(key, f"{why}; held as {str(held).lower()}")
+        setattr(md, key, held)
     return md
 
 
@@ -202,23 +262,41 @@ def _read_small(path: Path, limit: int = MAX_SIDECAR_BYTES) -> bytes:
 
 @dataclass
 class Manifest:
-    """A folder's mambo.jsonl: its checksum, every readable line by the file it names, errors, and
-    the broken lines that name no file (any image of the folder without a line of its own may be
-    the one they describe)."""
+    """A folder's mambo.jsonl: its checksum, every readable line by the file it names (the
+    normalised path, as the folder walk gives it), errors, the files a line names in doubt (they
+    are held private), and the broken lines that name no file (any image of the folder without a
+    line of its own may be the one they describe)."""
 
     sha: str = ""
     entries: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)
+    loose: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # loose(path) -> (line, name given)
     errors: list[BadInput] = field(default_factory=list)
+    held: dict[str, str] = field(default_factory=dict)  # path -> why
     blind: list[str] = field(default_factory=list)
+
+
+def _lexical(folder: Path, rel: str) -> str:
+    return os.path.normpath(os.path.join(folder, rel))
+
+
+def metadata_folders(image: Path, root: Path | None) -> list[Path]:
+    """The folders whose manifest may describe `image`: its own and each one above it up to the
+    library root (a manifest line may name a file in a subfolder: `sub/x.png`)."""
+    out = [image.parent]
+    if root is not None and (image.parent == root or root in image.parent.parents):
+        out += [p for p in image.parent.parents if p == root or root in p.parents]
+    return out
 
 
 class SidecarFinder:
     """Finds an image's metadata: `NAME.json` and `NAME.png.json` beside it and its lines in the
-    folder's `mambo.jsonl` manifest, merged (see Metadata.merged). Manifest lines can only describe
-    files inside that folder."""
+    `mambo.jsonl` manifests of its folder and the folders above it in the root, merged (see
+    Metadata.merged). A manifest line can only describe files inside its folder. A name that
+    matches an image only loosely (case, white space, Unicode form) holds that image private."""
 
     def __init__(self) -> None:
         self._manifests: dict[Path, Manifest] = {}
+        self._names: dict[Path, dict[str, list[str]]] = {}
 
     def _manifest(self, folder: Path) -> Manifest:
         if folder not in self._manifests:
@@ -238,30 +316,50 @@ class SidecarFinder:
                     m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME}: unreadable ({e.strerror})"))
                     m.blind.append(f"{MANIFEST_NAME} is unreadable")
             m.sha = hashlib.sha256(data).hexdigest()
-            for n, line in enumerate(data.decode("utf-8-sig", "replace").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    rel = obj.get("file") if isinstance(obj, dict) else None
-                    if not isinstance(rel, str) or not rel:
-                        raise ValueError("no 'file' key")
-                    try:
-                        target = (folder / rel).resolve()
-                    except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
-                        raise ValueError(f"'file' {rel!r} cannot be resolved ({clean_line(e)})") from e
-                    if folder.resolve() not in target.parents:
-                        raise ValueError(f"'file' {rel!r} points outside the folder")
-                    m.entries.setdefault(str(target), []).append((n, obj))
-                except (ValueError, AttributeError) as e:
-                    m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: {clean_line(e)}"))
-                    if "outside the folder" not in str(e):
-                        m.blind.append(f"{MANIFEST_NAME} line {n} cannot be read")
-                except RecursionError:
-                    m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME} line {n}: nested too deeply"))
-                    m.blind.append(f"{MANIFEST_NAME} line {n} cannot be read")
+            # Lines end at \n alone: str.splitlines would also split inside a line at U+2028 and
+            # other Unicode line breaks, which JSON strings may hold.
+            for n, line in enumerate(data.decode("utf-8-sig", "replace").split("\n"), 1):
+                if line.strip():
+                    self._manifest_line(m, folder, n, line)
             self._manifests[folder] = m
         return self._manifests[folder]
+
+    @staticmethod
+    def _manifest_line(m: Manifest, folder: Path, n: int, line: str) -> None:
+        where = f"{MANIFEST_NAME} line {n}"
+        try:
+            obj = read_json(line)
+            rel = obj.get("file") if isinstance(obj, dict) else None
+            if not isinstance(rel, str) or not rel:
+                raise ValueError("no 'file' key")
+            names = [r for r in getattr(obj, "repeated", {}).get("file", [rel]) if isinstance(r, str) and r]
+            inside = [_lexical(folder, r) for r in names if folder in Path(_lexical(folder, r)).parents]
+            if len(set(names)) > 1:
+                # Which file it describes is in doubt: every file it names is held.
+                for target in inside:
+                    m.held[target] = f"{where} names 'file' {len(names)} times"
+                raise ValueError(f"'file' given {len(names)} times ({', '.join(map(repr, names))}); "
+                                 "the files it names are kept private")
+            if not inside:
+                raise ValueError(f"'file' {rel!r} points outside the folder")
+            target = inside[0]
+            try:
+                real = Path(target).resolve()
+            except (OSError, RuntimeError) as e:  # a symlink loop, a name too long
+                raise ValueError(f"'file' {rel!r} cannot be resolved ({clean_line(e)})") from e
+            if folder.resolve() not in real.parents:
+                # The image is a link to a file elsewhere: its metadata is not read, and it is held.
+                m.held[target] = f"{where}: {rel!r} is a symlink to a file outside the folder"
+                raise ValueError(f"'file' {rel!r} is a symlink to a file outside the folder; it is kept private")
+            m.entries.setdefault(target, []).append((n, obj))
+            m.loose.setdefault(loose(target), []).append((n, rel))
+        except (ValueError, AttributeError) as e:
+            m.errors.append(BadInput("sidecar", f"{where}: {clean_line(e)}"))
+            if not any(w in str(e) for w in ("outside the folder", "kept private")):
+                m.blind.append(f"{where} cannot be read")
+        except RecursionError:
+            m.errors.append(BadInput("sidecar", f"{where}: nested too deeply"))
+            m.blind.append(f"{where} cannot be read")
 
     def manifest_errors(self, folder: Path) -> list[BadInput]:
         return self._manifest(folder).errors
@@ -281,7 +379,7 @@ class SidecarFinder:
             return "", held_private(source, e.message)
         sha = hashlib.sha256(data).hexdigest()
         try:
-            obj = json.loads(data.decode("utf-8-sig"))  # a BOM, as Notepad writes it, is not an error
+            obj = read_json(data.decode("utf-8-sig"))  # a BOM, as Notepad writes it, is not an error
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             return sha, held_private(source, f"{name} is not valid JSON ({clean_line(e)})")
         except RecursionError:  # "[[[[..." a million deep: Python's parser gives up
@@ -290,23 +388,61 @@ class SidecarFinder:
         md.problems = [p if p.startswith(name) else f"{name}: {p}" for p in md.problems]
         return sha, md
 
-    def find(self, image: Path) -> tuple[str, Metadata | None, BadInput | None]:
+    def _loose_sidecars(self, image: Path) -> list[Path]:
+        """Sidecar files beside `image` whose names match its sidecar names only loosely
+        (`img.PNG.json` for `img.png`, an NFD name for an NFC one)."""
+        folder = image.parent
+        if folder not in self._names:
+            names: dict[str, list[str]] = {}
+            try:
+                for entry in os.scandir(folder):
+                    if entry.name.lower().endswith(".json"):
+                        names.setdefault(loose(entry.name), []).append(entry.name)
+            except OSError:
+                pass
+            self._names[folder] = names
+        exact = {image.with_suffix(".json").name, image.name + ".json"}
+        return [folder / n for want in exact for n in self._names[folder].get(loose(want), []) if n not in exact]
+
+    def find(self, image: Path, root: Path | None = None) -> tuple[str, Metadata | None, BadInput | None]:
         """(checksum of the metadata sources, metadata, error). Metadata is None when the image has
-        none; the error (one line, naming the file and the fields) may come with metadata."""
+        none; the error (one line, naming the file and the fields) may come with metadata. `root`:
+        the library root the image is in, whose manifests above the image's folder apply too."""
         found: list[tuple[str, Metadata]] = []
         for cand in dict.fromkeys((image.with_suffix(".json"), image.with_name(image.name + ".json"))):
             if os.path.lexists(cand):
                 found.append(self._sidecar(cand))
-        m = self._manifest(image.parent)
-        for n, obj in m.entries.get(str(image.resolve()), []):
-            line_sha = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
-            md = parse_metadata(obj, f"manifest:{MANIFEST_NAME}:{n}")
-            md.problems = [f"{MANIFEST_NAME} line {n}: {p}" for p in md.problems]
-            found.append((line_sha, md))
-        if not found and m.blind:
+        for cand in self._loose_sidecars(image):
+            sha, md = self._sidecar(cand)
+            md.hold("private", f"{show_path(cand.name)} is named like {show_path(image.name)}'s sidecar but not "
+                               f"exactly (name it {show_path(image.name)}.json); the image is kept private")
+            found.append((sha, md))
+        key = os.path.normpath(image)
+        blind: list[str] = []
+        described = False
+        for folder in metadata_folders(image, root):
+            m = self._manifest(folder)
+            for n, obj in m.entries.get(key, []):
+                line_sha = hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+                md = parse_metadata(obj, f"manifest:{MANIFEST_NAME}:{n}")
+                md.problems = [f"{MANIFEST_NAME} line {n}: {p}" for p in md.problems]
+                found.append((line_sha, md))
+                described = True
+            for n, rel in m.loose.get(loose(key), []):
+                if key not in m.entries:
+                    found.append((m.sha, held_private(
+                        f"manifest:{MANIFEST_NAME}:{n}",
+                        f"{MANIFEST_NAME} line {n} names {rel!r}, which matches {show_path(image.name)} only by "
+                        "case, spaces or Unicode form (write the name exactly)")))
+                    described = True
+            if key in m.held:
+                found.append((m.sha, held_private(f"manifest:{MANIFEST_NAME}", m.held[key])))
+                described = True
+            blind += m.blind
+        if not described and blind:
             # A manifest line that cannot be read may be this image's: it may have said private.
-            found.append((m.sha, held_private(f"manifest:{MANIFEST_NAME}", f"{'; '.join(m.blind[:3])} and may "
-                                              "describe this image")))
+            found.append((hashlib.sha256("|".join(blind).encode()).hexdigest(), held_private(
+                f"manifest:{MANIFEST_NAME}", f"{'; '.join(blind[:3])} and may describe this image")))
         if not found:
             return "", None, None
         sha, meta = found[0]
@@ -329,5 +465,5 @@ class NoSidecars(SidecarFinder):
     def manifest_errors(self, folder: Path) -> list[BadInput]:
         return []
 
-    def find(self, image: Path) -> tuple[str, Metadata | None, BadInput | None]:
+    def find(self, image: Path, root: Path | None = None) -> tuple[str, Metadata | None, BadInput | None]:
         return "", None, None

@@ -4,6 +4,7 @@
 --   give; NULL: none), and the strict fields apart (`safety`, `rights`, `private`: NULL where the
 --   file's metadata does not give them; a value read in doubt is kept at the stricter reading;
 --   `stated`: the strict fields it gives readably).
+-- * ingest_errors keeps one row per file and problem: a run that meets it again updates the row.
 -- * A person's safety decision no longer writes items.safety through triggers: the state statement
 --   reads safety_decisions with the files, the signals and the perceptual group.
 ALTER TABLE files ADD COLUMN metadata TEXT CHECK (metadata IS NULL OR json_type(metadata) = 'object');
@@ -35,3 +36,6 @@ UPDATE files SET
     stated = coalesce((SELECT i.stated FROM items i
                        WHERE i.item_id = files.item_id AND i.metadata_source <> 'none'), '[]');
 UPDATE files SET sidecar_sha256 = 'schema-15:' || sidecar_sha256 WHERE sidecar_sha256 <> '';
+
+DELETE FROM ingest_errors WHERE error_id NOT IN (SELECT max(error_id) FROM ingest_errors GROUP BY path, kind, message);
+CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);

@@ -89,3 +89,29 @@ def forget_vectors(path: Path) -> int:
     items = int(db.scalar("SELECT count(*) FROM items"))
     db.close()
     return items
+
+
+def served(db_path: Path, name: str) -> bool:
+    """Whether the file's item is in servable_items: the one definition of what search may show."""
+    db = open_db(db_path)
+    try:
+        return bool(db.scalar("SELECT count(*) FROM servable_items s JOIN files f ON f.item_id = s.item_id "
+                              "WHERE f.rel_path = ?", (name,)))
+    finally:
+        db.close()
+
+
+def errors_of(db_path: Path) -> list[tuple[str, str, str]]:
+    db = open_db(db_path)
+    try:
+        return [(Path(p).name, k, m) for p, k, m in db.con.execute("SELECT path, kind, message FROM ingest_errors")]
+    finally:
+        db.close()
+
+
+def folder_with(tmp_path: Path, pics: dict[str, str]) -> Path:
+    folder = tmp_path / "memes"
+    folder.mkdir(exist_ok=True)
+    for name, src in pics.items():
+        shutil.copy(IMAGES / src, folder / name)
+    return folder

@@ -20,35 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from conftest import IMAGES, REPO, invoke, open_db, run_process
+from conftest import IMAGES, REPO, errors_of, folder_with, invoke, open_db, run_process, served
 
 PICS = ["cat-01.png", "duck-01.png", "mug-01.png", "bot-01.png"]
-
-
-def served(db_path: Path, name: str) -> bool:
-    """Whether the file's item is in servable_items: the one definition of what search may show."""
-    db = open_db(db_path)
-    try:
-        return bool(db.scalar("SELECT count(*) FROM servable_items s JOIN files f ON f.item_id = s.item_id "
-                              "WHERE f.rel_path = ?", (name,)))
-    finally:
-        db.close()
-
-
-def errors_of(db_path: Path) -> list[tuple[str, str, str]]:
-    db = open_db(db_path)
-    try:
-        return [(Path(p).name, k, m) for p, k, m in db.con.execute("SELECT path, kind, message FROM ingest_errors")]
-    finally:
-        db.close()
-
-
-def folder_with(tmp_path: Path, pics: dict[str, str]) -> Path:
-    folder = tmp_path / "memes"
-    folder.mkdir(exist_ok=True)
-    for name, src in pics.items():
-        shutil.copy(IMAGES / src, folder / name)
-    return folder
 
 
 # ── 1. One invalid value must not discard privacy, rights or safety ─────────────────────────────

@@ -70,9 +70,10 @@ def recheck_if_stale(db: DB) -> dict[str, int] | None:
 
 
 def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -> dict[str, Any]:
-    """A person's decision on one meme (and its exact copies): it wins over the detector, the picture
-    signal and sidecars, holds its near-identical copies as strictly (perceptual group), and
-    survives re-ingest (it is kept by content). One transaction."""
+    """A person's decision on one meme (and its exact copies): it wins over the detector and the
+    picture signal (a sidecar's stricter class still holds: the owner said so too), holds its
+    near-identical copies as strictly (perceptual group), and survives re-ingest (it is kept by
+    content). One transaction."""
     if safety not in SAFETY_CLASSES:
         raise MamboError(f"unknown safety class {clean_line(safety)!r}: use one of {', '.join(SAFETY_CLASSES)}")
     who = clean_line(decided_by).strip()[:100]
@@ -86,8 +87,9 @@ def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -
                                "automatic_source": before["automatic_source"] or before["safety_source"]})
         restate(db, [item_id])
         db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
+    after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "before_source": before["safety_source"],
-            "safety": safety, "decided_by": who}
+            "decided": safety, "safety": after["safety"], "source": after["safety_source"], "decided_by": who}
 
 
 def withdraw(db: DB, item_id: int) -> dict[str, Any]:

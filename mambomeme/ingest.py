@@ -672,7 +672,7 @@ class Ingester:
         perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
         db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
         # A near-duplicate of a private, withdrawn or unsafe item is held as strictly, at once.
-        self._restate([item_id])
+        self._restate([item_id], merge=False)
         # Labels kept when this content was last deleted come back with it.
         for scope, group in db.q("reattach_labels", {"item_id": item_id}):
             self._relabelled |= {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id,
@@ -688,9 +688,9 @@ class Ingester:
         self.db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path, "size": size,
                                   "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha} | file_params(meta))
 
-    def _restate(self, item_ids: list[int]) -> list[int]:
+    def _restate(self, item_ids: list[int], *, merge: bool = True) -> list[int]:
         """state.restate for the items a write touched; returns those whose text changed."""
-        changed, shown = restate(self.db, item_ids)
+        changed, shown = restate(self.db, item_ids, merge=merge)
         self.state_changed |= shown
         return changed
 

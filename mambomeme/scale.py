@@ -24,6 +24,7 @@ from mambomeme.ingest import Ingester
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
 from mambomeme.search import DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
 from mambomeme.sidecars import Metadata
+from mambomeme.state import file_params
 from mambomeme.vectormatrix import InMemoryVectors
 from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_MIN_VECTORS, IVF_PROBE, maintain_vector_index
 
@@ -78,7 +79,7 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
                 "template_group": None, "ocr_text": " ".join(words[5:]), "ocr_engine_id": None,
                 "template_id": None, "template_score": None, "recognised_revision": 0, "ocr_boxes": None})[0])
             db.q("insert_file", {"item_id": item_id, "root_id": root_id, "rel_path": f"s{n}.png", "size": 0,
-                                 "mtime_ns": 0, "sidecar_sha256": ""})
+                                 "mtime_ns": 0, "sidecar_sha256": ""} | file_params(None))
             db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
             db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
             for kind, field_vec in ((CAPTION, caption), (PICTURE, picture)):

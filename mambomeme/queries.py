@@ -99,18 +99,10 @@ def edits1(word: str) -> set[str]:
             | {a + c + b for a, b in splits for c in letters}) - {word}
 
 
-# Two typos in one word ("wexmore" for "wexmoor", "tupperwear" for "tupperware"): only when no word
-# of the library is one edit away, for a word English does not know at all (pyspellchecker count 0:
-# "frosty", "pantry", "tripod" and "walrus" are words the user meant, and two edits make them
-# "front", "party", "trip", "walks"), of 7 letters or more (Elasticsearch's AUTO fuzziness allows two
-# from 6; at 6, "stonks", "thanos" and "mordor" became "stops", "than", "mirror"), to a word with
-# its first two letters (people mistype the middle and end of a word far more than its start; and
-# a range of the vocabulary's key this narrow keeps the edit-distance loop to a few hundred words
-# in a large library: `mambo bench search` measures it). Dev v2,
-# judged labels, hybrid (session 11): noisy 0.876 -> 0.924 annotated ("lowr wexmore" is shown
-# again: its correction is confirmed by a meme holding both words), 0.593 -> 0.642 bare, nothing
-# else moved; without the English and length guards semantic fell 0.594 -> 0.543 and CorrectEmpty
-# 0.892 -> 0.871 (annotated).
+# Two typos in one word ("wexmore" for "wexmoor") only when nothing is one edit away, for a word English
+# does not know, to a word with its first two letters, from 7 letters (at 6, "stonks" and "thanos"
+# became "stops" and "than"). Dev v2 hybrid noisy 0.876 -> 0.924 annotated, 0.593 -> 0.642 bare; each
+# guard's cost without it: docs/decisions.md#two-edit-typos.
 TWO_EDITS_MIN_LENGTH = 7
 
 
@@ -201,13 +193,10 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     )
 
 
-# Known templates a query names (issue 17). People search for a famous meme by its name ("distracted
-# boyfriend meme", "drake meme"); the catalogue knows those names, and the library knows which
-# templates its memes are of (recognised, from a sidecar, or labelled), so "the folder holds no meme
+# Known templates a query names ("distracted boyfriend meme", "drake meme"): "the folder holds no meme
 # of the template you named" is evidence of its own for "no match". A query names a template when it
-# holds every word of one of the template's names or aliases (two words or more), or when one of its
-# words is a name-like word of a template's names (not a common English word, REAL_WORD_MIN_COUNT)
-# that the library never saw ("drake", "spongebob"; "sad", "brain" or "baby" alone name nothing).
+# holds every word of one of its names or aliases (two words or more), or a name-like word of one
+# (not a common English word, REAL_WORD_MIN_COUNT) that the library never saw ("drake"; not "sad").
 @dataclass(frozen=True)
 class TemplateNames:
     # template id, name, the tokens of each name and alias, and each one's words (stopwords and

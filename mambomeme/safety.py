@@ -1,30 +1,19 @@
 """The ingest-time text safety detector for policy mambo-safety-v1 (benchdata/safety-policy-v1.md):
-the class a caption alone makes an item, the rule that decided it and the words that fired."""
+the class a caption alone makes an item, the rule that decided it and the words that fired.
+
+Most user folders have no sidecars, so the caption itself is checked at ingest against the criteria
+of the frozen policy; the stricter of a sidecar's class and the detector's wins, and a person's
+decision (`mambo safety set`) wins over both."""
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
 
-# Most user folders have no sidecars, so the caption itself is checked at ingest against the
-# criteria of the frozen policy mambo-safety-v1; the stricter of a sidecar's class and the
-# detector's wins, and a person's decision (`mambo safety set`) wins over both.
-#
-# A detector that hides a person's own files must be precise. Each rule needs a harmful relation
-# between words, never one word: a group AND a dehumanising predicate about it, a violent outcome
-# AND a human target, a phone number AND an address. Rules were written from the policy's wording,
-# then measured (`python benchdata/safety_check.py --library LIB`) on two sets, 2026-11-30:
-# - precision on benchdata/safety/harmless-captions.txt: 339 harmless captions written by hand
-#   (people, animals, towns, kill/die as idiom, body parts, phone- and address-like numbers) before
-#   tuning. Rules version 1 hid 19 of them (5.6 %: "people and animals", "kill them with kindness",
-#   "the printer deserves to die", "name the body parts", "find me at 3 park lane", ...); this
-#   version hides 0 (0.0 %, target <= 1 %);
-# - recall on benchmark v1's development-pool unsafe + critical files (28: the recipe's captions
-#   and the text OCR read from the rendered files): version 1 26/28 captions, 25/28 OCR; this
-#   version 28/28 and 28/28. Reserve-pool items were not read.
-# Added after reading the development misses, as general rules: a detached body part ("the
-# fingertip was on the ice": gore), and OCR's habit of dropping the narrow glyph "i" in a trigger
-# word ("DESERVES TO GET HT", "LVES AT"). Benchmark captions themselves are not in the code.
+# A detector that hides a person's own files must be precise: each rule needs a harmful relation
+# between words, never one word (a group AND a dehumanising predicate, a violent outcome AND a human
+# target, a phone number AND an address). benchdata/safety_check.py, 2026-11-30: 0 of 339 harmless
+# captions hidden (target <= 1 %), 28/28 dev unsafe + critical caught. See docs/decisions.md#text-safety.
 RULES_VERSION = "mambo-text-rules-2"
 
 

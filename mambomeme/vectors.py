@@ -103,35 +103,12 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
     if not quiet:
         click.echo(done, err=True)
     return done
-# Dense indexes. sqlite-vec 0.1.9 has no approximate index and its wheel no SIMD: a KNN scans
-# every vector at ~0.7 us (float32, any metric) and its cost grows with k. Three ways to ask it:
-#   "float": exact, every vector. 8.5 ms at 10k items, 84 ms at 100k (k = 50).
-#   "ivf" (the default): a coarse index. Libraries of IVF_MIN_VECTORS or more are clustered by
-#     k-means (maintain_vector_index); each vector sits in its nearest centroid's vec0 partition
-#     and a query scans the partitions of its ivf_probe nearest centroids. Smaller libraries have
-#     no clusters (one partition 0) and get the exact answer.
-#   "bit-rescore": a Hamming KNN over sign bits, DENSE_OVERSAMPLE x depth candidates rescored by
-#     float cosine. MiniLM's sign bits kept little of its ranking (the numbers below are MiniLM's,
-#     384 dimensions; all-mpnet-base-v2's 768 double the bytes every scan reads: "Speed" in README).
-# `mambo bench search --probe 8 --probe 32 --oversample 2 --oversample 4 --oversample 8` (2026-11-30,
-# 2 cores, quiet; fixture queries; recall@10 against exact float32 on real MiniLM neighbours;
-# engine p95 of the dense route alone; numpy brute-force floor 1.2 ms at 10k, 13.6 ms at 100k):
-#   100k items, 79 clusters: float 107 ms | ivf probe 8 23 ms recall 0.914 | 16 38 ms 0.954 | 32 64 ms 0.991
-#                            bit x1 22 ms 0.38 | x2 35 ms 0.54 | x4 60 ms 0.66 | x8 121 ms 0.78
-#   10k items (no clusters: exact): float 15 ms | bit x1 7 ms 0.66 | x4 13 ms 0.88 | x8 23 ms 0.94
-# Choosing the shape (numpy k-means over the same 100k library, fixture + v1 dev queries, 2026-11-30;
-# `mambo bench search --items 100000 --clusters N --probe P` times any other shape):
-# at one fifth of the vectors scanned, sqrt(n)/2 = 158 clusters probed 32 recall 0.920 and
-# sqrt(n)/4 = 79 probed 16 recall 0.917, so the fewer, larger partitions (half the per-partition
-# KNN calls); sqrt(n) clusters recall less at the same share. Short queries sit far from every
-# centroid (cosine 0.3-0.5 to their best items), which is why the probe must be wide. The probed
-# clusters hold 20-27 % of the vectors (queries land in the larger ones). Below IVF_MIN_VECTORS
-# (35 clusters, probe 16 = 45 % of the vectors) clustering saves too little to cost any recall.
-# Since the evidence vectors (issue 18, up to 3 vectors per item) these sizes count vectors, not
-# items: a 10,000-item library holds ~30,000 vectors and is clustered (43 clusters, probe 16 = ~37 %
-# of them). Measured there (dev queries, 2026-11-30, load ~1-2, dense route alone, the SQL statement):
-#   exact, all-fields vectors only  p50 13.6 ms | exact, every vector 36.9 ms
-#   ivf probe 16, every vector      p50 21.3 ms, recall@10 0.921 against exact (probe 8: 11.3 ms, 0.812)
+
+
+# Dense indexes: sqlite-vec 0.1.9 scans every vector (~0.7 us each, no SIMD), so "ivf" (the default)
+# clusters libraries of IVF_MIN_VECTORS vectors or more by k-means into sqrt(n)/4 partitions, probing
+# 16: 10,000 items (~30,000 vectors) p50 21.3 ms, recall@10 0.921 vs 36.9 ms exact; "bit-rescore" kept
+# too little of the ranking (recall@10 0.38 at x1, 100k). See docs/decisions.md#dense-index.
 DENSE_OVERSAMPLE = 1
 IVF_PROBE = 16
 IVF_MIN_VECTORS = 20_000

@@ -1,4 +1,4 @@
-"""The benchmark protocol (MMTS-Search-v1, `../shared/spec/evaluation-v1.md`): corpus versions,
+"""The benchmark protocol of MMTS-Search-v1 (the evaluation specification, version 1): corpus versions,
 partitions and their life cycle, no-match audits, judgement sets, pooling and blind batches,
 annotators (people in the terminal, labelled model annotators), agreement, and runs. Scoring is in
 scoring.py, the commands in evaluation_commands.py, the statements in evaluation.sql and the tables
@@ -705,8 +705,8 @@ class ModelAnnotator:
         raise NotImplementedError
 
 
-# The cosine annotator of the MiniLM era: its judgements stay in the libraries that hold them (dev
-# v1's scorecard), under its name; this version cannot make new ones (the model is no longer shipped).
+# The cosine annotator over all-MiniLM-L6-v2: its judgements stay in the libraries that hold them (dev
+# v1's scorecard), under its name; this version cannot make new ones (the model is not shipped).
 RETIRED_ANNOTATORS = {"minilm-cosine-v1": "all-MiniLM-L6-v2, which this version no longer ships"}
 
 

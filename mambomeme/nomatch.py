@@ -27,7 +27,7 @@ FEATURES = {
     "dense": ("similarity", "whole", "margin", "coverage", "full", "unknown", "corrected", "absent"),
     "hybrid": ("similarity", "whole", "margin", "coverage", "full", "lexical", "unknown", "corrected", "absent"),
 }
-# Answerable queries the rule may empty, at most (issue 17's target: false "no match" <= 3 %).
+# Answerable queries the rule may empty, at most (the target: false "no match" <= 3 %).
 MAX_FALSE_EMPTY = 0.03
 MAX_HIT_LOSS = 0.02  # ... and answerable Hit@10 down by at most this against the lists without a rule
 # A library fewer than half of whose memes a sidecar described gets the bare library's model

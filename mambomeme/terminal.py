@@ -105,7 +105,7 @@ class _Searches:
                 job, self._job = self._job, None
             try:
                 answer: Any = self._run(job)
-            except Exception as e:  # a bug: raised again on the main thread, as it was before threads
+            except Exception as e:  # a bug: raised again on the main thread, where it surfaces
                 answer = _Failed(e)
             with contextlib.suppress(Exception):  # the screen may be gone already
                 self._post(event=answer)

@@ -1,5 +1,20 @@
 """The full-screen search as pure functions: rows, events and effects, `process_event(state, event)`
-and `paint(state) -> FSArray`. No terminal here: terminal.py owns it."""
+and `paint(state) -> FSArray`. No terminal here: terminal.py owns it.
+
+Shape (bpython's curtsiesfrontend): a pure state machine and a pure painter, and a thin shell
+that owns the terminal.
+  process_event(state, event) -> (state, effects)   keys and posted events in, effects out
+  paint(state, rows, cols) -> FSArray                 what the screen shows, nothing else
+  _Shell                                              performs effects (search, open, copy,
+                                                      record, choose) and feeds results back
+The UI draws on /dev/tty, never on stdout: stdout carries only the chosen path, printed after
+the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf picker.
+
+Keys as in fzf: typing always edits the query (from anywhere) and the results follow it after a
+short pause; actions are keys that are not letters (Up/Down move from anywhere, Enter, Tab,
+Ctrl-O, Ctrl-Y, F1). Enter in the query box searches at once (the scored submit of the PTY
+latency protocol, numbered "search #N" on the status line) and gives the list the focus; Enter
+on the list chooses."""
 
 from __future__ import annotations
 
@@ -17,35 +32,19 @@ from mambomeme.library import __version__, clean_line, normalise_query, show_pat
 from mambomeme.search import DEFAULT_SYSTEM, Result
 
 # ─────────────────────────────────────────────────────────────────────────────
-# Terminal UI (`mambo search` without a QUERY)
+# Terminal UI (`mambo search` without a QUERY; its shape and keys: the module docstring)
 # ─────────────────────────────────────────────────────────────────────────────
-#
-# Shape (bpython's curtsiesfrontend): a pure state machine and a pure painter, and a thin shell
-# that owns the terminal.
-#   process_event(state, event) -> (state, effects)   keys and posted events in, effects out
-#   paint(state, rows, cols) -> FSArray                 what the screen shows, nothing else
-#   _Shell                                              performs effects (search, open, copy,
-#                                                       record, choose) and feeds results back
-# The UI draws on /dev/tty, never on stdout: stdout carries only the chosen path, printed after
-# the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf picker.
-#
-# Keys as in fzf: typing always edits the query (from anywhere) and the results follow it after a
-# short pause; actions are keys that are not letters (Up/Down move from anywhere, Enter, Tab,
-# Ctrl-O, Ctrl-Y, F1). Enter in the query box searches at once (the scored submit of the PTY
-# latency protocol, numbered "search #N" on the status line) and gives the list the focus; Enter
-# on the list chooses.
 
 # Recorded with every interaction event; bump when the UI changes in a way that could change
 # how people interact with results (layout, keys, what is shown).
-TUI_INTERFACE_VERSION = f"mambo-tui/2 ({__version__})"  # 2: fzf keys, results follow typing (issue 19)
+TUI_INTERFACE_VERSION = f"mambo-tui/2 ({__version__})"  # 2: fzf keys, results follow typing
 TUI_MIN_ROWS, TUI_MIN_COLS = 24, 80
 # The lexical-only system used while the embedding model is still loading.
 TUI_LOADING_SYSTEM = "bm25"
 # How long typing must pause before the results follow the query. People type with 120-200 ms
-# between keys, so the list follows a word at a time rather than a key at a time; a search costs
-# 5-25 ms (hybrid, dev library), so even a search per pause is cheap. The PTY latency harness sends
-# Enter within a few ms of seeing its query echoed, well inside this pause, so its submits do not
-# queue behind a live search.
+# between keys, so the list follows a word at a time; a search costs 5-25 ms (hybrid, dev library).
+# The PTY latency harness sends Enter within a few ms of its query's echo, well inside this pause,
+# so its submits do not queue behind a live search.
 TUI_LIVE_PAUSE_S = 0.15
 
 
@@ -842,6 +841,6 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     for i, line in enumerate(lines[:rows]):
         if len(line) <= cols:  # what FSArray's slice assignment makes of it (splicing into the
             arr.rows[i] = FmtStr(*[c for c in line.chunks if c.s])  # empty row), at ~1/10 the cost
-        else:  # too long: FSArray refuses it as before
+        else:  # too long: FSArray's own slice assignment refuses it
             arr[i:i + 1, 0:cols] = [line]
     return arr

@@ -1,7 +1,7 @@
 """The dense route in memory, for a process that searches many times (the full-screen search).
 
-sqlite-vec 0.1.9's wheel scans without SIMD, ~0.7 us a vector: with the evidence vectors (issue 18)
-the exact scan of the 2,200-item dev library (6,400 vectors) costs ~6.6 ms and the coarse index at
+sqlite-vec 0.1.9's wheel scans without SIMD, ~0.7 us a vector: with up to 3 vectors per item the
+exact scan of the 2,200-item dev library (6,400 vectors) costs ~6.6 ms and the coarse index at
 10,000 items (~30,000 vectors, probe 16) ~21 ms, most of a hybrid search. The same vectors as one
 float32 matrix answer in ~0.4 and ~1.5 ms (numpy's BLAS), exactly. So a long-lived search reads the
 library's servable vectors once (~70 ms at 2,200 items, ~300 ms at 10,000, on a thread of its own)

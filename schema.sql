@@ -946,7 +946,7 @@ ORDER BY p.publication_id DESC LIMIT 1;
 
 -- ── Fail closed (migration 007) ──
 
--- Fail closed (issue 22).
+-- Fail closed: a doubt about metadata never makes a meme more visible.
 -- * `stated`: the strict fields (safety, rights, private) the item's own sidecar states readably; a
 --   perceptual duplicate of a private, withdrawn or unsafe item inherits the stricter state except
 --   for the fields it states itself (a person's decision wins). `inherited` keeps the item's own
@@ -977,7 +977,7 @@ CREATE TRIGGER items_keep_labels BEFORE DELETE ON items BEGIN
     SELECT old.sha256, scope, field, value, created_at FROM labels WHERE item_id = old.item_id;
 END;
 
--- ── Safety review (migration 008, issue 20) ──
+-- ── Safety review (migration 008) ──
 -- What each safety signal found (the text rules of mambomeme/safety.py, the picture classifier):
 -- class, rule, the words that fired, score and engine. `items.safety` stays the one effective
 -- class that servable_items and hidden_items read; a person's decision (safety_decisions, keyed by

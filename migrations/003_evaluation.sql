@@ -1,4 +1,4 @@
--- Migration 003: the benchmark protocol and its evaluation (issues 6 and 7), kept in the library file
+-- Migration 003: the benchmark protocol and its evaluation, kept in the library file
 -- beside the corpus: corpus versions, benchmark partitions with their life cycle, no-match audits,
 -- judgement sets, blind annotation batches, judgements with their annotator, adjudication, runs,
 -- metric views, scorecards and publications. Frozen data is immutable in the database itself

@@ -1,4 +1,4 @@
--- Migration 004: bare-library runs (issue 9, item 7). Benchmark v1's corpus can also be ingested
+-- Migration 004: bare-library runs. Benchmark v1's corpus can also be ingested
 -- bare (`mambo add --no-sidecars`, as a real downloads folder is), and `mambo score --bare LIBRARY`
 -- runs every system against that second library with the annotated run's configuration. Its
 -- results are mapped to this library's items by SHA-256 and stored here, beside the annotated runs,

@@ -1,4 +1,4 @@
--- 007: fail closed (issue 22).
+-- 007: fail closed: a doubt about metadata never makes a meme more visible.
 -- * `stated`: the strict fields (safety, rights, private) the item's own sidecar states readably; a
 --   perceptual duplicate of a private, withdrawn or unsafe item inherits the stricter state except
 --   for the fields it states itself (a person's decision wins). `inherited` keeps the item's own

@@ -1,7 +1,6 @@
--- 008: safety a user can trust (issue 20). What each safety signal found (the text rules, the
+-- 008: safety a user can trust. What each safety signal found (the text rules, the
 -- picture classifier: class, rule, words that fired, score, engine), and a person's decision,
 -- which wins over every automatic class, survives re-ingest and is recorded with who made it.
--- (007 is the fail-closed migration of another branch; the numbers may have a gap until merged.)
 CREATE TABLE safety_engines (
     engine_id      INTEGER PRIMARY KEY,
     kind           TEXT NOT NULL CHECK (kind IN ('text', 'picture')),

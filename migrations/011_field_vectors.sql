@@ -1,4 +1,4 @@
--- 011: one vector per kind of evidence (issue 18). Beside an item's vector of all its fields
+-- 011: one vector per kind of evidence. Beside an item's vector of all its fields
 -- (item_vectors), the caption (its OCR text) and the picture (template name and aliases, picture
 -- description, labels) each get a vector of their own, so a paraphrase of the caption is not
 -- drowned by the template's words, nor a picture description by a long caption. The dense route

@@ -1,4 +1,4 @@
--- 012 (issue 21): near-identical means the same meme, and templates known by their fixed words.
+-- 012: near-identical means the same meme, and templates known by their fixed words.
 -- * `templates.anchors`: the fixed words of a text-layout template (a banner's "marked safe from")
 --   and where in the picture OCR must find them, as JSON [{"text": ..., "region": [x0, y0, x1, y1]}]
 --   in fractions of the picture (templates/README.md, "Anchors"); '[]' for picture templates.

@@ -1,4 +1,4 @@
--- 015: the embedding model is all-mpnet-base-v2 (issue 18: dev v2's semantic slice 0.438 -> 0.594
+-- 015: the embedding model is all-mpnet-base-v2 (dev v2's semantic slice 0.438 -> 0.594
 -- annotated, 0.434 -> 0.663 bare, in the same hybrid; mambomeme/embed.py). Its vectors have 768
 -- dimensions, and a vec0 table's dimension is fixed when it is made: the vector tables are made
 -- again, empty, and the coarse index goes with them (it is trained again once there are vectors).

@@ -586,6 +586,7 @@ def bench_groups(ctx: click.Context, recipe: Path, as_json: bool) -> None:
     as by every command)."""
     from mambomeme.images import assign_groups
     from mambomeme.library import open_library
+    from mambomeme.templates import known_text
 
     lines = [json.loads(x) for x in recipe.read_text(encoding="utf-8").splitlines() if x.strip()]
     by_id = {ln["id"]: ln for ln in lines}
@@ -613,7 +614,7 @@ def bench_groups(ctx: click.Context, recipe: Path, as_json: bool) -> None:
     if not truth:
         raise MamboError(f"no file of the library is in {show_path(recipe)}: build it from the rendered corpus")
     t0 = time.perf_counter()
-    rule = assign_groups(inputs[i] for i in sorted(inputs))
+    rule = assign_groups((inputs[i] for i in sorted(inputs)), lambda a, b: known_text(db, a, b))
     seconds = time.perf_counter() - t0
     report = {"benchmark": "groups", "recipe": str(recipe), "items": len(truth), "files_not_in_recipe": unknown,
               "stored": group_quality(stored, truth), "rule": group_quality(rule, truth),

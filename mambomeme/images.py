@@ -7,11 +7,12 @@ import functools
 import hashlib
 import io
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from mambomeme.library import clean_line, normalise_query
+from mambomeme.queries import edit_distance
 
 PIL_FORMATS = {"PNG": "png", "JPEG": "jpeg", "MPO": "jpeg", "GIF": "gif", "WEBP": "webp"}
 
@@ -37,37 +38,28 @@ MAX_ASPECT = 32
 PREVIEW_SIDE = 160
 PREVIEW_QUALITY = 60
 
-# Near-identical means the same meme: the picture AND the caption agree (issue 21). pHash alone is
-# dominated by the template picture: other captions on the same picture are 4-10 bits apart, while a
-# crop of one meme moves 14-22 bits, so the caption decides. Its measure is line containment
-# (caption_containment): every line of the item with less caption text must be found, letter by
-# letter, in the other's text. Crops cut letters and lines off at the edges and a watermark adds a
-# line, so the item with less text is the one whose lines all survive; two memes on one template
-# differ in a line (a name, a punch line) that the other does not have.
-# Calibrated with `mambo bench groups` on benchmark v1 (2,200 items; 109 near-duplicate pairs in the
-# recipe's `near_dup_of`: 28 resized, 27 re-encoded, 27 cropped, 27 watermarked; incremental grouping
-# in item order, pairwise precision / recall; 2026-11-30):
-#   near (bits, containment)  cropped (bits, containment, letters)  groups  precision  recall
-#   3, 0.7                    16, 0.90, 16                          2105    1.000      0.872
-#   4, 0.75                   20, 0.90, 16-20                       2099    1.000      0.927   <- chosen
-#   4, 0.75                   22, 0.90, 16                          2096    0.981      0.936
-#   8, 0.75                   22, 0.90, 20                          2095    0.971      0.936
-#   4, 0.75                   20, 0.85, 20                          (precision falls: templated captions
-#                                                                   that differ in one name pass)
-#   before (word overlap of the shorter caption >= 0.5 within 3 bits, >= 0.6 of >= 5 words within
-#   20 bits): 1,897 groups, precision 0.253, recall 0.908.
-# Choices within 4-6 bits / 16-20 letters gave the same groups: the rule sits on a plateau. Misses
-# are crops that leave a few words (a 13-letter caption is found in too many memes to be trusted).
-NEAR_DUP_BITS = 4              # this close: the same meme if its lines are (mostly) in the other's text
+# Near-identical means the same meme: the picture AND the caption agree. pHash is dominated by the
+# template picture (other captions on one picture are 0-34 bits apart, a crop of one meme 2-26), so
+# the caption decides, read on the words that vary: the known text of the template either item was
+# recognised as (templates.known_text: anchors, name) is left out of both first. Then the caption
+# with less text must be found in the other line by line, and the other may hold more only as a
+# watermark or, for a crop, the lines cut at the top and bottom. Calibration: docs/grouping.md.
+NEAR_DUP_BITS = 4              # this close: the same meme if both captions read the same words
 NEAR_DUP_CONTAINMENT = 0.75    # ...the least-contained line's share of letters found (OCR noise)
 NEAR_DUP_BITS_CROPPED = 20     # up to this far (crops): the same meme only if the captions agree well
-NEAR_DUP_CONTAINMENT_CROPPED = 0.9
-NEAR_DUP_MIN_LETTERS = 20      # ...and the smaller caption has this many letters and digits
+NEAR_DUP_CONTAINMENT_CROPPED = 0.9  # 0.85 joined "dj drum" and "dj bat refuses to elaborate" (v1)
+NEAR_DUP_MIN_LETTERS = 20      # ...and the smaller caption has this many letters and digits that vary
 NEAR_DUP_LINE_LETTERS = 4      # OCR lines shorter than this are noise (a stray "3", a symbol)
-# Comparing lines letter by letter (difflib) took 1.3 ms a pair on the loaded machine, and v1 has
-# 68,660 pairs within 20 bits (91 s to regroup it). Captions that share under half of the smaller
-# one's letter trigrams are rejected before that: every pair the rule joins on v1 shares >= 0.72 of
-# them, and 431 pairs are left to compare.
+# Letters count as found in runs of 2 or more: one by one, the letters of a short line ("naps") are
+# found in order in almost any long caption (0.7-1.0 of them), which joined different jokes.
+NEAR_DUP_RUN = 2
+# A watermark is a site or a handle ("imgflip.com", "made with mematic"): one line of a few words.
+# On the fixed-words set watermarked copies read 1-2 extra words; other jokes whose words hold the
+# smaller caption read 1-11, and the 5 pairs at 3 or fewer also lacked a word of it (docs/grouping.md).
+NEAR_DUP_EXTRA_WORDS = 3
+# Comparing two captions takes ~0.8 ms, and v1 has 68,660 pairs within 20 bits. Captions that share
+# under half of the smaller one's letter trigrams are rejected before that: every pair the rule
+# joins shares >= 0.83 of them (v1; 0.9 on the fixed-words set).
 NEAR_DUP_TRIGRAMS = 0.5
 TEMPLATE_BITS = 10           # an unlabelled image joins the template group of a picture this close
 
@@ -178,49 +170,136 @@ def hamming(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Caption:
-    """An item's OCR text as the near-identity rule reads it: its lines' letters and digits
-    (normalised like queries; lines shorter than NEAR_DUP_LINE_LETTERS are noise), all of them
-    joined, and the joined text's letter trigrams."""
+    """An item's OCR text as the near-identity rule reads it: the words of each line (normalised
+    like queries; lines with fewer than NEAR_DUP_LINE_LETTERS letters are noise), the letters of all
+    lines joined, and the joined text's letter trigrams."""
 
-    lines: tuple[str, ...]
+    lines: tuple[tuple[str, ...], ...]
     joined: str
     trigrams: frozenset[str]
 
 
-@functools.lru_cache(maxsize=8192)
-def caption(text: str) -> Caption:
-    lines = tuple(line for line in ("".join(normalise_query(x)) for x in text.split("\n"))
-                  if len(line) >= NEAR_DUP_LINE_LETTERS)
-    joined = "".join(lines)
+def _caption(lines: Iterable[tuple[str, ...]]) -> Caption:
+    lines = tuple(line for line in lines if line)
+    joined = "".join("".join(line) for line in lines)
     return Caption(lines, joined, frozenset(joined[i:i + 3] for i in range(len(joined) - 2)))
 
 
-def caption_containment(a: Caption, b: Caption) -> tuple[float, int]:
-    """(share of letters of the least-contained line of the caption with fewer letters that are
-    found, in order, in the other caption; that caption's letter count). (1.0, 0): no caption.
-    Captions sharing under NEAR_DUP_TRIGRAMS of the smaller one's trigrams are (0.0, n) at once."""
+@functools.lru_cache(maxsize=8192)
+def caption(text: str) -> Caption:
+    words = (tuple(normalise_query(x)) for x in text.split("\n"))
+    return _caption(w for w in words if sum(map(len, w)) >= NEAR_DUP_LINE_LETTERS)
+
+
+def known_phrases(texts: Iterable[str]) -> tuple[str, ...]:
+    """A template's known text (anchors' words, names) as the letters of each phrase: what
+    varying() leaves out. Single words are not phrases: a name such as "Fixed" or "Seven" is a
+    word any caption may hold."""
+    out = {"".join(w) for t in texts if len(w := normalise_query(t)) >= 2}
+    return tuple(sorted(out, key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=8192)
+def varying(cap: Caption, phrases: tuple[str, ...]) -> Caption:
+    """The caption without the template's known phrases (known_phrases): each run of words whose
+    letters are a phrase's, one edit in eight letters allowed (OCR merges "HOT TAKE" into "HOTTAKE",
+    drops or swaps a letter), goes, on one line."""
+    lines = []
+    for line in cap.lines:
+        words = list(line)
+        for phrase in phrases:
+            bound = max(1, len(phrase) // 8)
+            start = 0
+            while start < len(words):
+                run, end = "", start
+                while end < len(words) and len(run) < len(phrase) + bound:
+                    run += words[end]
+                    end += 1
+                    if abs(len(run) - len(phrase)) <= bound and edit_distance(run, phrase, bound) <= bound:
+                        del words[start:end]
+                        break
+                else:
+                    start += 1
+        lines.append(tuple(words))
+    return _caption(lines)
+
+
+@functools.lru_cache(maxsize=65536)
+def _found(word: str, other: Caption) -> bool:
+    """Whether OCR read a word in another caption: within its joined letters (OCR splits and merges
+    words: "HOTTAKE"), as a part of one of its words when shorter than 4 letters (a stray "are" is
+    inside many words), or as one of its words one edit off ("WAT" for "WAIT", "LGHT" for "LIGHT"),
+    the longer of the two having 4 letters or more."""
+    if len(word) >= 4 and word in other.joined:
+        return True
+    words = {w for line in other.lines for w in line}
+    if len(word) < 4 and any(word in w for w in words):
+        return True
+    return len(word) >= 3 and any(edit_distance(word, w, 1) <= 1 for w in words
+                                  if len(w) >= 3 and max(len(w), len(word)) >= 4 and abs(len(w) - len(word)) <= 1)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How two captions agree (caption_agreement). Words of 1-2 letters are not counted as extra
+    or missing: OCR reads them least reliably ("I'M IN" as "M N")."""
+
+    contained: float   # share of letters found, of the least-contained line of the smaller caption
+    letters: int       # the smaller caption's letters
+    extra: int         # words of the larger caption not found in the smaller
+    extra_lines: int   # ...on this many lines
+    cut: bool          # ...as a crop cuts them: one line at the top, one at the bottom, none between
+    missing: int       # words of the smaller caption not found in the larger
+    inner_missing: int  # ...on a line other than its first and last (a crop garbles words it cuts)
+
+
+def caption_agreement(a: Caption, b: Caption) -> Agreement:
+    """Both sides of two captions: how much of the smaller is in the larger, and what the larger
+    holds beyond it. Captions sharing under NEAR_DUP_TRIGRAMS of the smaller one's trigrams are
+    not compared (contained 0.0)."""
     import difflib
 
     if len(a.joined) > len(b.joined):
         a, b = b, a
-    if not a.lines:
-        return 1.0, 0
-    if len(a.trigrams & b.trigrams) < NEAR_DUP_TRIGRAMS * len(a.trigrams):
-        return 0.0, len(a.joined)
-    least = min(sum(m.size for m in difflib.SequenceMatcher(None, line, b.joined, autojunk=False)
-                    .get_matching_blocks()) / len(line) for line in a.lines)
-    return least, len(a.joined)
+    if a.lines and len(a.trigrams & b.trigrams) < NEAR_DUP_TRIGRAMS * len(a.trigrams):
+        return Agreement(0.0, len(a.joined), 0, 0, False, 0, 0)
+    contained, missing, inner_missing = 1.0, 0, 0
+    for n, line in enumerate(a.lines):
+        letters = "".join(line)
+        blocks = difflib.SequenceMatcher(None, letters, b.joined, autojunk=False).get_matching_blocks()
+        contained = min(contained, sum(m.size for m in blocks if m.size >= NEAR_DUP_RUN) / len(letters))
+        lost = sum(1 for w in line if len(w) >= 3 and not _found(w, b))
+        missing += lost
+        inner_missing += lost if 0 < n < len(a.lines) - 1 else 0
+    extra, shared = [], []
+    for line in b.lines:
+        found = [_found(w, a) for w in line if len(w) >= 2]
+        extra.append(found.count(False))
+        shared.append(any(found))
+    held = [i for i, s in enumerate(shared) if s]
+    cut = bool(held) and not any(extra[held[0] + 1:held[-1]]) and all(
+        sum(1 for n in edge if n) <= 1 for edge in (extra[:held[0] + 1], extra[held[-1]:]))
+    return Agreement(contained, len(a.joined), sum(extra), sum(1 for n in extra if n), cut, missing, inner_missing)
 
 
-def near_identical(distance: int, text_a: str, text_b: str) -> bool:
-    """Whether two items are one meme: pHash `distance` bits apart and captions agreeing (see
-    NEAR_DUP_BITS)."""
+def near_identical(distance: int, text_a: str, text_b: str, known: Iterable[str] = ()) -> bool:
+    """Whether two items are one meme: pHash `distance` bits apart and captions agreeing on the
+    words that vary (see NEAR_DUP_BITS). `known`: the known text of the templates the items were
+    recognised as (templates.known_text), left out of both captions."""
     if distance > NEAR_DUP_BITS_CROPPED:
         return False
-    contained, letters = caption_containment(caption(text_a), caption(text_b))
-    if distance <= NEAR_DUP_BITS and contained >= NEAR_DUP_CONTAINMENT:
-        return True
-    return contained >= NEAR_DUP_CONTAINMENT_CROPPED and letters >= NEAR_DUP_MIN_LETTERS
+    a, b = caption(text_a), caption(text_b)
+    if phrases := known_phrases(known):
+        a, b = varying(a, phrases), varying(b, phrases)
+    g = caption_agreement(a, b)
+    if g.extra and not g.letters:
+        return False  # one says nothing of its own beside the template's words
+    watermark = g.extra <= NEAR_DUP_EXTRA_WORDS and g.extra_lines <= 1
+    if distance <= NEAR_DUP_BITS:  # each saying a word the other lacks is two memes
+        return g.contained >= NEAR_DUP_CONTAINMENT and (not g.extra or (watermark and not g.missing))
+    # a crop loses a line at the top and one at the bottom, and garbles words on the lines it cuts
+    return (g.contained >= NEAR_DUP_CONTAINMENT_CROPPED and g.letters >= NEAR_DUP_MIN_LETTERS
+            and (not g.extra or ((watermark or g.cut) and not g.inner_missing)))
 
 
 class PhashIndex:
@@ -253,10 +332,12 @@ class PhashIndex:
         return sorted((int(d[i]), int(self.ids[i])) for i in idx)
 
 
-def assign_groups(items: Iterable[tuple[int, int, str]]) -> dict[int, int]:
+def assign_groups(items: Iterable[tuple[int, int, str]],
+                  known: Callable[[int, int], Iterable[str]] | None = None) -> dict[int, int]:
     """Near-identical groups of (item_id, phash, ocr_text) rows as ingest makes them one item at a
     time, in the order given: each item joins the group of the nearest earlier item it is
-    near-identical to. Returns item_id -> the group's first item."""
+    near-identical to. `known(item, other)`: the known text of their templates (near_identical).
+    Returns item_id -> the group's first item."""
     import numpy as np
 
     rows = list(items)
@@ -266,8 +347,9 @@ def assign_groups(items: Iterable[tuple[int, int, str]]) -> dict[int, int]:
         d = np.bitwise_count(np.bitwise_xor(hashes[:n], np.int64(phash)))
         group = item_id
         for k in sorted(np.nonzero(d <= NEAR_DUP_BITS_CROPPED)[0], key=lambda k: (int(d[k]), rows[k][0])):
-            if near_identical(int(d[k]), text, rows[k][2]):
-                group = first[rows[k][0]]
+            other = rows[k][0]
+            if near_identical(int(d[k]), text, rows[k][2], known(item_id, other) if known else ()):
+                group = first[other]
                 break
         first[item_id] = group
     return first

@@ -180,6 +180,17 @@ def anchor_words_in(anchors: list[dict[str, Any]], text: str) -> bool:
     return all(anchor_found({"text": a["text"]}, lines, 1, 1) for a in anchors)
 
 
+def known_text(db: DB, *item_ids: int) -> tuple[str, ...]:
+    """What the templates these items were recognised as print or are called: their anchors' words,
+    name and aliases. Memes of one template share it, so near-identity (images.near_identical)
+    judges their captions without it."""
+    out: list[str] = []
+    for item_id in dict.fromkeys(item_ids):
+        for name, aliases, anchors in db.q("item_template_text", {"item_id": item_id}):
+            out += [name, *json.loads(aliases), *(a["text"] for a in json.loads(anchors))]
+    return tuple(dict.fromkeys(out))
+
+
 def fingerprint_rgb(img: Any) -> Any:
     """A Pillow image decoded as the catalogue README says: first frame, transparency over white,
     8-bit RGB, EXIF orientation NOT applied."""

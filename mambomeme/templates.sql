@@ -107,3 +107,8 @@ WHERE (:scope = 'item' AND item_id = :item_id)
    OR (:scope = 'perceptual' AND perceptual_group = :group_id)
    OR (:scope = 'template' AND template_group = :group_id)
 ORDER BY item_id;
+
+-- name: item_template_text
+-- The name, aliases and anchors of the template an item was recognised as (templates.known_text).
+SELECT t.name, t.aliases, t.anchors FROM items i JOIN templates t ON t.template_id = i.template_id
+WHERE i.item_id = :item_id;

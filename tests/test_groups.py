@@ -1,0 +1,141 @@
+"""Near-identical (perceptual) groups: one meme and its copies, never two jokes on one template.
+
+A template that prints words of its own (a sign, a label, a notice's fixed line) puts them in every
+meme's caption; the rule must judge the words that vary. docs/grouping.md has the measurements."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from helpers import invoke, open_db
+from mambomeme.images import near_identical
+from mambomeme.templates import known_text
+
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
+FIXED = "FIGHT ME ON THIS"
+
+
+def _sign_meme(joke: str):
+    """A made-up sign template: the same picture on every meme, the joke on a sign above its fixed line."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGB", (500, 500), (142, 202, 230))
+    d = ImageDraw.Draw(img)
+    d.ellipse((170, 40, 330, 200), fill=(240, 200, 160), outline="black", width=4)  # a head
+    d.rectangle((150, 200, 350, 300), fill=(60, 90, 160))  # a sweater
+    d.rectangle((0, 230, 60, 500), fill=(150, 70, 60))  # a brick pillar
+    d.rectangle((50, 280, 450, 482), fill="white", outline="black", width=4)
+    font = ImageFont.truetype(FONT, 28)
+    lines, line = [], ""
+    for word in joke.split():
+        if line and d.textlength(f"{line} {word}", font=font) > 360:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    for n, text in enumerate([*lines, line]):
+        d.text((250, 295 + 36 * n), text, font=font, fill="black", anchor="mt")
+    d.text((250, 430), FIXED, font=ImageFont.truetype(FONT, 30), fill="black", anchor="mt")
+    return img
+
+
+def _groups(db_path: Path) -> dict[str, int]:
+    db = open_db(db_path)
+    try:
+        return {Path(rel).name: g for rel, g in db.con.execute(
+            "SELECT f.rel_path, i.perceptual_group FROM files f JOIN items i USING (item_id)")}
+    finally:
+        db.close()
+
+
+def test_jokes_on_a_fixed_word_template_are_not_one_meme(tmp_path: Path) -> None:
+    """Real OCR through `mambo add`: a short joke, the same joke with a tail (its words all in the
+    long one), and a one-word joke, all on one sign whose fixed line is most of what OCR reads, are
+    three memes; a re-encoded, a watermarked and a resized copy each join their own meme."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    images = tmp_path / "images"
+    images.mkdir()
+    short = _sign_meme("cereal is soup")
+    long_ = _sign_meme("cereal is soup and i will not be taking questions")
+    word = _sign_meme("naps")
+    short.save(images / "short.png")
+    long_.save(images / "long.png")
+    word.save(images / "word.png")
+    buf = io.BytesIO()
+    short.save(buf, "JPEG", quality=60)
+    (images / "short-lowq.jpg").write_bytes(buf.getvalue())
+    marked = long_.copy()
+    ImageDraw.Draw(marked).text((8, 8), "memevault.example", font=ImageFont.truetype(FONT, 16), fill="white",
+                                stroke_width=1, stroke_fill="black")
+    marked.save(images / "long-wm.png")
+    word.resize((350, 350), Image.Resampling.LANCZOS).save(images / "word-small.png")
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "add", "-q", "--no-sidecars", images)
+    g = _groups(db)
+    assert len({g["short.png"], g["long.png"], g["word.png"]}) == 3, g
+    assert g["short-lowq.jpg"] == g["short.png"], g
+    assert g["long-wm.png"] == g["long.png"], g
+    assert g["word-small.png"] == g["word.png"], g
+
+
+@pytest.mark.parametrize(("distance", "a", "b", "known", "same"), [
+    # the short joke's words are all in the long one: the long one says more than a watermark
+    (2, "leftovers taste better\nFIGHT ME ON THIS",
+     "leftovers taste better i\nwrote a whole essay about\nit\nFIGHT ME ON THIS", (), False),
+    (12, "group chats need rules\nTHIS IS A FACT",
+     "group chats need rules the\ngroup chat already voted\nTHIS IS A FACT", (), False),
+    # one word beside the fixed words: each caption holds a word the other lacks
+    (0, "WARNING LABEL\nrain", "WARNInG LABEL\nmeetings", (), False),
+    (2, "THINGS I WILL NEVER SAY\nclocks are rude", "THINGS I WILL NEVER SAY\nsocks", (), False),
+    (2, "Officially excused from naps\nToday", "Officially excused from taxes\nToday", (), False),
+    # a recognised template's known text is left out: what is left must agree
+    (2, "LOST AND FOUND", "RINGTONES\nLOST AND FOUND", ("Lost and Found",), False),
+    (2, "Marked safe from cardio\nToday", "Marked safe from tuesdays\nToday", ("marked safe from",), False),
+    (2, "Marked safe from cardio\nToday", "-\nMarked safe from cardio\nToday", ("marked safe from",), True),
+    # copies: OCR slips, a watermark, a crop that lost the top label
+    (0, "THE FRIDGE\nLGHT LES\nWET PAINT\nTHIS IS MY\nFINAL ANSWER",
+     "THE FRIDGE\nLIGHT LIES\nWET PAINT\nTHIS IS MY\nFINAL ANSWER", (), True),
+    (2, "EMAILS CAN WAT\nOUT OF ORDER", "EMAILS CAN WAIT\nOUT OF ORDER", (), True),
+    (2, "cereal is soup this is my final\nanswer\nHOT TAKE OF THE DAY",
+     "cereal is soup this is my final\nanswer\nHOT TAKE OF THE DAY\nmemevault.example", (), True),
+    (12, "stairs are a trap my cat signed\nthe petition",
+     "WARNING LABEL\nstairs are a trap my cat signed\nthe petition", (), True),
+    (0, "HOTTAKE OF THEDAY", "HOT TAKE OF THE DAY", ("hot take of the day",), True),
+])
+def test_near_identity_reads_the_words_that_vary(distance: int, a: str, b: str, known: tuple[str, ...],
+                                                 same: bool) -> None:
+    assert near_identical(distance, a, b, known) is same
+    assert near_identical(distance, b, a, known) is same
+
+
+def test_known_text_is_the_recognised_templates(tmp_path: Path) -> None:
+    """An item recognised as a text-layout template by its anchors: its name, aliases and anchor
+    words are the known text near-identity leaves out; an unrecognised item has none."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    images = tmp_path / "images"
+    images.mkdir()
+    img = Image.new("RGB", (620, 500), "white")
+    d = ImageDraw.Draw(img)
+    d.rectangle((300, 60, 306, 170), fill=(90, 90, 90))
+    d.polygon([(306, 62), (380, 80), (306, 110)], fill=(66, 103, 178))
+    font = ImageFont.truetype(FONT, 34)
+    d.text((310, 250), "Marked safe from mondays", font=font, fill="black", anchor="mm")
+    d.text((270, 400), "Today", font=ImageFont.truetype(FONT, 24), fill=(120, 120, 120))
+    img.save(images / "notice.png")
+    _sign_meme("naps").save(images / "sign.png")
+    db_path = tmp_path / "lib.sqlite"
+    invoke("--db", db_path, "add", "-q", "--no-sidecars", images)
+    db = open_db(db_path)
+    try:
+        ids = {Path(rel).name: i for rel, i in db.con.execute("SELECT rel_path, item_id FROM files")}
+        text = known_text(db, ids["notice.png"])
+        assert "marked safe from" in [t.lower() for t in text], text
+        assert known_text(db, ids["sign.png"]) == ()
+        assert known_text(db, ids["notice.png"], ids["sign.png"]) == text
+    finally:
+        db.close()

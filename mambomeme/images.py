@@ -19,15 +19,10 @@ PIL_FORMATS = {"PNG": "png", "JPEG": "jpeg", "MPO": "jpeg", "GIF": "gif", "WEBP"
 # Decompression bombs: Pillow only warns between 89 and 179 megapixels. No meme is that large;
 # 40 MP (e.g. 8000x5000) is already far above any real meme, so anything bigger is refused.
 MAX_IMAGE_PIXELS = 40_000_000
-# Work per image is bounded before anything is decoded (issue 22):
-# - file size: a 40 MP image as PNG of photographic noise is ~120 MB raw, ~60-90 MB compressed;
-#   real memes are under ~10 MB. Past 100 MB a file is not read at all (a 1.5 GB sparse "image"
-#   was read whole and copied to the workers, 4.3 GB, only to be "not an image").
-# - aspect: template recognition scales every picture to 400 px wide (templates.ORB_WIDTH), so a
-#   10x45,000 strip (3.4 KB) became 400x1,800,000 and ORB's pyramid took 4.6 GB, and a 600x1
-#   spacer GIF became one row, which ORB rejects with an OpenCV error. Tall screenshots and comics
-#   run to ~1:17 (1080x18,000); past 1:32 an image is a banner, strip or spacer, and at 1:32 the
-#   scaled picture is at most 400x12,800 (5 MP).
+# Work per image is bounded before anything is decoded. Past 100 MB a file is not read (a 40 MP PNG of
+# noise is ~60-90 MB; real memes are under ~10 MB). Past 1:32 an image is a banner, strip or spacer
+# (tall screenshots run to ~1:17); at 1:32 the 400 px wide picture that template recognition makes is
+# at most 5 MP. See docs/decisions.md#image-limits.
 MAX_FILE_BYTES = 100_000_000
 MAX_ASPECT = 32
 

@@ -54,35 +54,14 @@ FULL_VERIFY = 2
 RATIO = 0.75        # Lowe's ratio test, as in the catalogue README
 RANSAC_PX = 5.0     # cv2.findHomography reprojection threshold (px of the 400-px pictures)
 # Acceptance: a template is recognised when its best view keeps at least MIN_INLIERS RANSAC inliers
-# under a plausible homography (see _plausible). Calibrated by `mambo bench templates --corpus DIR
-# --groups 120` (benchmark v1 drawings: 84 known + 36 held-out templates beside the 203 of the
-# catalogue; 394 memes of known templates, 192 of held-out ones, each cropped/rescaled/re-encoded,
-# half watermarked; 2026-11-30):
-#   min inliers     8      10     12     15     18     20     25     30
-#   top-1         0.965  0.965  0.965  0.962  0.954  0.952  0.942  0.924
-#   false (held)  0.000  0.000  0.000  0.000  0.000  0.000  0.000  0.000   wrong template: 0.000
-# Held-out memes reached at most 6 inliers. 15 keeps a 2.5x margin over that (the catalogue's real
-# photographs have more texture than clip art, so chance inliers can be higher) for 0.003 of top-1.
+# under a plausible homography (_plausible). `mambo bench templates` (2026-11-30): held-out memes
+# reached at most 6 inliers; 15 keeps a 2.5x margin for 0.003 of top-1 (0.962 vs 0.965 at 8-12), no
+# false recognition at any bar. See docs/decisions.md#template-inliers.
 MIN_INLIERS = 15
-# A view with few keypoints of its own (flat clip art, a puppet on a plain wall: 11 in the catalogue)
-# can never show 15 inliers. Its bar scales with the view: SPARSE_SHARE of its keypoints, never
-# under SPARSE_MIN_INLIERS; and its matches are checked by stricter geometry (mutual nearest
-# neighbours under a similarity, see `verify`). Calibrated by `mambo bench templates --corpus DIR`
-# (as above, and 21 of the 84 known templates fingerprinted sparse: their 8-30 strongest keypoints
-# only; 95 of the 394 memes are theirs; 2026-11-30):
-#   share floor   top-1  sparse views  false (held-out)
-#   (15 inliers, homography, main's matcher)   0.739  0.021  0.000
-#   (15 inliers, sparse views verified as now) 0.800  0.274  0.000
-#   0.3   5       0.924  0.789         0.010
-#   0.4   5       0.911  0.737         0.005
-#   0.3   6       0.919  0.768         0.000
-#   0.3   7       0.901  0.695         0.000   <- chosen
-#   0.4   7       0.888  0.642         0.000
-#   0.3   8       0.886  0.632         0.000
-# Held-out memes reached 6 inliers by chance (against views of 25 and 49 keypoints; at most 5
-# against views of 20 or fewer), so the floor is 7, one above anything chance produced. A spread
-# requirement (inliers' hull over the view's picture) was measured too and only lost: true
-# matches on a sparse view cover ~0.1-4 % of it, like chance ones (spread 0.05: sparse top-1 0.36).
+# A view with few keypoints of its own (flat clip art: 11 in the catalogue) can never show 15 inliers:
+# its bar is SPARSE_SHARE of its keypoints, never under SPARSE_MIN_INLIERS, with stricter geometry
+# (`verify`). Chance reached 6 inliers, so the floor is 7: top-1 0.901, sparse views 0.695, no false
+# recognition. A spread requirement only lost (0.0: off). See docs/decisions.md#template-inliers.
 SPARSE_SHARE = 0.3
 SPARSE_MIN_INLIERS = 7
 SPARSE_SPREAD = 0.0

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import REPO, invoke, run_process
+import pytest
+
+from helpers import REPO, invoke, run_process
 
 COMMANDS = ["add", "search", "status", "check", "prune", "roots", "templates", "label", "systems", "settings", "demo",
             "bench", "judge", "run", "score", "interactions", "sql", "safety"]
@@ -97,6 +99,7 @@ def test_add_on_nothing_readable_fails_and_creates_no_library(tmp_path: Path) ->
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_demo_builds_the_library_and_answers_queries(tmp_path: Path) -> None:
     proc = run_process("--db", tmp_path / "demo.sqlite", "demo", input="john cena\nzzqxv qqqzz\n", timeout=600)
     assert proc.returncode == 0, proc.stderr

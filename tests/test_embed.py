@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURE, REPO
+from helpers import FIXTURE, REPO
 from mambomeme.embed import EMBED_DIM, EMBED_RUNTIME, Embedder, get_embedder, model_dir, model_id, onnx_path
 from mambomeme.library import DB, _file_sha256
 
@@ -81,6 +81,7 @@ def test_manifest_records_the_runtime_without_changing_the_models_identity(tmp_p
     assert fresh.con.execute("SELECT runtime FROM embedding_models").fetchall() == [(EMBED_RUNTIME,)]
 
 
+@pytest.mark.slow
 def test_the_search_path_never_imports_torch(fixture_library: Path) -> None:
     code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import mambo\n"
             "try:\n    mambo.cli.main(sys.argv[2:], prog_name='mambo')\n"

@@ -1,4 +1,4 @@
-"""The benchmark protocol (issue 6) and MMTS-Search-v1 scoring (issue 7), on the real library file
+"""The benchmark protocol and MMTS-Search-v1 scoring, on the real library file
 of the fixture: immutability enforced by the database, partition overlap, exposure, audit
 invalidation, blinding, judging, adjudication, kappa, metrics against an independent
 implementation, gates, the cap, FAIL on a tampered manifest, comparison refusal, publication and
@@ -18,7 +18,7 @@ import apsw
 import pytest
 from PIL import Image
 
-from conftest import FIXTURE, REPO, invoke, open_db
+from helpers import BENCH, REPO, fixture_queries, invoke, open_db, write_partition
 from mambomeme.embed import get_embedder
 from mambomeme.evaluation import (
     SCORE_VERSION,
@@ -46,38 +46,6 @@ from mambomeme.scoring import (
     publish,
 )
 from mambomeme.search import Searcher
-
-BENCH = "fx-bench"
-
-
-def fixture_queries() -> list[dict]:
-    return [json.loads(x) for x in (FIXTURE / "queries.jsonl").read_text().splitlines() if x.strip()]
-
-
-def write_manifest(images: Path, out: Path) -> str:
-    lines = sorted(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(images).as_posix()}\n"
-                   for p in images.rglob("*") if p.is_file())
-    out.write_text("".join(lines))
-    return hashlib.sha256(out.read_bytes()).hexdigest()
-
-
-def write_partition(d: Path, images: Path, queries: list[dict], *, partition: str = "dev", version: str = "1",
-                    name: str | None = None) -> Path:
-    """A partition in the benchdata/v1/FORMAT.md format over the fixture library, with its manifest."""
-    d.mkdir(parents=True, exist_ok=True)
-    manifest_sha = write_manifest(images, d / "manifest.sha256")
-    path = d / f"{name or partition}.jsonl"
-    with path.open("w") as f:
-        for q in queries:
-            q = dict(q)
-            if q["slice"] == "no-match":
-                q["audit"] = {"corpus_version": manifest_sha, "method": "fixture audit", "date": "2026-11-30",
-                              "checked_by": {"name": "fixture-author", "kind": "person"}}
-            f.write(json.dumps(q) + "\n")
-    path.with_name(path.name.removesuffix(".jsonl") + ".meta.json").write_text(json.dumps({
-        "benchmark": BENCH, "version": version, "partition": partition, "status": "provisional",
-        "corpus_manifest_sha256": manifest_sha, "safety_policy": "mambo-safety-v1"}))
-    return path
 
 
 @pytest.fixture
@@ -295,6 +263,7 @@ def test_adjudication_rules(bench_lib) -> None:
     db.close()
 
 
+@pytest.mark.slow
 def test_graders_outside_the_tool_then_an_adjudicator(bench_lib, tmp_path: Path) -> None:
     """Two graders grade readable shards (benchdata/grading.py), their answers are merged and loaded
     by task id; `mambo bench adjudication` batches their disagreements for a third annotator."""
@@ -880,7 +849,7 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
     # The Markdown shows the section with both libraries and the gap, for every system.
     md = (tmp_path / "r" / "report.md").read_text()
     section = md.split("## Bare library (sidecars withheld)")[1].split("\n## ")[0]
-    # The bare condition is scored exactly as the annotated one (issue 16): its own scorecard and gates.
+    # The bare condition is scored exactly as the annotated one: its own scorecard and gates.
     assert "scored exactly as the annotated library" in section and "### Gates (bare)" in section
     assert "| bm25 | bare (run" in section and "| hybrid | **gap** | " in section
     for s in bare["systems"]:

@@ -1,4 +1,4 @@
-"""Fail closed (issue 22): privacy on any sidecar doubt, no foreign database touched, no labels lost,
+"""Fail closed: privacy on any sidecar doubt, no foreign database touched, no labels lost,
 no file able to stop an ingest, checks that check. One regression test per finding, plus a property
 test over sidecar and manifest mutations. Real SQLite file, OCR engine, model and processes."""
 
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from conftest import IMAGES, REPO, errors_of, folder_with, invoke, open_db, run_process, served
+from helpers import IMAGES, REPO, errors_of, folder_with, invoke, open_db, run_process, served
 
 PICS = ["cat-01.png", "duck-01.png", "mug-01.png", "bot-01.png"]
 
@@ -170,7 +170,7 @@ def test_a_spacer_gif_a_thin_strip_and_a_huge_sparse_file_are_one_error_each(tmp
 
 
 def test_any_analysis_failure_is_that_files_error(fixture_library: Path) -> None:
-    """What ORB raised on the spacer (an OpenCV error, not BadInput) now becomes one ingest error."""
+    """What ORB raises on the spacer (an OpenCV error, not BadInput) becomes one ingest error."""
     from mambomeme.images import BadInput
     from mambomeme.ingest import _stage
     from mambomeme.templates import TemplateIndex
@@ -184,6 +184,7 @@ def test_any_analysis_failure_is_that_files_error(fixture_library: Path) -> None
 # ── 8-9. Checks that check ──────────────────────────────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_check_does_not_hang_on_a_fifo_or_a_device(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": PICS[0], "b.png": PICS[1], "c.png": PICS[2]})
     db = tmp_path / "lib.sqlite"
@@ -227,6 +228,7 @@ def test_check_finds_a_flipped_byte_in_a_vector_and_reports_a_list(tmp_path: Pat
 # ── 10. Two processes creating one new library ──────────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_processes_creating_one_new_library_at_once_all_succeed(tmp_path: Path) -> None:
     code = ("import sys, time; from mambomeme.library import DB\n"
             "t = float(sys.argv[2])\nwhile time.time() < t: pass\nDB(sys.argv[1]).close()\n")

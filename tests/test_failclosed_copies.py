@@ -10,9 +10,10 @@ import shutil
 import unicodedata
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
-from conftest import IMAGES, errors_of, folder_with, invoke, open_db, served
+from helpers import IMAGES, errors_of, folder_with, invoke, open_db, served
 
 
 def add(db: Path, folder: Path, *args: str):
@@ -30,6 +31,7 @@ def vocabulary_has(db: Path, word: str) -> bool:
 # ── Exact copies: every file's metadata counts ──────────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_a_later_sidecar_on_the_other_exact_copy_keeps_the_item_private(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": "cat-01.png", "b.png": "cat-01.png"})
     (folder / "a.json").write_text(json.dumps({"title": "Family cat", "private": True}))
@@ -52,6 +54,7 @@ def test_a_later_sidecar_on_the_other_exact_copy_keeps_the_item_private(tmp_path
     assert served(db, "a.png")
 
 
+@pytest.mark.slow
 def test_editing_the_public_copys_sidecar_does_not_publish_the_private_one(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": "duck-01.png", "b.png": "duck-01.png"})
     (folder / "a.json").write_text(json.dumps({"private": True}))
@@ -64,6 +67,7 @@ def test_editing_the_public_copys_sidecar_does_not_publish_the_private_one(tmp_p
     assert not served(db, "a.png") and not served(db, "b.png")
 
 
+@pytest.mark.slow
 def test_a_copy_made_private_leaves_the_vocabulary(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": "mug-01.png"})
     (folder / "a.json").write_text(json.dumps({"title": "Zorblaxian mug"}))
@@ -77,6 +81,7 @@ def test_a_copy_made_private_leaves_the_vocabulary(tmp_path: Path) -> None:
     assert not vocabulary_has(db, "zorblaxian")
 
 
+@pytest.mark.slow
 def test_a_bare_run_keeps_what_the_sidecars_said(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": "bot-01.png"})
     (folder / "a.json").write_text(json.dumps({"private": True}))
@@ -89,6 +94,7 @@ def test_a_bare_run_keeps_what_the_sidecars_said(tmp_path: Path) -> None:
 # ── A key given twice ───────────────────────────────────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_a_key_given_twice_is_an_error_and_the_stricter_reading(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"p.png": "cat-01.png", "s.png": "duck-01.png", "r.png": "mug-01.png",
                                     "m.png": "bot-01.png", "f1.png": "chef-03.png", "f2.png": "cat-03.png"})
@@ -112,6 +118,7 @@ def test_a_key_given_twice_is_an_error_and_the_stricter_reading(tmp_path: Path) 
 # ── A parent folder's manifest ───────────────────────────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_a_parent_manifest_line_for_a_file_in_a_subfolder_is_applied(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"top.png": "duck-01.png"})
     (folder / "sub").mkdir()
@@ -129,6 +136,7 @@ def test_a_parent_manifest_line_for_a_file_in_a_subfolder_is_applied(tmp_path: P
 # ── Names and keys that almost match ─────────────────────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_keys_that_differ_only_by_case_or_spaces_hold_the_image(tmp_path: Path) -> None:
     pics = {"a.png": "cat-01.png", "b.png": "duck-01.png", "c.png": "mug-01.png", "d.png": "bot-01.png"}
     folder = folder_with(tmp_path, pics)
@@ -144,6 +152,7 @@ def test_keys_that_differ_only_by_case_or_spaces_hold_the_image(tmp_path: Path) 
         assert "is not 'private'" in errs[name], name
 
 
+@pytest.mark.slow
 def test_file_names_that_match_only_loosely_hold_the_image(tmp_path: Path) -> None:
     nfd = unicodedata.normalize("NFD", "café.png")
     pics = {"photo.png": "cat-01.png", "spaced.png": "duck-01.png", nfd: "mug-01.png", "img.png": "bot-01.png"}
@@ -163,6 +172,7 @@ def test_file_names_that_match_only_loosely_hold_the_image(tmp_path: Path) -> No
     assert "named like img.png's sidecar but not exactly" in errs["img.png"]
 
 
+@pytest.mark.slow
 def test_a_manifest_line_for_a_symlink_out_of_the_folder_holds_the_image(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": "cat-01.png"})
     outside = tmp_path / "elsewhere"
@@ -176,6 +186,7 @@ def test_a_manifest_line_for_a_symlink_out_of_the_folder_holds_the_image(tmp_pat
     assert not served(db, "link.png") and served(db, "a.png")
 
 
+@pytest.mark.slow
 def test_a_line_break_inside_a_manifest_string_stays_one_line(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": "cat-01.png"})
     line = json.dumps({"file": "a.png", "title": "one\u2028two", "private": True}, ensure_ascii=False)
@@ -189,6 +200,7 @@ def test_a_line_break_inside_a_manifest_string_stays_one_line(tmp_path: Path) ->
 # ── Decisions hold the near-identical copies at once ─────────────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_a_safety_decision_holds_the_near_identical_copies_at_once(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"orig.png": "cat-01.png"})
     src = Image.open(IMAGES / "cat-01.png").convert("RGB")
@@ -208,6 +220,7 @@ def test_a_safety_decision_holds_the_near_identical_copies_at_once(tmp_path: Pat
 # ── Errors: one row per file and problem, and what they say ──────────────────────────────────────
 
 
+@pytest.mark.slow
 def test_errors_are_kept_once_per_file_and_problem(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"a.png": "cat-01.png"})
     (folder / "empty.png").write_bytes(b"")

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from PIL import Image
 
-from conftest import IMAGES, invoke, open_db
+from helpers import IMAGES, invoke, open_db
+
+pytestmark = pytest.mark.slow  # real PTYs, processes and many ingests
 
 # (text of a sidecar or of a manifest line's fields, fields it holds hidden, fields it states readably)
 VARIANTS: list[tuple[str, frozenset[str], frozenset[str]]] = [

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from conftest import FIXTURE, IMAGES, REPO, invoke, open_db, recipe, run_process
+from helpers import FIXTURE, IMAGES, REPO, invoke, open_db, recipe, run_process
 from mambomeme.embed import EMBED_TEXT_RECIPE, WEIGHTS_SHA256, model_dir
 from mambomeme.images import PREVIEW_SIDE, hamming
 from mambomeme.ingest import IMAGE_SUFFIXES
@@ -55,7 +55,7 @@ def test_exact_duplicates_recorded_against_original(fixture_library: Path) -> No
 
 
 def test_near_duplicates_share_a_group(fixture_library: Path) -> None:
-    """Calibration of PHASH_GROUP_BITS: every resized/re-encoded/cropped/watermarked variant shares
+    """Calibration of images.NEAR_DUP_BITS: every resized/re-encoded/cropped/watermarked variant shares
     its original's perceptual group; memes with different captions on one template do not."""
     db = open_db(fixture_library)
     files = items_by_file(db)
@@ -265,6 +265,7 @@ def _wait_for_items(db_path: Path, n: int, proc: subprocess.Popen, timeout: floa
     pytest.fail("ingest made no progress")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) -> None:
     images = tmp_path / "images"
@@ -298,6 +299,7 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) 
     assert db.scalar("SELECT count(*) FROM ingest_runs WHERE status = 'running'") == 0
 
 
+@pytest.mark.slow
 def test_two_concurrent_ingests_of_one_folder_serialise(tmp_path: Path) -> None:
     images = tmp_path / "images"
     shutil.copytree(IMAGES, images)
@@ -335,7 +337,7 @@ def test_manifest_bad_lines_and_escaping_paths_are_refused(tmp_path: Path) -> No
     db = open_db(db_path)
     rows = {Path(p).name: (t, s) for p, t, s in db.con.execute(
         "SELECT f.rel_path, i.title, i.safety FROM files f JOIN items i USING (item_id)")}
-    # An invalid safety is held at the stricter reading (issue 22; it was indexed as "safe" before).
+    # An invalid safety is held at the stricter reading (unsafe), never read as "safe".
     assert rows == {"a.png": ("Manifest cat", "sensitive"), "b.png": ("", "unsafe")}
     assert db.scalar("SELECT count(*) FROM ingest_errors WHERE kind = 'sidecar'") == 3
 
@@ -361,6 +363,7 @@ def test_personal_data_in_the_caption_is_critical_without_a_sidecar(tmp_path: Pa
     assert "IMG_0001" not in out
 
 
+@pytest.mark.slow
 def test_kill_9_at_twenty_random_moments_loses_nothing_and_resumes() -> None:
     """20 `mambo add` runs of one folder, each killed -9 at a seeded random moment and each
     resuming the last (the soak benchmark, small): after every kill the file passes

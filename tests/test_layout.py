@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import REPO
+from helpers import REPO
 
 # The rooms of README's "How it is built", lowest first. A module may import from its own layer or
 # below, never above; a new module must be given a room here (and in the README's map).

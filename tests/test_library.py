@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import sqlite_vec
 
-from conftest import REPO, invoke
+from helpers import REPO, invoke
 from mambomeme.library import DB, SCHEMA_VERSION, default_db_path, migrations
 from mambomeme.search import DEFAULT_SYSTEMS, sync_systems, system_config
 
@@ -34,8 +34,8 @@ def test_new_file_has_current_schema_and_settings(tmp_path: Path) -> None:
 
 def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
     fresh = DB(tmp_path / "fresh.sqlite")
-    # A schema-1 file (migration 001 alone) forces the migration path. (Until issue 22 a foreign
-    # placeholder table did; a non-empty database without the mambo schema is now refused.)
+    # A schema-1 file (migration 001 alone) forces the migration path (a non-empty database without
+    # the mambo schema is refused).
     migrated = apsw.Connection(str(tmp_path / "migrated.sqlite"))
     migrated.enable_load_extension(True)
     migrated.load_extension(sqlite_vec.loadable_path())

@@ -1,4 +1,4 @@
-"""Issue 8: concurrent use, full disk, read-only libraries and hostile input, with real processes,
+"""Concurrent use, full disk, read-only libraries and hostile input, with real processes,
 the real TUI in an 80x24 PTY and the real SQLite file. Crash safety (kill -9) is in test_ingest.py."""
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_tui import assert_restored, finish, run_app, search
 
-from conftest import IMAGES, REPO, invoke, open_db, run_process
+from helpers import IMAGES, REPO, assert_restored, finish, invoke, open_db, run_app, run_process, search
 from mambomeme.bench import HOSTILE_QUERIES, synthetic_variants
 from mambomeme.ingest import Ingester
 from mambomeme.library import DB, RIGHTS_STATUSES, SAFETY_CLASSES, _file_sha256, clean_line, db_error_message
 from mambomeme.sidecars import SidecarFinder
+
+pytestmark = pytest.mark.slow  # real PTYs, processes and many ingests
 
 
 def _files(db_path: Path) -> int:
@@ -264,7 +265,7 @@ def test_fuzz_sidecars_and_manifests_give_metadata_or_one_clear_error(tmp_path_f
     finder = SidecarFinder()
     for image in (folder / "a.png", folder / "b.png"):
         sha, meta, err = finder.find(image)
-        # Issue 22: an error comes WITH metadata (what could be read, doubts held strict); no
+        # An error comes WITH metadata (what could be read, doubts held strict); no
         # metadata means no sidecar at all.
         assert err is None or meta is not None
         assert meta is not None or not sha

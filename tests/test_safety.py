@@ -1,4 +1,4 @@
-"""Safety a user can trust (issue 20): the text detector measured through `mambo safety detect` on
+"""Safety a user can trust: the text detector measured through `mambo safety detect` on
 the committed harmless captions and the development pool's harmful captions, the review list, and a
 person's decision honoured by search, the full-screen UI and `mambo run`, surviving re-ingest."""
 
@@ -9,10 +9,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from test_evaluation import fixture_queries, write_partition
-from test_tui import finish, run_app, search
+import pytest
 
-from conftest import REPO, invoke, open_db
+from helpers import REPO, finish, fixture_queries, invoke, open_db, run_app, search, write_partition
 from mambomeme.queries import plan_query
 from mambomeme.safety import detect_safety
 
@@ -24,6 +23,7 @@ def detect_file(path: Path) -> list[dict]:
     return [json.loads(x) for x in invoke("safety", "detect", "--file", path, "--json").output.splitlines()]
 
 
+@pytest.mark.slow
 def test_detector_hides_at_most_one_percent_of_the_harmless_captions() -> None:
     rows = detect_file(HARMLESS)
     assert len(rows) >= 300
@@ -134,6 +134,7 @@ def test_a_hidden_memes_words_are_unknown_to_search(library_copy: tuple[Path, Pa
     assert "explained" in plan("explaned the bug").expanded and not plan("explained").unknown
 
 
+@pytest.mark.slow
 def test_decision_is_honoured_by_the_full_screen_ui(library_copy: tuple[Path, Path]) -> None:
     db, images = library_copy
     assert searched(db, "cyclist road") == []  # unsafe by its sidecar and by the detector

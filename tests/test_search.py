@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mambo
-from conftest import FIXTURE, forget_vectors, invoke, open_db, run_process
+from helpers import FIXTURE, forget_vectors, invoke, open_db, run_process
 from mambomeme.bench import load_dev_queries
 from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.ingest import embed_items
@@ -63,11 +63,10 @@ def test_every_system_finds_john_cena(searcher: Searcher, system: str) -> None:
     assert sum(n.startswith("cena-") for n in top) >= 4, top
 
 
-# "u cant c me" is a known miss of hybrid (sessions 5-7 and again since session 9: ranked first but
-# called "no match"): with all-mpnet-base-v2 its best similarity is 0.26 ("you cant see me": 0.43)
-# and the evidence model (EMPTY_RULES) gives it 0.11 against a threshold of 0.32. Session 8's MiniLM
-# model kept its list. Reading slang in place for the dense route ("you cant see me") lifts it to
-# 0.30 / 0.23 and changes nothing on dev v2 (hybrid Q 0.855 either way), so it was not kept.
+# "u cant c me" is a known miss of hybrid (ranked first but called "no match"): with all-mpnet-base-v2
+# its best similarity is 0.26 ("you cant see me": 0.43) and the evidence model (EMPTY_RULES) gives it
+# 0.11 against a threshold of 0.32. Reading slang in place for the dense route ("you cant see me")
+# lifts it to 0.30 / 0.23 and changes nothing on dev v2 (hybrid Q 0.855 either way): not kept.
 HYBRID_MISS = pytest.mark.xfail(strict=True, reason="hybrid: 'u cant c me' is called no match (see EMPTY_RULES)")
 
 
@@ -369,6 +368,7 @@ def test_vectors_held_in_memory_rank_as_the_sql_scan(fixture_library: Path) -> N
     db.close()
 
 
+@pytest.mark.slow
 def test_vectors_held_in_memory_follow_the_library(library_copy: tuple[Path, Path]) -> None:
     """Another process hides a meme: the held vectors never show it, and are read again."""
     db_path, images = library_copy
@@ -419,7 +419,7 @@ def test_hidden_and_servable_items_partition_the_library(searcher: Searcher) -> 
     assert "items_hidden" in plan  # counted from the partial index, not a scan of items
 
 
-# ── Queries as people type them, and "no match" (issue 17) ─────────────────────
+# ── Queries as people type them, and "no match" ─────────────────────
 
 
 @pytest.mark.parametrize("query", ["someone who is sad", "zorblax the destroyer meme", "morgan freeman pic"])
@@ -559,6 +559,7 @@ def test_the_evidence_model_is_the_systems_no_match_rule(fixture_library: Path) 
     assert "bm25 v" in out and "empty: sim<" in out
 
 
+@pytest.mark.slow
 def test_an_item_is_as_similar_as_its_best_evidence_vector(fixture_library: Path) -> None:
     """Beside its all-fields vector, an item has one vector per non-empty evidence field (caption:
     its OCR text; picture: template, labels, picture description), and the dense route scores it by

@@ -1,4 +1,4 @@
-"""Hybrid fusion on the fixture library (issue 18): partial lexical evidence counts by the share of
+"""Hybrid fusion on the fixture library: partial lexical evidence counts by the share of
 the query it holds (LEXICAL_EVIDENCE "partial"), and the dense route's pseudo-relevance feedback
 (DENSE_FEEDBACK) re-ranks its own candidates by their stored vectors."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import open_db
+from helpers import open_db
 from mambomeme.embed import get_embedder
 from mambomeme.queries import coverage, full_match, idf_weights, item_words, plan_query, typed_share
 from mambomeme.search import (

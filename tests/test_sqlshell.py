@@ -15,7 +15,7 @@ import apsw
 import pexpect
 import pytest
 
-from conftest import REPO, invoke
+from helpers import REPO, invoke
 from mambomeme.library import SCHEMA_VERSION, Q
 
 HOSTILE = "evil \x1b[31mRED\x1b]0;pwned\x07 end \u202e"
@@ -190,6 +190,7 @@ def test_the_named_queries_are_at_hand(fixture_library: Path) -> None:
     assert sha(fixture_library) == before
 
 
+@pytest.mark.slow
 def test_the_interactive_shell_in_a_real_terminal(fixture_library: Path, tmp_path: Path) -> None:
     env = {**os.environ, "TERM": "xterm-256color", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
     child = pexpect.spawn(sys.executable, [str(REPO / "mambo.py"), "--db", str(fixture_library), "sql"], env=env,

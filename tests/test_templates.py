@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import sqlite_vec
 
-from conftest import IMAGES, REPO, invoke, open_db, recipe
+from helpers import IMAGES, REPO, invoke, open_db, recipe
 from mambomeme.embed import get_embedder
 from mambomeme.ingest import recognise_existing
 from mambomeme.library import DB, SCHEMA_VERSION

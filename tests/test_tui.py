@@ -1,4 +1,4 @@
-"""The full-screen search (issue 4): painting tested headless, behaviour in a real 80x24 PTY.
+"""The full-screen search: painting tested headless, behaviour in a real 80x24 PTY.
 
 The PTY tests run the app under `bash -c 'APP; echo RC=$?; stty -a'`, so every way out is
 checked for a restored terminal: alternate screen left, cursor shown, `icanon` and `echo` back on.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import io
 import os
 import re
 import shlex
@@ -23,68 +22,22 @@ from types import SimpleNamespace
 import pexpect
 import pytest
 
-from conftest import forget_vectors
+from helpers import (
+    ESC,
+    REPO,
+    TUI_MODULE,
+    app_cmd,
+    assert_restored,
+    finish,
+    forget_vectors,
+    output,
+    run_app,
+    search,
+    spawn,
+)
 from mambomeme import tui
 from mambomeme.library import DB
 from mambomeme.search import Searcher
-
-REPO = Path(__file__).resolve().parents[1]
-
-# The shell looks `paint` up in its own module: the exception test replaces it there.
-TUI_MODULE = "mambomeme.terminal"
-ESC = "\x1b"
-
-
-def app_cmd(db: Path, *flags: str) -> str:
-    """The TUI as a shell command line, exactly as a user starts it."""
-    argv = [sys.executable, str(REPO / "mambo.py"), "--db", str(db), "search", *flags]
-    return shlex.join(argv)
-
-
-def spawn(script: str, env: dict[str, str] | None = None, timeout: float = 20) -> pexpect.spawn:
-    full_env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0",
-                "PYTHONPATH": str(REPO), **(env or {})}
-    full_env.pop("COLORTERM", None)
-    child = pexpect.spawn("bash", ["-c", script], env=full_env, dimensions=(24, 80), encoding="utf-8",
-                          timeout=timeout, cwd=str(REPO))
-    child.delaybeforesend = None
-    child.logfile_read = io.StringIO()
-    return child
-
-
-def run_app(db: Path, *flags: str, env: dict[str, str] | None = None, timeout: float = 20) -> pexpect.spawn:
-    return spawn(f'{app_cmd(db, *flags)}; echo "RC=$?"; stty -a', env=env, timeout=timeout)
-
-
-def output(child: pexpect.spawn) -> str:
-    return child.logfile_read.getvalue()
-
-
-def search(child: pexpect.spawn, query: str, seq: int) -> str:
-    """Type a query, press Enter, wait for its answer; returns the status line."""
-    child.send("\x15" + query)
-    child.expect_exact(query)
-    child.send("\r")
-    child.expect(rf"\x1b\[7m([^\x1b\n]*)search #{seq} ")
-    return child.match.group(1)
-
-
-def finish(child: pexpect.spawn) -> tuple[int, str]:
-    """Wait for the wrapper to end; returns the app's exit status and everything it printed."""
-    child.expect(r"RC=(\d+)")
-    rc = int(child.match.group(1))
-    child.expect(pexpect.EOF)
-    child.close()
-    return rc, output(child)
-
-
-def assert_restored(raw: str) -> None:
-    tail = raw[raw.rindex("RC="):]
-    before = raw[: raw.rindex("RC=")]
-    assert f"{ESC}[?1049l" in before, "alternate screen not left"
-    assert before.rfind(f"{ESC}[?25h") > before.rfind(f"{ESC}[?25l"), "cursor left hidden"
-    assert re.search(r"(?<![-\w])icanon\b", tail), "terminal left without icanon"
-    assert re.search(r"(?<![-\w])echo\b", tail), "terminal left without echo"
 
 
 def app_pid(shell_pid: int) -> int:
@@ -214,7 +167,7 @@ def test_focus_and_keys():
     assert s.selected == 9
     s, _ = feed(s, "<PAGEUP>", "<UP>")
     assert s.selected == 3
-    # issue 19: actions are keys that are not letters (fzf), so typing always edits the query
+    # Actions are keys that are not letters (fzf), so typing always edits the query
     s, eff = feed(s, "<Ctrl-y>")
     assert eff == [tui.Record("copy", "see me", 4, 4), tui.CopyPath("/memes/cena-04.png")]
     assert s.message == "copied: /memes/cena-04.png"
@@ -380,6 +333,7 @@ def test_hostile_and_wide_text_is_drawn_harmlessly():
 # -- end to end, in a real PTY -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_search_navigate_and_choose_prints_the_path(fixture_library: Path):
     paths = expected_paths(fixture_library, "john cena")
     assert len(paths) >= 3
@@ -399,6 +353,7 @@ def test_search_navigate_and_choose_prints_the_path(fixture_library: Path):
     assert_restored(output(child))
 
 
+@pytest.mark.slow
 def test_chosen_path_printed_after_leaving_the_screen(fixture_library: Path):
     paths = expected_paths(fixture_library, "john cena")
     child = run_app(fixture_library, "--system", "bm25")
@@ -410,6 +365,7 @@ def test_chosen_path_printed_after_leaving_the_screen(fixture_library: Path):
     assert_restored(raw)
 
 
+@pytest.mark.slow
 def test_a_library_waiting_to_be_embedded_says_so_and_finds_by_words(library_copy: tuple[Path, Path]):
     """A library an older version embedded (migration 015 emptied its vectors): the screen says how
     many memes wait and what to run, and "john cena" is still found, by its words."""
@@ -423,6 +379,7 @@ def test_a_library_waiting_to_be_embedded_says_so_and_finds_by_words(library_cop
     assert rc == 130 and "cena" in raw.lower()
 
 
+@pytest.mark.slow
 def test_no_match(fixture_library: Path):
     child = run_app(fixture_library, "--system", "bm25")
     assert search(child, "qwzx vbnm", 1).startswith(" no match · ")
@@ -432,6 +389,7 @@ def test_no_match(fixture_library: Path):
     assert "no match for “qwzx vbnm”" in raw
 
 
+@pytest.mark.slow
 def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
     paths = expected_paths(fixture_library, "john cena")
     opened = tmp_path / "opened.txt"
@@ -460,6 +418,7 @@ def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
     assert_restored(raw)
 
 
+@pytest.mark.slow
 def test_results_follow_typing_without_enter(fixture_library: Path):
     paths = expected_paths(fixture_library, "john cena")
     child = run_app(fixture_library, "--system", "bm25")
@@ -468,7 +427,7 @@ def test_results_follow_typing_without_enter(fixture_library: Path):
     child.expect("results for “john cena”")
     child.expect(rf"\x1b\[7m {len(paths)} results · [\d.]+ ms · bm25 v\d+")
     assert "search #" not in child.before + child.after
-    child.send("\x15cat")  # a new query; letters type themselves (`c` is no longer "copy")
+    child.send("\x15cat")  # a new query; letters type themselves (`c` is not "copy")
     child.expect("results for “cat”")
     child.send("\x1b[B")  # Down from the query moves into the list; Enter chooses
     child.expect("Enter choose")
@@ -479,6 +438,7 @@ def test_results_follow_typing_without_enter(fixture_library: Path):
     assert_restored(raw)
 
 
+@pytest.mark.slow
 def test_ctrl_z_suspends_and_restores_the_terminal(fixture_library: Path):
     child = run_app(fixture_library, "--system", "bm25")
     search(child, "john cena", 1)
@@ -502,6 +462,7 @@ def test_ctrl_z_suspends_and_restores_the_terminal(fixture_library: Path):
     assert_restored(raw)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["esc", "ctrl-c", "ctrl-d", "sigterm", "sighup", "exception"])
 def test_every_way_out_restores_the_terminal(fixture_library: Path, how: str):
     if how == "exception":
@@ -537,6 +498,7 @@ def test_every_way_out_restores_the_terminal(fixture_library: Path, how: str):
         assert "RuntimeError: boom in paint" in after  # the traceback, on the restored terminal
 
 
+@pytest.mark.slow
 def test_resize(fixture_library: Path):
     child = run_app(fixture_library, "--system", "bm25")
     search(child, "john cena", 1)
@@ -553,6 +515,7 @@ def test_resize(fixture_library: Path):
     assert_restored(raw)
 
 
+@pytest.mark.slow
 def test_hostile_ocr_text_never_reaches_the_terminal(library_copy: tuple[Path, Path]):
     db_path, _ = library_copy
     hostile = f"evil {ESC}]0;pwned\x07 {ESC}[2J text"
@@ -586,6 +549,7 @@ def _act(child: pexpect.spawn) -> None:
     child.send("\x1b[B\r")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opt_in", ["off", "flag", "setting"])
 def test_interaction_events_only_with_opt_in(library_copy: tuple[Path, Path], opt_in: str):
     db_path, _ = library_copy
@@ -614,6 +578,7 @@ def test_interaction_events_only_with_opt_in(library_copy: tuple[Path, Path], op
     assert ms[0] == 0 and all(b >= a >= 0 for a, b in zip(ms, ms[1:], strict=False))
 
 
+@pytest.mark.slow
 def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path):
     t0 = time.monotonic()
     child = run_app(fixture_library, "--system", "hybrid", timeout=60)
@@ -622,7 +587,7 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
     assert re.search(r"results · [\d.]+ ms · bm25 v\d+ · model loading…", status)
     assert first < 5, f"first answer after {first:.1f} s"  # ~0.5 s when the machine is idle
     child.expect("model ready", timeout=90)
-    # issue 19: the list shown by the stand-in is asked again of the full system, without a key
+    # The list shown by the stand-in is asked again of the full system, without a key
     child.expect(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ")
     assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready", search(child, "john cena", 2))
     child.send("\x1b")
@@ -632,6 +597,7 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
     assert_restored(raw)
 
 
+@pytest.mark.slow
 def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90)
     child.expect("model loading…")
@@ -654,6 +620,7 @@ def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     assert_restored(raw)
 
 
+@pytest.mark.slow
 def test_terminal_hangup_ends_the_app(fixture_library: Path):
     """The terminal itself going away (SIGHUP, every write failing) ends the app cleanly."""
     env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0", "PYTHONPATH": str(REPO)}
@@ -669,7 +636,7 @@ def test_terminal_hangup_ends_the_app(fixture_library: Path):
 
 
 def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
-    """issue 19: the TUI encodes the query line while the user types (terminal._EncodeAhead), so a
+    """The TUI encodes the query line while the user types (terminal._EncodeAhead), so a
     submit finds its vector ready. The submit's search still runs every route afresh: its results
     are exactly those of a search that encodes after the submit, and a vector typed for another
     text is never used."""
@@ -719,7 +686,7 @@ def test_bench_tui_takes_turns_between_systems_on_a_topped_up_copy(fixture_libra
     with --items, on a copy of the library topped up with synthetic items; the library is untouched."""
     import json
 
-    from conftest import invoke
+    from helpers import invoke
 
     db = DB(fixture_library, create=False, readonly=True)
     before = db.q1("status_counts")[0]

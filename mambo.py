@@ -33,6 +33,7 @@ from mambomeme.library import (
     clean_text,
     db_error_message,
     default_db_path,
+    disk_full_message,
     json_line,
     open_library,
     show_path,
@@ -53,7 +54,15 @@ from mambomeme.templates import (
     sync_catalogue,
 )
 from mambomeme.terminal import run_tui
-from mambomeme.upkeep import PruneRefused, check_library, library_status, prune, raw_integrity, root_matches
+from mambomeme.upkeep import (
+    PruneRefused,
+    check_library,
+    finish_pending,
+    library_status,
+    prune,
+    raw_integrity,
+    root_matches,
+)
 from mambomeme.vectors import IVF_MIN_VECTORS
 
 
@@ -137,6 +146,8 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
         raise MamboError(f"nothing to add: {what} {'does' if len(paths) == 1 else 'do'} not exist or cannot be "
                          "read; give an image file or a folder of images")
     db = open_library(ctx, create=True)
+    if db.full_disk:
+        raise MamboError(disk_full_message(db.path))
     if db.readonly:
         raise MamboError(f"{show_path(db.path)} is read-only (the file or its folder): `mambo add` must write to "
                          "it; make both writable, or choose another library with --db")
@@ -149,6 +160,8 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
                    "again to resume.", err=True)
         sys.exit(130)
     rechecked = recheck_if_stale(db)  # a library made under older text rules is re-checked once
+    # A label or template change interrupted between its transactions: its vectors, its vocabulary.
+    finish_pending(db, lambda: (ing.embedder, ing.model_id))
     click.echo(f"added {s.added}, updated {s.updated}, exact duplicates {s.duplicates}, "
                f"unchanged {s.skipped}, errors {s.errors}")
     if rechecked and rechecked["changed"] and not quiet:
@@ -413,7 +426,11 @@ def _open_templates(ctx: click.Context) -> DB:
 
 
 def _rerecognise(db: DB, quiet: bool = False) -> None:
-    checked, changed, missing = recognise_existing(db, lambda: (get_embedder(), model_id_for(db)), quiet=quiet)
+    # Each batch recognises, derives and embeds in one transaction: the model is loaded before the
+    # first one takes the write lock. What an interruption leaves is finished by the next `mambo add`
+    # (the items' recognised revision; the vocabulary, finish_pending).
+    embedder = get_embedder()
+    checked, changed, missing = recognise_existing(db, lambda: (embedder, model_id_for(db)), quiet=quiet)
     if checked:
         click.echo(f"re-recognised {checked} item(s): {changed} changed"
                    + (f", {missing} skipped (files not on this machine)" if missing else ""))
@@ -550,6 +567,10 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
     if scope == "template" and template_group is None:
         scope = "perceptual"  # no template group yet: its near-identical copies are its group
     group = {"item": None, "perceptual": perceptual, "template": template_group}[scope]
+    # One transaction: the labels, the word indexes (triggers), the vectors and the vocabulary, so
+    # a meme is found by its new words in every route or in none. The model loads first (0.5-2 s),
+    # before the write lock is taken.
+    embedder = get_embedder()
     with db.write():
         affected: set[int] = set()
         if clear:
@@ -566,10 +587,8 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
                                           "value": value})
             affected = {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id, "group_id": group})}
         changed = derive(db, sorted(affected | {item_id}))
-    if changed:
-        embedder, model_row = get_embedder(), model_id_for(db)
-        with db.write():
-            embed_items(db, changed, embedder, model_row)
+        if changed:
+            embed_items(db, changed, embedder, model_id_for(db))
             db.q("refresh_vocabulary")
     what = "cleared labels of" if clear else "labelled"
     click.echo(f"{what} {len(affected | {item_id})} meme(s) ({scope if not clear else 'its groups'}); "

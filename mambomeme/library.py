@@ -150,6 +150,83 @@ def migrations() -> list[tuple[int, str, Path]]:
 SCHEMA_VERSION = max(n for n, _, _ in migrations())
 
 
+def load_sqlite_vec(con: Any) -> None:
+    """Load sqlite-vec into an apsw connection (the vec0 tables need it, the schema's triggers too)."""
+    import sqlite_vec
+
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    con.enable_load_extension(False)
+
+
+# SQLite reads a WAL-mode file through its -shm file: 32 KiB (8 pages of 4 KiB), made by the first
+# connection. In a read-only folder or on a full disk it cannot be made, and then no one can write
+# the library either (a writer needs the same file): the file alone is the whole library.
+SHM_BYTES = 32 * 1024
+
+
+def _in_wal_mode(path: Path) -> bool:
+    """The file's header says WAL (read and write versions 2): reading it needs a -shm file."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(20)[18:20] == b"\x02\x02"
+    except OSError:
+        return False
+
+
+def read_as_immutable(path: Path) -> str | None:
+    """Why the library at `path` must be read as an immutable file ("folder": a read-only folder,
+    "full": too little space for the -shm file), or None when SQLite reads it as usual. Read so, it
+    takes no lock and makes no file beside it; raises when a -wal file holds changes the file
+    alone lacks."""
+    if Path(f"{path}-shm").exists() or not _in_wal_mode(path):
+        return None
+    if not os.access(path.parent, os.W_OK):
+        reason = "folder"
+    elif hasattr(os, "statvfs"):
+        st = os.statvfs(path.parent)
+        # root may write into the blocks a file system keeps back; anyone else may not
+        blocks = st.f_bfree if getattr(os, "geteuid", lambda: 1)() == 0 else st.f_bavail
+        no_inodes = st.f_files > 0 and st.f_favail == 0  # (some file systems report no inode counts)
+        if blocks * st.f_frsize >= SHM_BYTES and not no_inodes:
+            return None
+        reason = "full"
+    else:
+        return None
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        where = "its folder is read-only: open it once where the folder is writable" if reason == "folder" else \
+            "its disk is full: free some space, then run the same command again"
+        raise MamboError(f"{show_path(path)} has changes in {show_path(wal)} not yet folded into it, and {where}")
+    return reason
+
+
+def disk_full_message(path: Path | str | None) -> str:
+    where = show_path(path) if path else "the library"
+    return (f"cannot write to {where}: the disk is full (or the file reached its size limit); free some space, "
+            "then run the same command again (everything saved before is intact)")
+
+
+def tidy_side_files(path: Path) -> None:
+    """Remove the -wal and -shm files a read-only connection made and left: SQLite deletes them when
+    the last connection closes, but only a connection that may write can. A read-write connection
+    that writes nothing does it when it is the last one (else it leaves them to the last)."""
+    import apsw
+
+    if not (Path(f"{path}-wal").exists() or Path(f"{path}-shm").exists()):
+        return
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return
+    with contextlib.suppress(apsw.Error, MamboError):
+        if read_as_immutable(path) is not None:
+            return
+        con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            con.execute(Q["first_read"]).fetchall()  # opens the WAL, so closing folds and removes it
+        finally:
+            con.close()
+
+
 def default_db_path() -> Path:
     import platformdirs
 
@@ -163,15 +240,28 @@ class DB:
         import apsw
 
         self.path = Path(path)
+        where = show_path(self.path)
         if not self.path.exists() and not create:
-            raise MamboError(f"no library at {show_path(self.path)}: run `mambo add FOLDER` first")
+            raise MamboError(f"no library at {where}: run `mambo add FOLDER` first")
+        if self.path.exists() and not self.path.is_file():
+            kind = "a folder" if self.path.is_dir() else "a device or other special file"
+            raise MamboError(f"{where} is {kind}, not a library file: give a library file with --db (or "
+                             "$MAMBO_DB), or a new file name to create one there")
+        if not self.path.exists():
+            folder = next(p for p in self.path.parents if p.exists())
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise MamboError(f"cannot create a library in {show_path(folder)}: the folder is not writable; "
+                                 "choose a writable folder with --db (or $MAMBO_DB), or make it writable")
         # A file we may not write, or a folder where the WAL and shared-memory files cannot be
         # created (a read-only copy, a mounted backup): open it for reading only.
         if not readonly and self.path.exists() and not (os.access(self.path, os.W_OK)
                                                         and os.access(self.path.parent, os.W_OK)):
             readonly = True
-        self.readonly = readonly
-        self.immutable = False
+        # ...and a WAL-mode file that cannot get its -shm file (that folder, or a full disk) is read
+        # as immutable: searching needs no space, and such a file leaves none behind.
+        why = read_as_immutable(self.path) if self.path.exists() else None
+        self.immutable, self.full_disk = why is not None, why == "full"
+        self.readonly = readonly = readonly or self.immutable
         self._reader: tuple[DB, Any] | None = None  # see reader()
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,38 +300,37 @@ class DB:
 
     def _connect(self, readonly: bool) -> Any:
         import apsw
-        import sqlite_vec
 
-        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        con = apsw.Connection(str(self.path), flags=flags)
-        if readonly:
-            try:
-                con.execute("SELECT count(*) FROM sqlite_schema").fetchall()
-            except (apsw.ReadOnlyError, apsw.CantOpenError):
-                # A WAL-mode file in a folder we cannot write: SQLite cannot create the -shm file
-                # it reads through. mambo folds the WAL back into the file when a command ends, so
-                # with no -wal file beside it the file alone is the whole library, and nothing can
-                # change it (no one can create a -wal there either): open it as immutable. In a
-                # writable folder the same errors are transient (a writer mid-recovery): no fallback.
-                con.close()
-                if os.access(self.path.parent, os.W_OK):
-                    raise
-                wal = Path(str(self.path) + "-wal")
-                if wal.exists() and wal.stat().st_size > 0:
-                    raise MamboError(
-                        f"{show_path(self.path)} has unsaved changes in {show_path(wal)} and its folder is "
-                        "read-only: open it once where the folder is writable") from None
-                uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
-                con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-                self.immutable = True
+        if self.immutable:
+            # mambo folds the WAL back into the file when a command ends, and read_as_immutable
+            # refused a -wal holding changes: the file alone is the whole library.
+            uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
+            con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+            if self.full_disk:
+                con.execute(Q["temp_in_memory"])  # a large sort must not need the full disk
+        else:
+            flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+            con = apsw.Connection(str(self.path), flags=flags)
+            if readonly and not os.access(self.path.parent, os.W_OK):
+                try:
+                    con.execute(Q["first_read"]).fetchall()
+                except (apsw.ReadOnlyError, apsw.CantOpenError):
+                    # A -shm file in a read-only folder that SQLite cannot use (left by a crash): as
+                    # when there is none, the file alone is the library unless a -wal holds changes.
+                    con.close()
+                    wal = Path(f"{self.path}-wal")
+                    if wal.exists() and wal.stat().st_size > 0:
+                        raise MamboError(f"{show_path(self.path)} has changes in {show_path(wal)} not yet folded "
+                                         "into it, and its folder is read-only: open it once where the folder "
+                                         "is writable") from None
+                    self.immutable = True
+                    return self._connect(readonly)
         # A writer waits up to a minute for another's transaction: an ingest batch embeds its memes
         # inside its transaction (every item is searchable in every route or in none), and with
         # all-mpnet-base-v2 a batch of 16 memes a sidecar describes at length takes ~5 s on one core
         # (10 s was enough for MiniLM; two `mambo add`s of one folder then timed out).
         con.set_busy_timeout(60_000)
-        con.enable_load_extension(True)
-        con.load_extension(sqlite_vec.loadable_path())
-        con.enable_load_extension(False)
+        load_sqlite_vec(con)
         con.execute("PRAGMA foreign_keys = ON")
         # No memory map here: vector scans run on the reader connection, which maps the file
         # (see reader); a map on both would count the vectors' pages twice in resident memory.
@@ -275,6 +364,8 @@ class DB:
         (busy timeout) instead of failing half-way."""
         import apsw
 
+        if self.full_disk:  # read as immutable (see __init__): say why nothing can be written
+            raise MamboError(disk_full_message(self.path))
         self.con.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -316,6 +407,9 @@ class DB:
             )
         if version == SCHEMA_VERSION:
             return
+        if self.full_disk:
+            raise MamboError(f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) and "
+                             "its disk is full: free some space, then run the same command again")
         if self.readonly:
             raise MamboError(
                 f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) but is "
@@ -355,6 +449,8 @@ class DB:
             with contextlib.suppress(apsw.Error):
                 self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.con.close()
+        if self.readonly and not self.immutable:
+            tidy_side_files(self.path)
 
     def reader(self) -> tuple[DB, Any]:
         """The vector scans' own read-only connection to this library and the one thread that uses
@@ -368,7 +464,8 @@ class DB:
             from concurrent.futures import ThreadPoolExecutor
 
             other = DB.__new__(DB)
-            other.path, other.readonly, other.immutable, other._reader = self.path, True, False, None
+            other.path, other.readonly, other._reader = self.path, True, None
+            other.immutable, other.full_disk = self.immutable, self.full_disk
             other.con = other._connect(True)
             other.con.execute("PRAGMA mmap_size = 1073741824")
             self._reader = (other, ThreadPoolExecutor(1, thread_name_prefix="mambo-vectors"))
@@ -383,8 +480,7 @@ def db_error_message(e: Exception, path: Path | str | None) -> str:
     where = show_path(path) if path else "the library"
     again = "then run the same command again (everything saved before is intact)"
     if isinstance(e, apsw.FullError):
-        return (f"cannot write to {where}: the disk is full (or the file reached its size limit); "
-                f"free some space, {again}")
+        return disk_full_message(path)
     if isinstance(e, apsw.IOError):
         return f"cannot write to {where}: input/output error ({clean_line(str(e))}); check the disk, {again}"
     if isinstance(e, apsw.ReadOnlyError):
@@ -397,7 +493,7 @@ def db_error_message(e: Exception, path: Path | str | None) -> str:
     if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
         return (f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` lists "
                 "what is damaged")
-    return f"database error on {where}: {clean_line(str(e))}"
+    return f"database error on {where}: {clean_line(str(e))}; `mambo check` lists what is wrong with the library"
 
 
 def _file_sha256(path: Path) -> str:

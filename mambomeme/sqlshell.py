@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import urllib.parse
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,6 +24,7 @@ from typing import Any, TextIO
 import apsw
 import apsw.ext
 import apsw.shell
+import apsw.unicode
 import click
 
 from mambomeme.library import (
@@ -32,9 +34,13 @@ from mambomeme.library import (
     Q,
     clean_line,
     clean_text,
+    disk_full_message,
     json_line,
     load_named_queries,
+    load_sqlite_vec,
+    read_as_immutable,
     show_path,
+    tidy_side_files,
 )
 
 FORMATS = ("table", "json", "csv")
@@ -52,31 +58,37 @@ _NOTHING_SQL = re.compile(r"--[^\n]*|/\*.*?(\*/|$)|[\s;]+", re.S)
 def _connect(path: Path, *, write: bool) -> apsw.Connection:
     """A connection with sqlite-vec loaded. Read-only is SQLite's own SQLITE_OPEN_READONLY: no
     statement, trigger or dot-command can write through it. Never SQLITE_OPEN_CREATE: a missing
-    file is an error, not a new empty library."""
-    import sqlite_vec
-
-    flags = apsw.SQLITE_OPEN_READWRITE if write else apsw.SQLITE_OPEN_READONLY
-    con = apsw.Connection(str(path), flags=flags)
-    try:
-        con.execute(Q["sql_library_marks"]).fetchall()  # the first read: where a bad file shows
-    except apsw.NotADBError:
-        con.close()
-        raise
-    except (apsw.ReadOnlyError, apsw.CantOpenError):
-        # A WAL-mode library in a folder we cannot write (a mounted backup): SQLite cannot create
-        # the -shm file it reads through. As in library.DB: with no -wal beside it, the file alone
-        # is the whole library and nothing can change it, so it is read as immutable.
-        con.close()
-        wal = Path(f"{path}-wal")
-        if write or os.access(path.parent, os.W_OK) or (wal.exists() and wal.stat().st_size):
-            raise
+    file is an error, not a new empty library. A WAL-mode library that cannot get its -shm file (a
+    read-only folder, a full disk) is read as immutable, as library.DB reads it."""
+    why = read_as_immutable(path)
+    if write and why == "full":
+        raise MamboError(disk_full_message(path))
+    if why and not write:
         uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?immutable=1"
         con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        _immutable.add(con)
+    else:
+        con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE if write else apsw.SQLITE_OPEN_READONLY)
+    try:
+        con.execute(Q["sql_library_marks"]).fetchall()  # the first read: where a bad file shows
+    except apsw.Error as e:
+        close(con)
+        # A -shm file in a read-only folder that SQLite cannot use (left by a crash): as when there
+        # is none, the file alone is the library unless a -wal holds changes.
+        wal = Path(f"{path}-wal")
+        if (write or not isinstance(e, (apsw.ReadOnlyError, apsw.CantOpenError)) or os.access(path.parent, os.W_OK)
+                or (wal.exists() and wal.stat().st_size)):
+            raise
+        con = apsw.Connection("file:" + urllib.parse.quote(str(path.resolve())) + "?immutable=1",
+                              flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        _immutable.add(con)
     con.set_busy_timeout(10_000)
-    con.enable_load_extension(True)
-    con.load_extension(sqlite_vec.loadable_path())
-    con.enable_load_extension(False)
+    load_sqlite_vec(con)
     return con
+
+
+# The connections read as immutable: they made no side file, so closing them leaves nothing to tidy.
+_immutable: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()
 
 
 def mambo_queries() -> Iterator[tuple[str, str, str]]:
@@ -98,8 +110,9 @@ def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | Non
     where = show_path(path)
     if not path.exists():
         raise MamboError(f"no library at {where}: run `mambo add FOLDER` first, or give the library's path with --db")
-    if path.is_dir():
-        raise MamboError(f"{where} is a folder, not a library file: give the library's path with --db")
+    if not path.is_file():
+        kind = "a folder" if path.is_dir() else "a device or other special file"
+        raise MamboError(f"{where} is {kind}, not a library file: give the library's path with --db")
     con = None
     try:
         con = _connect(path, write=False)
@@ -137,11 +150,17 @@ def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | Non
 
 
 def close(con: apsw.Connection) -> None:
-    """Fold the WAL back in after writing, so the library is one file again (as library.DB does)."""
+    """Fold the WAL back in after writing, so the library is one file again (as library.DB does);
+    after reading, remove the -wal and -shm files the read-only connection made (tidy_side_files)."""
+    path, readonly = Path(con.filename), True
     with contextlib.suppress(apsw.Error):
-        if not con.readonly("main") and con.total_changes():
+        readonly = con.readonly("main")
+        if not readonly and con.total_changes():
             con.execute(Q["sql_checkpoint"]).fetchall()
+    immutable = con in _immutable
     con.close()
+    if readonly and not immutable and path.is_file():
+        tidy_side_files(path)
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -151,6 +170,100 @@ def close(con: apsw.Connection) -> None:
 
 def _cell_text(value: str) -> str:
     return clean_text(value, keep_newlines=True)
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# A table that fits the terminal
+# ─────────────────────────────────────────────────────────────────────────────
+
+ELLIPSIS = "…"
+# The narrowest column a table gives (two characters and the ellipsis). Rows with more columns than
+# fit at that width are shown one value a line, as psql's expanded display (`SELECT * FROM items`
+# has 33 columns: 133 characters of borders alone).
+MIN_COLUMN = 3
+BOXES = {True: ("╭─┬╮", "├─┼┤", "╰─┴╯", "│"), False: ("+-++", "+-++", "+-++", "|")}
+
+
+def _width(text: str) -> int:
+    return max(apsw.unicode.text_width(text), 0)
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` in at most `width` terminal columns: cut at a character boundary, ending in an ellipsis."""
+    if _width(text) <= width:
+        return text
+    return apsw.unicode.text_width_substr(text, max(width - 1, 0))[1] + ELLIPSIS
+
+
+def _pad(text: str, width: int, *, right: bool = False) -> str:
+    fill = " " * (width - _width(text))
+    return fill + text if right else text + fill
+
+
+def _shown(value: Any, *, null: str, quote: bool) -> str:
+    """A value as one line of terminal-safe text (a cell's newlines become spaces)."""
+    if quote:
+        text = apsw.format_sql_value(value)
+    elif value is None:
+        text = null
+    elif isinstance(value, bytes):
+        text = f"[ {len(value)} bytes ]"
+    else:
+        text = str(value)
+    return " ".join(_cell_text(text).splitlines())
+
+
+def _share(natural: list[int], room: int) -> list[int]:
+    """Column widths within `room`: narrow columns keep their width, the others share what is left
+    equally (each at least MIN_COLUMN, which the caller made sure fits)."""
+    if sum(natural) <= room:
+        return natural
+    widths = list(natural)
+    left = room
+    order = sorted(range(len(natural)), key=natural.__getitem__)
+    for k, i in enumerate(order):
+        widths[i] = min(natural[i], left // (len(order) - k))
+        left -= widths[i]
+    return widths
+
+
+def fit_table(names: list[str], rows: list[Any], width: int, *, null: str = "NULL", quote: bool = False,
+              use_unicode: bool = True) -> str:
+    """Rows as a table at most `width` columns wide, each row on one line, a cell too wide for its
+    column cut with an ellipsis (--json and --csv give the exact values)."""
+    width = max(width, 20)
+    heads = [_shown(n, null=null, quote=False) for n in names]
+    cells = [[_shown(v, null=null, quote=quote) for v in row] for row in rows]
+    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) for r in rows) for i in range(len(names))]
+    room = width - (3 * len(names) + 1)
+    if room < MIN_COLUMN * len(names):
+        return _records(heads, cells, width, BOXES[use_unicode][3])
+    natural = [max([_width(h), 1, *(_width(r[i]) for r in cells)]) for i, h in enumerate(heads)]
+    widths = _share(natural, room)
+    top, middle, bottom, bar = BOXES[use_unicode]
+
+    def rule(chars: str) -> str:
+        return chars[0] + chars[2].join(chars[1] * (w + 2) for w in widths) + chars[3]
+
+    def line(values: list[str], *, header: bool = False) -> str:
+        return bar + bar.join(f" {_pad(_cut(v, w), w, right=numeric[i] and not header)} "
+                              for i, (v, w) in enumerate(zip(values, widths, strict=True))) + bar
+
+    out = [rule(top), line(heads, header=True), rule(middle), *(line(r) for r in cells), rule(bottom)]
+    return "\n".join(out) + "\n"
+
+
+def _records(heads: list[str], cells: list[list[str]], width: int, bar: str) -> str:
+    """Each row as a block of `column | value` lines, for rows too wide for a table."""
+    name_width = min(max(_width(h) for h in heads), width // 3)
+    value_width = width - name_width - 3
+    out = []
+    for n, row in enumerate(cells, 1):
+        title = f"-[ row {n} ]"
+        out.append(title + "-" * (width - len(title)))
+        out += [f"{_pad(_cut(h, name_width), name_width)} {bar} {_cut(v, value_width)}"
+                for h, v in zip(heads, row, strict=True)]
+    return "\n".join(out or [_cut(f" {bar} ".join(heads), width)]) + "\n"
 
 
 def _plain(value: Any) -> Any:
@@ -174,9 +287,10 @@ def run_statement(con: apsw.Connection, sql: str, *, write: bool, fmt: str, out:
     before = con.total_changes()
     try:
         if fmt == "table":
-            width = shutil.get_terminal_size((100, 24)).columns
-            out.write(apsw.ext.format_query_table(con, info.first_query, string_sanitize=_cell_text,
-                                                  null="NULL", text_width=max(width, 40)))
+            names = [d[0] for d in info.description or ()]
+            rows = con.execute(info.first_query).fetchall()
+            if names:
+                out.write(fit_table(names, rows, shutil.get_terminal_size((100, 24)).columns))
         else:
             cur = con.execute(info.first_query)
             writer = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
@@ -240,6 +354,16 @@ class LibraryShell(apsw.shell.Shell):
             self.box_options["string_sanitize"] = _cell_text
         self.prompt, self.moreprompt = "mambo sql> ", "       ..> "
         self.history_file = "~/.mambo_sql_history"
+
+    def output_box(self, column_names: list[str], rows: list[Any]) -> None:
+        """box, table and qbox modes: fitted to the terminal's width (or `.mode box --width N`),
+        cells cut with an ellipsis (fit_table), where apsw's own formatter fails on wide rows."""
+        opts = getattr(self, "box_options", None) or {}
+        width = opts.get("text_width") or self._terminal_width(32)
+        self.write(self.stdout, fit_table(list(column_names), list(rows), width, null=opts.get("null", "NULL"),
+                                          quote=bool(opts.get("quote")), use_unicode=opts.get("use_unicode", True)))
+
+    output_box.all_at_once = True  # type: ignore[attr-defined]
 
     def command_queries(self, cmd: list[str]) -> None:
         """queries ?PATTERN?: List the library's named queries (names containing PATTERN)

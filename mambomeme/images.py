@@ -35,26 +35,18 @@ PREVIEW_QUALITY = 60
 
 # Near-identical means the same meme: the picture AND the caption agree. pHash is dominated by the
 # template picture (other captions on one picture are 0-34 bits apart, a crop of one meme 2-26), so
-# the caption decides, read on the words that vary: the known text of the template either item was
-# recognised as (templates.known_text: anchors, name) is left out of both first. Then the caption
-# with less text must be found in the other line by line, and the other may hold more only as a
-# watermark or, for a crop, the lines cut at the top and bottom. Calibration: docs/grouping.md.
-NEAR_DUP_BITS = 4              # this close: the same meme if both captions read the same words
+# the caption decides, on the words that vary: the known text of the template either item was
+# recognised as (templates.known_text: anchors, name, aliases) is left out of both first, then the
+# caption with less text must be found in the other line by line. Calibration: docs/grouping.md.
+NEAR_DUP_BITS = 4              # this close: the same meme if its lines are (mostly) in the other's text
 NEAR_DUP_CONTAINMENT = 0.75    # ...the least-contained line's share of letters found (OCR noise)
 NEAR_DUP_BITS_CROPPED = 20     # up to this far (crops): the same meme only if the captions agree well
 NEAR_DUP_CONTAINMENT_CROPPED = 0.9  # 0.85 joined "dj drum" and "dj bat refuses to elaborate" (v1)
 NEAR_DUP_MIN_LETTERS = 20      # ...and the smaller caption has this many letters and digits that vary
 NEAR_DUP_LINE_LETTERS = 4      # OCR lines shorter than this are noise (a stray "3", a symbol)
-# Letters count as found in runs of 2 or more: one by one, the letters of a short line ("naps") are
-# found in order in almost any long caption (0.7-1.0 of them), which joined different jokes.
-NEAR_DUP_RUN = 2
-# A watermark is a site or a handle ("imgflip.com", "made with mematic"): one line of a few words.
-# On the fixed-words set watermarked copies read 1-2 extra words; other jokes whose words hold the
-# smaller caption read 1-11, and the 5 pairs at 3 or fewer also lacked a word of it (docs/grouping.md).
-NEAR_DUP_EXTRA_WORDS = 3
 # Comparing two captions takes ~0.8 ms, and v1 has 68,660 pairs within 20 bits. Captions that share
 # under half of the smaller one's letter trigrams are rejected before that: every pair the rule
-# joins shares >= 0.83 of them (v1; 0.9 on the fixed-words set).
+# joins shares >= 0.83 of them (v1).
 NEAR_DUP_TRIGRAMS = 0.5
 TEMPLATE_BITS = 10           # an unlabelled image joins the template group of a picture this close
 
@@ -219,62 +211,25 @@ def varying(cap: Caption, phrases: tuple[str, ...]) -> Caption:
     return _caption(lines)
 
 
-@functools.lru_cache(maxsize=65536)
-def _found(word: str, other: Caption) -> bool:
-    """Whether OCR read a word in another caption: within its joined letters (OCR splits and merges
-    words: "HOTTAKE"), as a part of one of its words when shorter than 4 letters (a stray "are" is
-    inside many words), or as one of its words one edit off ("WAT" for "WAIT", "LGHT" for "LIGHT"),
-    the longer of the two having 4 letters or more."""
-    if len(word) >= 4 and word in other.joined:
-        return True
-    words = {w for line in other.lines for w in line}
-    if len(word) < 4 and any(word in w for w in words):
-        return True
-    return len(word) >= 3 and any(edit_distance(word, w, 1) <= 1 for w in words
-                                  if len(w) >= 3 and max(len(w), len(word)) >= 4 and abs(len(w) - len(word)) <= 1)
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """How two captions agree (caption_agreement). Words of 1-2 letters are not counted as extra
-    or missing: OCR reads them least reliably ("I'M IN" as "M N")."""
-
-    contained: float   # share of letters found, of the least-contained line of the smaller caption
-    letters: int       # the smaller caption's letters
-    extra: int         # words of the larger caption not found in the smaller
-    extra_lines: int   # ...on this many lines
-    cut: bool          # ...as a crop cuts them: one line at the top, one at the bottom, none between
-    missing: int       # words of the smaller caption not found in the larger
-    inner_missing: int  # ...on a line other than its first and last (a crop garbles words it cuts)
-
-
-def caption_agreement(a: Caption, b: Caption) -> Agreement:
-    """Both sides of two captions: how much of the smaller is in the larger, and what the larger
-    holds beyond it. Captions sharing under NEAR_DUP_TRIGRAMS of the smaller one's trigrams are
-    not compared (contained 0.0)."""
+def caption_containment(a: Caption, b: Caption) -> tuple[float, int]:
+    """(share of letters of the least-contained line of the caption with fewer letters that are
+    found, in order, in the other caption; that caption's letter count). (1.0, 0): no caption.
+    Captions sharing under NEAR_DUP_TRIGRAMS of the smaller one's trigrams are (0.0, n) at once."""
     import difflib
 
     if len(a.joined) > len(b.joined):
         a, b = b, a
-    if a.lines and len(a.trigrams & b.trigrams) < NEAR_DUP_TRIGRAMS * len(a.trigrams):
-        return Agreement(0.0, len(a.joined), 0, 0, False, 0, 0)
-    contained, missing, inner_missing = 1.0, 0, 0
-    for n, line in enumerate(a.lines):
+    if not a.lines:
+        return 1.0, 0
+    if len(a.trigrams & b.trigrams) < NEAR_DUP_TRIGRAMS * len(a.trigrams):
+        return 0.0, len(a.joined)
+    least = 1.0
+    for line in a.lines:
         letters = "".join(line)
-        blocks = difflib.SequenceMatcher(None, letters, b.joined, autojunk=False).get_matching_blocks()
-        contained = min(contained, sum(m.size for m in blocks if m.size >= NEAR_DUP_RUN) / len(letters))
-        lost = sum(1 for w in line if len(w) >= 3 and not _found(w, b))
-        missing += lost
-        inner_missing += lost if 0 < n < len(a.lines) - 1 else 0
-    extra, shared = [], []
-    for line in b.lines:
-        found = [_found(w, a) for w in line if len(w) >= 2]
-        extra.append(found.count(False))
-        shared.append(any(found))
-    held = [i for i, s in enumerate(shared) if s]
-    cut = bool(held) and not any(extra[held[0] + 1:held[-1]]) and all(
-        sum(1 for n in edge if n) <= 1 for edge in (extra[:held[0] + 1], extra[held[-1]:]))
-    return Agreement(contained, len(a.joined), sum(extra), sum(1 for n in extra if n), cut, missing, inner_missing)
+        if letters:
+            found = difflib.SequenceMatcher(None, letters, b.joined, autojunk=False).get_matching_blocks()
+            least = min(least, sum(m.size for m in found) / len(letters))
+    return least, len(a.joined)
 
 
 def near_identical(distance: int, text_a: str, text_b: str, known: Iterable[str] = ()) -> bool:
@@ -286,15 +241,12 @@ def near_identical(distance: int, text_a: str, text_b: str, known: Iterable[str]
     a, b = caption(text_a), caption(text_b)
     if phrases := known_phrases(known):
         a, b = varying(a, phrases), varying(b, phrases)
-    g = caption_agreement(a, b)
-    if g.extra and not g.letters:
-        return False  # one says nothing of its own beside the template's words
-    watermark = g.extra <= NEAR_DUP_EXTRA_WORDS and g.extra_lines <= 1
-    if distance <= NEAR_DUP_BITS:  # each saying a word the other lacks is two memes
-        return g.contained >= NEAR_DUP_CONTAINMENT and (not g.extra or (watermark and not g.missing))
-    # a crop loses a line at the top and one at the bottom, and garbles words on the lines it cuts
-    return (g.contained >= NEAR_DUP_CONTAINMENT_CROPPED and g.letters >= NEAR_DUP_MIN_LETTERS
-            and (not g.extra or ((watermark or g.cut) and not g.inner_missing)))
+        if bool(a.lines) != bool(b.lines):
+            return False  # one says nothing beside the template's own words, the other says something
+    contained, letters = caption_containment(a, b)
+    if distance <= NEAR_DUP_BITS and contained >= NEAR_DUP_CONTAINMENT:
+        return True
+    return contained >= NEAR_DUP_CONTAINMENT_CROPPED and letters >= NEAR_DUP_MIN_LETTERS
 
 
 class PhashIndex:

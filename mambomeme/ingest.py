@@ -51,6 +51,7 @@ from mambomeme.templates import (
     TemplateIndex,
     anchor_words_in,
     derive,
+    known_text,
     sync_catalogue,
     templates_revision,
 )
@@ -617,7 +618,8 @@ class Ingester:
         """(perceptual group, template group) of a new item; see NEAR_DUP_BITS for the rule."""
         perceptual = None
         for d, other in self.phash_index.near(phash, NEAR_DUP_BITS_CROPPED):
-            if near_identical(d, ocr_text, self.db.q1("ocr_text", {"item_id": other})[0]):
+            if near_identical(d, ocr_text, self.db.q1("ocr_text", {"item_id": other})[0],
+                              known_text(self.db, item_id, other)):
                 perceptual = self.phash_index.groups[other][0]
                 template_group = template_group or self.phash_index.groups[other][1]
                 break
@@ -797,6 +799,8 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
             better = found is not None and (it["template_id"] is None or (
                 not found.anchors and found.inliers > (it["template_score"] or 0)))
             updates.append((it, found if better else None, boxes))
+        if updates or absent:
+            model()  # loaded before the write lock is taken: their derived fields may change
         with db.write():
             for it, found, boxes in updates:
                 tid = found.template_id if found else it["template_id"]
@@ -833,7 +837,7 @@ def regroup(db: DB) -> tuple[list[int], int]:
     member of a group that changed, groups after regrouping)."""
     rows = db.q("grouping_inputs")
     old = {int(r[0]): r[3] for r in rows}
-    first = assign_groups((int(r[0]), int(r[1]), r[2]) for r in rows)
+    first = assign_groups(((int(r[0]), int(r[1]), r[2]) for r in rows), lambda a, b: known_text(db, a, b))
     group_of_first: dict[int, int] = {}
     taken: set[int] = set()
     touched_old: set[int] = set()

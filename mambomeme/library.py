@@ -456,7 +456,7 @@ class DB:
         """The vector scans' own read-only connection to this library and the one thread that uses
         it, made on first use and shared by every Searcher of this DB (one of each, however many
         searches); closed with this one. It maps the whole file (up to 1 GiB): memory-mapped reads
-        cut vec0 float32 scans by ~40% (../shared/notes/stack.md), and with a 256 MiB map the
+        cut vec0 float32 scans by ~40% (100k vectors: 99 -> 59 ms), and with a 256 MiB map the
         vector chunks of a 100k-item library (~290 MB) past it were read through pread
         (coarse-index scan p50 31 -> 19 ms with all of it mapped). Only this connection maps, so
         the pages count once in resident memory."""

@@ -272,7 +272,7 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str]]:
         per_root.setdefault(root, [0, 0])[1] += 1
     for _fid, root in gone:
         per_root[root][0] += 1
-    # Calibration: "more than half" (issue 22). A real clean-up deletes some memes of a folder; a
+    # Why "more than half": a real clean-up deletes some memes of a folder; a
     # drive that is not mounted, or a folder emptied by a sync client, loses all of them at once.
     risky = [(root, n_gone, n) for root, (n_gone, n) in sorted(per_root.items()) if n_gone and 2 * n_gone > n]
     if risky and not force:

@@ -17,25 +17,25 @@ from typing import Any
 
 import click
 
-from mambomeme import calibrate, evaluation_commands, nomatch, scale, sqlshell
-from mambomeme.bench import bench
+from mambomeme import sqlshell
+from mambomeme.command_line import CONTEXT, as_click, open_library
 from mambomeme.embed import get_embedder, model_id_for, waiting_note, waiting_to_embed
 from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
 from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing
+from mambomeme.lab import calibrate, evaluation_commands, nomatch, scale
+from mambomeme.lab.bench import bench
 from mambomeme.library import (
-    CONTEXT,
     DB,
     FIXTURE_DIR,
     MamboError,
     __version__,
-    _file_sha256,
     clean_line,
     clean_text,
     db_error_message,
     default_db_path,
     disk_full_message,
+    file_sha256,
     json_line,
-    open_library,
     show_path,
 )
 from mambomeme.ocr import get_ocr
@@ -97,9 +97,11 @@ class MamboGroup(click.Group):
 
         try:
             return super().invoke(ctx)
+        except MamboError as e:
+            raise as_click(e) from e
         except apsw.Error as e:
             path = (ctx.obj or {}).get("db_path") or os.environ.get("MAMBO_DB")
-            raise MamboError(db_error_message(e, path)) from e
+            raise as_click(MamboError(db_error_message(e, path))) from e
 
 
 @click.group(cls=MamboGroup, context_settings=CONTEXT)
@@ -491,7 +493,7 @@ def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str
     if db.q1("template_by_slug", {"slug": slug}):
         raise MamboError(f"a template {slug!r} already exists: choose another --name or remove it first")
     alias_list = list(dict.fromkeys(a for a in (" ".join(clean_line(x).lower().split()) for x in aliases) if a))
-    view["origin"] |= {"file": image.name, "sha256": _file_sha256(image)}
+    view["origin"] |= {"file": image.name, "sha256": file_sha256(image)}
     with db.write():
         rev = next_templates_revision(db)
         tid = int(db.q1("insert_template", {

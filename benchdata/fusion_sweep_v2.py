@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mambomeme.bench import judged_queries  # noqa: E402
-from mambomeme.calibrate import ndcg_at_10  # noqa: E402
 from mambomeme.embed import get_embedder  # noqa: E402
+from mambomeme.lab.bench import judged_queries  # noqa: E402
+from mambomeme.lab.calibrate import ndcg_at_10  # noqa: E402
 from mambomeme.library import DB  # noqa: E402
 from mambomeme.search import DEFAULT_SYSTEMS, Searcher  # noqa: E402
 

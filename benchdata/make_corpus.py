@@ -141,7 +141,7 @@ STOP = set(
 # ----------------------------------------------------------------------------- parsing helpers
 
 
-def sha256_file(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -643,7 +643,7 @@ def write_pins(lines: list[dict]) -> None:
     svgs = sorted({(ln["template"]["svg"], ln["template"]["svg_sha256"]) for ln in lines if "template" in ln})
     pins = {
         "corpus": "mmts-bench-v1",
-        "recipe_sha256": sha256_file(V1 / "corpus.jsonl"),
+        "recipe_sha256": file_sha256(V1 / "corpus.jsonl"),
         "tools": {"rsvg-convert": "2.54.7", "pillow": "13.0.0"},
         "debian_packages": {"openclipart-svg": "1:0.18+dfsg-19", "librsvg2-bin": "2.54.7+dfsg-1~deb12u1",
                             "fonts-dejavu-core": "2.37-6", "fonts-liberation": "1:1.07.4-11",
@@ -969,7 +969,7 @@ def build_dev(lines: list[dict], info: dict, corpus_version: str) -> tuple[list[
     meta = {
         "benchmark": "mmts-bench-v1", "version": "1.0.0-provisional", "partition": "dev", "status": "provisional",
         "corpus": "benchdata/v1/corpus.jsonl", "corpus_manifest_sha256": corpus_version,
-        "corpus_recipe_sha256": sha256_file(V1 / "corpus.jsonl"), "safety_policy": "mambo-safety-v1",
+        "corpus_recipe_sha256": file_sha256(V1 / "corpus.jsonl"), "safety_policy": "mambo-safety-v1",
         "score_version": "mmts-search-v1", "queries": len(rows),
         "judgements": {"status": "provisional", "annotators": [ANNOTATOR]},
         "paths": "relevant/exact/withheld/ids keys are file paths relative to the rendered corpus root",
@@ -1040,7 +1040,7 @@ def check(lines: list[dict], info: dict) -> int:
         errs.append("corpus.jsonl differs from a fresh generation (not deterministic or stale)")
     # dev partition
     manifest = V1 / "manifest.sha256"
-    cv = sha256_file(manifest)
+    cv = file_sha256(manifest)
     rows = [json.loads(x) for x in (V1 / "dev.jsonl").read_text(encoding="utf-8").splitlines()]
     meta = json.loads((V1 / "dev.meta.json").read_text(encoding="utf-8"))
     if meta["corpus_manifest_sha256"] != cv:
@@ -1145,7 +1145,7 @@ def main(argv=None) -> int:
     print(f"wrote {V1 / 'corpus.jsonl'}: {len(lines)} lines")
     manifest = V1 / "manifest.sha256"
     if manifest.exists():
-        write_dev(lines, info, sha256_file(manifest))
+        write_dev(lines, info, file_sha256(manifest))
     else:
         print("no manifest yet: render the corpus with --manifest, then run again for dev.jsonl")
     return 0

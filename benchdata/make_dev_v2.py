@@ -61,7 +61,7 @@ VISUAL_GENERIC = {"cartoon", "meme", "caption", "about", "big", "little", "small
                   "black", "red", "blue", "green", "yellow", "grey", "gold", "orange", "thing", "with"}
 
 
-def sha256_file(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -194,10 +194,10 @@ def build(c: Corpus, cv: str) -> tuple[list[dict], dict, dict]:
     kinds = Counter(q["kind"] for q in src)
     meta = dict(v1meta) | {
         "version": VERSION, "queries": len(rows),
-        "corpus_manifest_sha256": cv, "corpus_recipe_sha256": sha256_file(V1 / "corpus.jsonl"),
+        "corpus_manifest_sha256": cv, "corpus_recipe_sha256": file_sha256(V1 / "corpus.jsonl"),
         "derived_from": {"version": v1meta["version"], "file": "benchdata/v1/dev.jsonl",
-                         "sha256": sha256_file(V1 / "dev.jsonl"), "queries": len(v1)},
-        "source": {"file": "benchdata/v1/dev-v2-source.jsonl", "sha256": sha256_file(SOURCE),
+                         "sha256": file_sha256(V1 / "dev.jsonl"), "queries": len(v1)},
+        "source": {"file": "benchdata/v1/dev-v2-source.jsonl", "sha256": file_sha256(SOURCE),
                    "builder": "benchdata/make_dev_v2.py", "added": dict(sorted(kinds.items()))},
         "slices": dict(sorted(Counter(r["slice"] for r in rows).items())),
     }
@@ -225,7 +225,7 @@ def build(c: Corpus, cv: str) -> tuple[list[dict], dict, dict]:
 
 
 def write(c: Corpus) -> None:
-    cv = sha256_file(V1 / "manifest.sha256")
+    cv = file_sha256(V1 / "manifest.sha256")
     rows, meta, uses = build(c, cv)
     mc.write_jsonl(OUT, rows)
     META.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
@@ -238,7 +238,7 @@ def write(c: Corpus) -> None:
 
 def check(c: Corpus) -> int:
     errs: list[str] = []
-    cv = sha256_file(V1 / "manifest.sha256")
+    cv = file_sha256(V1 / "manifest.sha256")
     v1 = read_jsonl(V1 / "dev.jsonl")
     src = read_jsonl(SOURCE)
     rows = read_jsonl(OUT)

@@ -101,7 +101,7 @@ SIDECAR_KEYS = (
 # --------------------------------------------------------------------------- helpers
 
 
-def sha256_file(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 16), b""):
@@ -119,7 +119,7 @@ class Ctx:
     def check_hash(self, path: Path, expected: str | None) -> None:
         if not self.verify or not expected or path in self._verified:
             return
-        got = sha256_file(path)
+        got = file_sha256(path)
         if got != expected:
             raise SystemExit(f"hash mismatch for {path}: recipe {expected}, file {got}")
         self._verified.add(path)
@@ -643,19 +643,19 @@ def check_pins(pins_path: Path) -> list[str]:
             problems.append(f"{tool}: pinned {want}, installed {have}")
     for spec in pins.get("fonts", []):
         p = Path(spec["path"])
-        if not p.exists() or sha256_file(p) != spec["sha256"]:
+        if not p.exists() or file_sha256(p) != spec["sha256"]:
             problems.append(f"font {p}: missing or SHA-256 differs")
     root = Path(pins.get("svg_root", SVG_ROOT_DEFAULT))
     for spec in pins.get("svgs", []):
         p = root / spec["svg"]
-        if not p.exists() or sha256_file(p) != spec["sha256"]:
+        if not p.exists() or file_sha256(p) != spec["sha256"]:
             problems.append(f"drawing {p}: missing or SHA-256 differs")
     return problems
 
 
 def manifest_lines(out_dir: Path, paths) -> list[str]:
     rels = sorted({str(Path(p).relative_to(out_dir)) for p in paths})
-    return [f"{sha256_file(out_dir / r)}  {r}" for r in rels]
+    return [f"{file_sha256(out_dir / r)}  {r}" for r in rels]
 
 
 def read_manifest(path: Path) -> dict:
@@ -673,7 +673,7 @@ def compare_manifest(expected: dict, out_dir: Path, extra_ok=False) -> list[str]
         p = out_dir / rel
         if not p.is_file():
             problems.append(f"missing   {rel}")
-        elif sha256_file(p) != digest:
+        elif file_sha256(p) != digest:
             problems.append(f"MISMATCH  {rel}")
     if not extra_ok:
         for p in sorted(out_dir.rglob("*")):

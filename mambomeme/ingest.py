@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
-
 from mambomeme.embed import (
     Embedder,
     embed_text,
@@ -325,8 +323,10 @@ class Batch:
 
 class Ingester:
     def __init__(self, db: DB, *, progress: bool = True, batch: int = INGEST_BATCH, workers: int | None = None,
-                 sidecars: bool = True):
+                 sidecars: bool = True, report: Callable[[str], None] | None = None):
         self.db = db
+        # One line for the person running it (a skipped file, a warning); stderr unless told otherwise.
+        self.report = report or (lambda line: print(line, file=sys.stderr, flush=True))
         self.progress_enabled = progress
         self.batch = batch
         self.stats = IngestStats()
@@ -415,9 +415,9 @@ class Ingester:
         self.stats.errors += 1
         msg = clean_line(err.message)
         if skipped:
-            click.echo(f"mambo: skipped {show_path(path)}: {msg}", err=True)
+            self.report(f"mambo: skipped {show_path(path)}: {msg}")
         else:
-            click.echo(f"mambo: warning: {show_path(path)}: {msg} (indexed with what could be read)", err=True)
+            self.report(f"mambo: warning: {show_path(path)}: {msg} (indexed with what could be read)")
         # A name that is not UTF-8 is recorded with U+FFFD in place of its undecodable bytes.
         stored = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         with self.db.write():
@@ -611,8 +611,8 @@ class Ingester:
             embed_items(db, derive(db, touched), self.embedder, self.model_id)
             db.q("delete_setting", {"key": REGROUP_SETTING})
         if self.progress_enabled:
-            click.echo(f"mambo: near-identical groups made again: {groups} groups, {len(touched)} items "
-                       "re-checked", err=True)
+            self.report(f"mambo: near-identical groups made again: {groups} groups, {len(touched)} items "
+                        "re-checked")
 
     def _groups(self, item_id: int, phash: int, ocr_text: str, template_group: int | None) -> tuple[int, int | None]:
         """(perceptual group, template group) of a new item; see NEAR_DUP_BITS for the rule."""

@@ -28,9 +28,6 @@ SELECT title, template, entities, tags, description, source_url, creator, licenc
        metadata_source
 FROM items WHERE item_id = :item_id;
 
--- name: item_text
-SELECT title, template, entities, tags, description, ocr_text FROM items WHERE item_id = :item_id;
-
 -- name: insert_file
 -- A file with its own metadata (state.py file_params); the item's state is computed after it.
 INSERT INTO files(item_id, root_id, rel_path, size, mtime_ns, sidecar_sha256, metadata, safety, rights, private,

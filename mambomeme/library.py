@@ -16,8 +16,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import click
-
 __version__ = "0.1.0"
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -46,8 +44,12 @@ SAFETY_POLICY_VERSION = "mambo-safety-v1"
 MAMBO_TABLES = frozenset({"library_roots", "items", "files", "ingest_runs"})
 
 
-class MamboError(click.ClickException):
-    """A one-line, actionable error for the user (exit status 1)."""
+class MamboError(Exception):
+    """A one-line, actionable error for the user: the command line prints it and exits 1."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
     def format_message(self) -> str:
         return clean_line(self.message)
@@ -136,7 +138,7 @@ def load_query_files(paths: Iterable[Path]) -> dict[str, str]:
     return queries
 
 
-QUERY_FILES = sorted(PACKAGE.glob("*.sql"))
+QUERY_FILES = sorted([*PACKAGE.glob("*.sql"), *(PACKAGE / "lab").glob("*.sql")])
 Q = load_query_files(QUERY_FILES)
 
 
@@ -496,7 +498,7 @@ def db_error_message(e: Exception, path: Path | str | None) -> str:
     return f"database error on {where}: {clean_line(str(e))}; `mambo check` lists what is wrong with the library"
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -513,17 +515,3 @@ def normalise_query(text: str) -> list[str]:
     text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     return re.findall(r"[^\W_]+", text)[:64]
 
-
-# ─────────────────────────────────────────────────────────────────────────────
-# Opening the library from a command
-# ─────────────────────────────────────────────────────────────────────────────
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-def open_library(ctx: click.Context, *, create: bool = False) -> DB:
-    """The library a command works on: --db, else $MAMBO_DB, else the per-user default; closed with the command."""
-    path = ctx.obj["db_path"] or default_db_path()
-    db = DB(path, create=create)
-    ctx.call_on_close(db.close)
-    return db

@@ -8,8 +8,6 @@ import base64
 import contextlib
 import functools
 import os
-import random
-import re
 import shlex
 import signal
 import subprocess
@@ -22,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
-from mambomeme.library import DB, ROOT, MamboError, clean_line, clean_text, db_error_message, show_path
+from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, show_path
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_for, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
@@ -614,138 +612,3 @@ def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_eve
     """The full-screen search. Returns the exit status: 0 when a result was chosen (its path is
     printed on stdout), 130 when the user quit, 128+N after signal N."""
     return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready).run()
-
-
-# -- Submit-to-render latency, measured in a real PTY ------------------------------------------
-
-
-def _tui_argv(db_path: Path | str, system: str, *extra: str) -> list[str]:
-    """How to start the TUI as its own process (the latency harness runs it in a PTY)."""
-    return [sys.executable, str(ROOT / "mambo.py"), "--db", str(db_path), "search", "--system", system, *extra]
-
-
-def time_to_model_ready(db_path: Path | str, system: str = DEFAULT_SYSTEM) -> float:
-    """Seconds from launching the full-screen search in an 80x24 PTY to its status line saying
-    "model ready" (the full system answers from then on)."""
-    import pexpect
-
-    env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0"}
-    argv = _tui_argv(db_path, system)
-    t0 = time.perf_counter()
-    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
-    try:
-        child.expect("model ready", timeout=120)
-        ready = time.perf_counter() - t0
-        child.send("\x1b")
-        child.expect(pexpect.EOF, timeout=30)
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
-    return ready
-
-
-class _MeasuredTUI:
-    """One full-screen search started in the declared 80x24 PTY with --wait-ready, driven as the
-    latency protocol says: type a query, send Enter, wait for that search's status line."""
-
-    status_re = re.compile(r"(no match|\d+ results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
-
-    def __init__(self, db_path: Path | str, system: str) -> None:
-        import pexpect
-
-        env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0", "COLUMNS": "80",
-               "LINES": "24"}
-        argv = _tui_argv(db_path, system, "--wait-ready")
-        self.child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
-        self.child.delaybeforesend = None
-        self.seq = 0
-        t_start = time.perf_counter()
-        self.child.expect(["model ready", "lexical system"], timeout=180)
-        self.ready_s = time.perf_counter() - t_start
-
-    def submit(self, q: str, enter_after_s: float = 0.0) -> tuple[float, float, str]:
-        """(submit-to-render ms, the search time the app reports, "no match" or "N results"); Enter
-        is sent `enter_after_s` after the query line shows the text (0: a paste and Enter at once)."""
-        child = self.child
-        child.send("\x15")  # Ctrl-U: back to the query line, emptied
-        child.send(q)
-        # Wait until the query line shows the typed text, so Enter is its own keypress.
-        child.expect_exact(q[-12:], timeout=30)
-        if enter_after_s:
-            time.sleep(enter_after_s)
-        self.seq += 1
-        t0 = time.perf_counter()
-        child.send("\r")
-        while True:
-            child.expect(self.status_re, timeout=30)
-            if int(child.match.group(3)) == self.seq:
-                break
-        return (time.perf_counter() - t0) * 1000, float(child.match.group(2)), child.match.group(1)
-
-    def close(self) -> None:
-        import pexpect
-
-        try:
-            if self.child.isalive():
-                self.child.send("\x1b")
-                self.child.expect(pexpect.EOF, timeout=30)
-        finally:
-            if self.child.isalive():
-                self.child.terminate(force=True)
-
-
-def measure_latency(db_path: Path | str, queries: list[str], n: int = 1000, warmups: int = 20,
-                    system: str = DEFAULT_SYSTEM, seed: int = 0) -> dict[str, Any]:
-    """Submit-to-render time of the real TUI in an 80x24 PTY: for each search, type the query,
-    send Enter, and time from that send until the status line with the new "search #N" arrives
-    (the status line is drawn last, so the whole list is on screen by then). The app is started
-    with --wait-ready and measuring begins once the model is ready. Also returns the search time
-    the app itself reports, to separate search from drawing."""
-    return measure_latencies(db_path, queries, [system], n=n, warmups=warmups, seed=seed)[system]
-
-
-def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str], n: int = 1000,
-                      warmups: int = 20, seed: int = 0, block: int = 50,
-                      enter_after_s: float = 0.0) -> dict[str, dict[str, Any]]:
-    """measure_latency for several systems at once, for ratios that hold on a busy machine: one
-    app per system, all started before measuring, each given the same queries in the same order,
-    taking turns every `block` searches so that every system sees the same load."""
-    import statistics
-
-    rng = random.Random(seed)
-    order, q = [], ""
-    for _ in range(warmups + n):
-        # Never the same query twice in a row: its query line would not change, so there
-        # would be nothing to wait for before sending Enter.
-        q = rng.choice([x for x in queries if x != q] or queries)
-        order.append(q)
-    apps: dict[str, _MeasuredTUI] = {}
-    got: dict[str, list[tuple[float, float, str]]] = {s: [] for s in systems}
-    try:
-        for system in systems:
-            apps[system] = _MeasuredTUI(db_path, system)
-        for start in range(0, len(order), block):
-            for system in systems:
-                got[system] += [apps[system].submit(x, enter_after_s) for x in order[start:start + block]]
-    finally:
-        for app in apps.values():
-            app.close()
-
-    def pct(xs: list[float], p: float) -> float:
-        xs = sorted(xs)
-        return round(xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
-
-    out = {}
-    for system in systems:
-        measured = got[system][warmups:]
-        times, app_ms = [m[0] for m in measured], [m[1] for m in measured]
-        out[system] = {
-            "n": len(times), "warmups": warmups, "system": system, "seed": seed, "queries": len(queries),
-            "enter_after_ms": round(enter_after_s * 1000),
-            "startup_to_model_ready_s": round(apps[system].ready_s, 2),
-            "submit_to_render_ms": {"p50": pct(times, 50), "p95": pct(times, 95), "p99": pct(times, 99),
-                                    "mean": round(statistics.fmean(times), 2), "max": round(max(times), 2)},
-            "app_search_ms": {"p50": pct(app_ms, 50), "p95": pct(app_ms, 95)},
-            "no_match_share": round(sum(m[2] == "no match" for m in measured) / max(1, len(measured)), 3),
-        }
-    return out

@@ -91,9 +91,9 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
             problems.append(f"{len(fk)} broken foreign key reference(s)")
 
     def fts() -> None:
-        for table in ("items_fts", "items_trigram"):
+        for table, query in (("items_fts", "items_fts_integrity"), ("items_trigram", "items_trigram_integrity")):
             try:
-                db.q(f"{table}_integrity")
+                db.q(query)
             except Exception as e:  # noqa: BLE001 - reported, the next index is still checked
                 problems.append(f"full-text index {table}: {clean_line(e)}")
 

@@ -3,10 +3,9 @@ its nearest centroid's partition), retrained as the library grows or shrinks."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
-
-import click
 
 from mambomeme.embed import EMBED_DIM
 from mambomeme.library import DB
@@ -101,7 +100,7 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
     done = (f"coarse vector index: {want} clusters over {n:,} vectors ({time.monotonic() - t0:.1f} s)" if want
             else f"coarse vector index dropped ({n:,} vectors: searched exactly)")
     if not quiet:
-        click.echo(done, err=True)
+        print(done, file=sys.stderr, flush=True)
     return done
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from helpers import FIXTURE, REPO
 from mambomeme.embed import EMBED_DIM, EMBED_RUNTIME, Embedder, get_embedder, model_dir, model_id, onnx_path
-from mambomeme.library import DB, _file_sha256
+from mambomeme.library import DB, file_sha256
 
 DEV = REPO / "benchdata" / "v1" / "dev.jsonl"
 
@@ -48,7 +48,7 @@ def test_export_is_keyed_by_the_weights_and_remade_when_damaged(tmp_path: Path,
     unpacked = model_dir()  # the session's unpacked model: only the export is made again here
     monkeypatch.setattr("mambomeme.embed.model_dir", lambda: unpacked)
     monkeypatch.setenv("MAMBO_MODEL_CACHE", str(tmp_path))
-    sha = _file_sha256(unpacked / "model.safetensors")
+    sha = file_sha256(unpacked / "model.safetensors")
     path = onnx_path(sha, tmp_path)
     assert sha[:16] in path.parent.name
     path.parent.mkdir()

@@ -20,7 +20,7 @@ from PIL import Image
 
 from helpers import BENCH, REPO, fixture_queries, invoke, open_db, write_partition
 from mambomeme.embed import get_embedder
-from mambomeme.evaluation import (
+from mambomeme.lab.evaluation import (
     SCORE_VERSION,
     SLICES,
     agreement,
@@ -33,8 +33,7 @@ from mambomeme.evaluation import (
     system_row,
     working_set,
 )
-from mambomeme.library import PACKAGE, QUERY_FILES, MamboError, Q, load_named_queries, load_query_files
-from mambomeme.scoring import (
+from mambomeme.lab.scoring import (
     BARE_HOW,
     bootstrap,
     components,
@@ -45,6 +44,7 @@ from mambomeme.scoring import (
     measure_pty,
     publish,
 )
+from mambomeme.library import PACKAGE, QUERY_FILES, MamboError, Q, load_named_queries, load_query_files
 from mambomeme.search import Searcher
 
 
@@ -760,7 +760,7 @@ def test_copied_partition_file_from_elsewhere_keeps_working(bench_lib, tmp_path:
 
 def test_evaluation_queries_do_not_shadow_the_tools_own(tmp_path: Path) -> None:
     tool = load_named_queries(PACKAGE / "ingest.sql")
-    evaluation = load_named_queries(PACKAGE / "evaluation.sql")
+    evaluation = load_named_queries(PACKAGE / "lab" / "evaluation.sql")
     assert not set(tool) & set(evaluation)
     assert Q["finish_run"] == tool["finish_run"] and Q["finish_eval_run"] == evaluation["finish_eval_run"]
     # A name defined in two query files stops the program instead of replacing a statement.

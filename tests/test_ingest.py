@@ -19,7 +19,7 @@ from helpers import FIXTURE, IMAGES, REPO, invoke, open_db, recipe, run_process
 from mambomeme.embed import EMBED_TEXT_RECIPE, WEIGHTS_SHA256, model_dir
 from mambomeme.images import PREVIEW_SIDE, hamming
 from mambomeme.ingest import IMAGE_SUFFIXES
-from mambomeme.library import DB, SCHEMA_VERSION, _file_sha256, normalise_query
+from mambomeme.library import DB, SCHEMA_VERSION, file_sha256, normalise_query
 
 
 def items_by_file(db: DB) -> dict[str, dict]:
@@ -136,7 +136,7 @@ def test_embedding_manifest_and_vectors(fixture_library: Path) -> None:
     db = open_db(fixture_library)
     (m,) = db.rows("models_in_use")
     assert m["name"] == "sentence-transformers/all-mpnet-base-v2" and m["dim"] == 768
-    assert m["weights_sha256"] == _file_sha256(model_dir() / "model.safetensors") == WEIGHTS_SHA256
+    assert m["weights_sha256"] == file_sha256(model_dir() / "model.safetensors") == WEIGHTS_SHA256
     assert m["text_recipe"] == EMBED_TEXT_RECIPE and m["items"] == db.scalar("SELECT count(*) FROM items")
     assert db.scalar("SELECT count(*) FROM item_vectors") == m["items"]
 

@@ -5,6 +5,7 @@ sitting. Read from the project's own source, not from a list kept by hand elsewh
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from helpers import REPO
@@ -17,10 +18,11 @@ LAYERS: dict[str, int] = {
     "mambomeme.embed": 1, "mambomeme.vectors": 1, "mambomeme.templates": 1, "mambomeme.ingest": 1,
     "mambomeme.upkeep": 1, "mambomeme.search": 1, "mambomeme.queries": 1, "mambomeme.vectormatrix": 1,
     "mambomeme.review": 1, "mambomeme.picture": 1, "mambomeme.state": 1,
-    "mambomeme.tui": 2, "mambomeme.terminal": 2, "mambomeme.bench": 2, "mambomeme.calibrate": 2,
-    "mambomeme.nomatch": 2, "mambomeme.scale": 2,
-    "mambomeme.evaluation": 2, "mambomeme.scoring": 2, "mambomeme.evaluation_commands": 2,
-    "mambomeme.sqlshell": 2,
+    "mambomeme.tui": 2, "mambomeme.terminal": 2, "mambomeme.sqlshell": 2, "mambomeme.command_line": 2,
+    # the lab: benchmarks, evaluation, calibration (the product never imports it)
+    "mambomeme.lab": 2, "mambomeme.lab.bench": 2, "mambomeme.lab.calibrate": 2, "mambomeme.lab.nomatch": 2,
+    "mambomeme.lab.scale": 2, "mambomeme.lab.evaluation": 2, "mambomeme.lab.scoring": 2,
+    "mambomeme.lab.evaluation_commands": 2, "mambomeme.lab.pty": 2,
     "mambo": 3,
 }
 LAYER_NAMES = ("library", "search / ingest / templates", "features", "command line")
@@ -29,8 +31,9 @@ MAX_LINES = 1200
 
 def modules() -> dict[str, Path]:
     found = {"mambo": REPO / "mambo.py"}
-    for path in sorted((REPO / "mambomeme").glob("*.py")):
-        found["mambomeme" if path.stem == "__init__" else f"mambomeme.{path.stem}"] = path
+    for path in sorted([*(REPO / "mambomeme").glob("*.py"), *(REPO / "mambomeme" / "lab").glob("*.py")]):
+        package = ".".join(path.relative_to(REPO).parent.parts)
+        found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
     return found
 
 
@@ -84,10 +87,19 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert not cycles, cycles
 
 
+def test_the_product_never_imports_the_lab() -> None:
+    # The lab (benchmarks, evaluation, calibration) may use the product; the product runs without it.
+    product = {m for m in modules() if m != "mambo" and not m.startswith("mambomeme.lab")}
+    into_lab = [f"{m} imports {i}" for m in sorted(product) for i in sorted(import_graph()[m])
+                if i.startswith("mambomeme.lab")]
+    assert not into_lab, into_lab
+    assert any(i.startswith("mambomeme.lab") for i in import_graph()["mambo"])
+
+
 def test_the_graph_reader_sees_real_imports() -> None:
     # The checks above would pass on an empty graph: the command line must be seen importing the rooms.
     graph = import_graph()
-    assert {"mambomeme.library", "mambomeme.search", "mambomeme.ingest", "mambomeme.bench"} <= graph["mambo"]
+    assert {"mambomeme.library", "mambomeme.search", "mambomeme.ingest", "mambomeme.lab.bench"} <= graph["mambo"]
     assert graph["mambomeme.library"] == set()
 
 
@@ -99,6 +111,23 @@ def test_no_file_is_too_long_to_read_in_one_sitting() -> None:
 
 def test_named_queries_live_beside_the_modules_that_run_them() -> None:
     # Each mambomeme/NAME.sql belongs to the module NAME.py; every file's queries are used by the code.
-    sql_files = sorted((REPO / "mambomeme").glob("*.sql"))
+    sql_files = sorted([*(REPO / "mambomeme").glob("*.sql"), *(REPO / "mambomeme" / "lab").glob("*.sql")])
     assert sql_files and all((p.with_suffix(".py")).exists() for p in sql_files)
     assert not (REPO / "queries.sql").exists() and not (REPO / "eval.sql").exists()
+
+
+def test_every_named_query_is_run_by_the_code() -> None:
+    # A query no module names is dead SQL: it drifts from the schema unseen.
+    from mambomeme.library import Q
+
+    code = "\n".join(p.read_text(encoding="utf-8") for p in modules().values())
+    unused = sorted(name for name in Q if f'"{name}"' not in code and f"'{name}'" not in code)
+    assert not unused, f"named queries no module runs: {unused}"
+
+
+def test_click_lives_in_the_command_line() -> None:
+    # The library, search, ingest and template rooms are plain Python: a command module turns their
+    # MamboError into click's one-line error (command_line.as_click).
+    below = [m for m, layer in LAYERS.items() if layer <= 1 and m in modules()]
+    with_click = [m for m in below if re.search(r"^\s*(import click|from click)", modules()[m].read_text(), re.M)]
+    assert not with_click, with_click

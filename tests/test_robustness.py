@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import IMAGES, REPO, assert_restored, finish, invoke, open_db, run_app, run_process, search
-from mambomeme.bench import HOSTILE_QUERIES, synthetic_variants
 from mambomeme.ingest import Ingester
-from mambomeme.library import DB, RIGHTS_STATUSES, SAFETY_CLASSES, _file_sha256, clean_line, db_error_message
+from mambomeme.lab.bench import HOSTILE_QUERIES, synthetic_variants
+from mambomeme.library import DB, RIGHTS_STATUSES, SAFETY_CLASSES, clean_line, db_error_message, file_sha256
 from mambomeme.sidecars import SidecarFinder
 
 pytestmark = pytest.mark.slow  # real PTYs, processes and many ingests
@@ -170,7 +170,7 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
         shutil.copy(fixture_library, db_path)
         db_path.chmod(0o444)
         folder.chmod(0o555 if where == "read-only folder" else 0o1777)
-        digest = _file_sha256(db_path)
+        digest = file_sha256(db_path)
         res = _as_user("--db", db_path, "search", "-s", "bm25", "john cena", home=base)
         assert res.returncode == 0 and "cena" in res.stdout.lower(), res.stderr
         res = _as_user("--db", db_path, "status", home=base)
@@ -182,7 +182,7 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
             lines = [x for x in res.stderr.splitlines() if x.strip()]
             assert res.returncode == 1 and len(lines) == 1 and says in lines[0], (args, res.stderr)
             assert "Traceback" not in res.stderr
-        assert _file_sha256(db_path) == digest
+        assert file_sha256(db_path) == digest
         if where == "read-only folder":
             assert sorted(p.name for p in folder.iterdir()) == ["library.sqlite"]  # no -wal/-shm could be made
     finally:

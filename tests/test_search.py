@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 import mambo
 from helpers import FIXTURE, forget_vectors, invoke, open_db, run_process
-from mambomeme.bench import load_dev_queries
 from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.ingest import embed_items
+from mambomeme.lab.bench import load_dev_queries
 from mambomeme.library import DB
 from mambomeme.queries import STOPWORDS, corrections, plan_query
 from mambomeme.search import (

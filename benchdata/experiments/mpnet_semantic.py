@@ -66,10 +66,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 import mambomeme  # noqa: E402
-from mambomeme.bench import judged_pairs, judged_queries  # noqa: E402
-from mambomeme.calibrate import evaluate_runs, ndcg_at_10  # noqa: E402
 from mambomeme.embed import embed_text, field_texts, get_embedder  # noqa: E402
-from mambomeme.evaluation import SLICES  # noqa: E402
+from mambomeme.lab.bench import judged_pairs, judged_queries  # noqa: E402
+from mambomeme.lab.calibrate import evaluate_runs, ndcg_at_10  # noqa: E402
+from mambomeme.lab.evaluation import SLICES  # noqa: E402
 from mambomeme.library import DB  # noqa: E402
 from mambomeme.queries import plan_query  # noqa: E402
 from mambomeme.search import DEFAULT_SYSTEMS, Searcher  # noqa: E402

@@ -63,13 +63,13 @@ from typing import Any
 from mpnet_semantic import query_latency  # the same timing loop (benchdata/experiments on sys.path)
 
 import mambomeme
-from mambomeme.bench import judged_pairs, judged_queries
-from mambomeme.calibrate import evaluate_runs, ndcg_at_10
 from mambomeme.embed import embed_text, get_embedder
-from mambomeme.evaluation import SLICES
+from mambomeme.lab.bench import judged_pairs, judged_queries
+from mambomeme.lab.calibrate import evaluate_runs, ndcg_at_10
+from mambomeme.lab.evaluation import SLICES
+from mambomeme.lab.scoring import family_resamples
 from mambomeme.library import DB
 from mambomeme.queries import plan_query  # noqa: E402
-from mambomeme.scoring import family_resamples
 from mambomeme.search import DEFAULT_SYSTEMS, Result, Searcher
 
 ROOT = Path(mambomeme.__file__).resolve().parents[1]  # the repository whose code is imported

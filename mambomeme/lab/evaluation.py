@@ -22,8 +22,8 @@ from typing import Any
 
 import click
 
-from mambomeme.bench import machine_info
 from mambomeme.embed import get_embedder
+from mambomeme.lab.bench import machine_info
 from mambomeme.library import (
     DB,
     ROOT,
@@ -31,6 +31,7 @@ from mambomeme.library import (
     __version__,
     clean_line,
     clean_text,
+    file_sha256,
     normalise_query,
     show_path,
 )
@@ -64,14 +65,6 @@ CAP = 59.0
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def annotator_id(db: DB, name: str, kind: str, description: str = "") -> int:
@@ -173,7 +166,7 @@ def integrity_problems(db: DB, meta: dict[str, Any], manifest: Path | None) -> l
         return []
     if manifest is None or not manifest.is_file():
         return [f"the partition declares corpus manifest {declared[:12]} but no manifest file was given"]
-    got = sha256_file(manifest)
+    got = file_sha256(manifest)
     if got != declared:
         return [f"corpus manifest {show_path(manifest)} has SHA-256 {got[:12]}, the partition declares "
                 f"{declared[:12]}: the manifest was changed"]
@@ -296,7 +289,7 @@ def import_partition(db: DB, path: Path, *, manifest: Path | None = None, recipe
                                                 "recipe": str(recipe.resolve()) if recipe else None}}
         pid = int(db.q1("insert_partition", key | {
             "label": meta.get("status", "provisional"), "meta": json.dumps(stored_meta, sort_keys=True),
-            "source_sha256": sha256_file(path), "cv": cv})[0])
+            "source_sha256": file_sha256(path), "cv": cv})[0])
         for q in lines:
             qid = int(db.q1("insert_query", {
                 "partition_id": pid, "qid": q["id"], "family": q["family"], "slice": q["slice"], "query": q["query"],

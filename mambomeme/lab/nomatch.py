@@ -15,10 +15,11 @@ from typing import Any
 import click
 import numpy as np
 
-from mambomeme.bench import judged_queries
-from mambomeme.calibrate import evaluate_runs, objective
+from mambomeme.command_line import open_library
 from mambomeme.embed import get_embedder
-from mambomeme.library import DB, MamboError, open_library, show_path
+from mambomeme.lab.bench import judged_queries
+from mambomeme.lab.calibrate import evaluate_runs, objective
+from mambomeme.library import DB, MamboError, show_path
 from mambomeme.search import Result, Searcher, evidence_features, evidence_score, sync_systems, system_config
 
 # Which evidence each system has: bm25 has no dense similarity, dense no word route.

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from mambomeme.evaluation import (
+from mambomeme.command_line import CONTEXT, open_library
+from mambomeme.lab.evaluation import (
     LATENCY_SEARCHES,
     LATENCY_WARMUPS,
     SCORE_VERSION,
@@ -33,8 +34,8 @@ from mambomeme.evaluation import (
     set_status,
     snapshot_corpus,
 )
-from mambomeme.library import CONTEXT, MamboError, clean_line, open_library, show_path
-from mambomeme.scoring import compare_reports, publish, report_markdown, rollback, score
+from mambomeme.lab.scoring import compare_reports, publish, report_markdown, rollback, score
+from mambomeme.library import MamboError, clean_line, show_path
 from mambomeme.search import DEFAULT_SYSTEM
 
 # ─────────────────────────────────────────────────────────────────────────────

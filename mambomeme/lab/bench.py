@@ -18,9 +18,10 @@ from typing import Any
 
 import click
 
+from mambomeme.command_line import CONTEXT
 from mambomeme.embed import get_embedder
 from mambomeme.ingest import IMAGE_SUFFIXES, Ingester
-from mambomeme.library import CONTEXT, DB, FIXTURE_DIR, ROOT, SAFETY_CLASSES, MamboError, clean_line, show_path
+from mambomeme.library import DB, FIXTURE_DIR, ROOT, SAFETY_CLASSES, MamboError, clean_line, show_path
 from mambomeme.ocr import get_ocr
 from mambomeme.sidecars import MANIFEST_NAME
 from mambomeme.templates import (
@@ -322,11 +323,17 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
-def percentiles(ms: list[float]) -> dict[str, float]:
-    import numpy as np
+def pct(xs: list[float], p: float) -> float | None:
+    """The one percentile of every benchmark and score: nearest rank, no interpolation (the sorted
+    value at index round(p/100 * (n - 1))), rounded to 0.01. None for no values."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
 
-    return {"p50": round(float(np.percentile(ms, 50)), 2), "p95": round(float(np.percentile(ms, 95)), 2),
-            "n": len(ms)}
+
+def percentiles(ms: list[float]) -> dict[str, float | None]:
+    return {"p50": pct(ms, 50), "p95": pct(ms, 95), "n": len(ms)}
 
 
 def _load_renderer() -> Any:
@@ -584,8 +591,8 @@ def bench_groups(ctx: click.Context, recipe: Path, as_json: bool) -> None:
     the library and the groups the current rule (images.near_identical) makes of the same items
     in the order ingest met them; nothing else is written (an older library is migrated on opening,
     as by every command)."""
+    from mambomeme.command_line import open_library
     from mambomeme.images import assign_groups
-    from mambomeme.library import open_library
     from mambomeme.templates import known_text
 
     lines = [json.loads(x) for x in recipe.read_text(encoding="utf-8").splitlines() if x.strip()]

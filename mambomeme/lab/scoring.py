@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
-import time
 from pathlib import Path
 from typing import Any
 
-from mambomeme.bench import machine_info
-from mambomeme.evaluation import (
+from mambomeme.lab.bench import machine_info, pct
+from mambomeme.lab.evaluation import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     CAP,
@@ -33,12 +31,11 @@ from mambomeme.evaluation import (
     model_manifest,
     open_bare_library,
     partition_row,
-    sha256_file,
     snapshot_corpus,
     system_row,
 )
-from mambomeme.library import DB, MamboError, show_path
-from mambomeme.terminal import _tui_argv
+from mambomeme.lab.pty import MeasuredTUI
+from mambomeme.library import DB, MamboError, file_sha256, show_path
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Latency in the real interface (80x24 PTY)
@@ -75,68 +72,26 @@ def measure_pty(db_path: Path, queries: list[str], system: str, *, searches: int
     accepted to the status line of that search drawn (the status is drawn after the complete list).
     A search not drawn within `timeout_ms` is charged `timeout_ms` and counted as an error. Also
     checks that quitting restores the terminal (alternate screen left, cursor shown)."""
-    import pexpect
-
     warm, measured = latency_schedule(len(queries), searches, warmups, seed)
-    env = {**__import__("os").environ, "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"}
-    argv = _tui_argv(db_path, system, "--wait-ready")
-    child = pexpect.spawn(argv[0], argv[1:], env=env, dimensions=(24, 80), encoding="utf-8", timeout=120)
-    child.delaybeforesend = None
-    status_re = re.compile(r"(no match|\d+ results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
     samples: list[tuple[int, float, str | None, float | None]] = []
-    restored = False
+    app = MeasuredTUI(db_path, system)
     try:
-        child.expect(["model ready", "lexical system"], timeout=180)
         for i, qi in enumerate(warm + measured):
-            q = queries[qi]
-            child.send("\x15")
-            child.send(q)
-            child.expect_exact(q[-12:], timeout=30)
-            seq = i + 1
-            t0 = time.perf_counter()
-            child.send("\r")
-            error, app_ms = None, None
-            deadline = t0 + timeout_ms / 1000
-            while True:
-                try:
-                    child.expect(status_re, timeout=max(0.001, deadline - time.perf_counter()))
-                except pexpect.TIMEOUT:
-                    error = f"timeout after {timeout_ms:g} ms"
-                    # Resynchronise before the next search: wait (uncharged) for this one's status.
-                    child.expect(re.compile(rf"search #{seq} "), timeout=120)
-                    break
-                if int(child.match.group(3)) == seq:
-                    app_ms = float(child.match.group(2))
-                    break
-            ms = (time.perf_counter() - t0) * 1000
-            if error or ms > timeout_ms:
-                error, ms = error or f"timeout after {timeout_ms:g} ms", timeout_ms
+            ms, app_ms, _result, error = app.submit(queries[qi], timeout_ms=timeout_ms)
             if i >= len(warm):
                 samples.append((qi, ms, error, app_ms))
-        child.send("\x1b")
-        child.expect(pexpect.EOF, timeout=30)
-        tail = child.before or ""
-        restored = "\x1b[?1049l" in tail and "\x1b[?25h" in tail
     finally:
-        if child.isalive():
-            child.terminate(force=True)
+        restored = app.close()
     ms_all = [s[1] for s in samples]
-    app = [s[3] for s in samples if s[3] is not None]
+    engine = [s[3] for s in samples if s[3] is not None]
     return {"samples": samples, "p50": pct(ms_all, 50), "p95": pct(ms_all, 95),
-            "engine_p50": pct(app, 50), "engine_p95": pct(app, 95),
+            "engine_p50": pct(engine, 50), "engine_p95": pct(engine, 95),
             "errors": sum(1 for s in samples if s[2]), "n": len(samples), "warmups": len(warm),
             "terminal_restored": restored,
             "protocol": {"pty": "80x24", "term": "xterm-256color", "driver": "pexpect", "warmups": len(warm),
                          "measured": len(samples), "blocks": len(measured) // max(1, len(queries)),
                          "seed": seed, "timeout_ms": timeout_ms, "result_limit": 10, "concurrency": 1,
                          "caching": "off (every search runs the SQL statement)", "interface": INTERFACE_VERSION}}
-
-
-def pct(xs: list[float], p: float) -> float | None:
-    if not xs:
-        return None
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))], 2)
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -298,7 +253,7 @@ def critical_violations(db: DB, partition: dict[str, Any], run: dict[str, Any], 
     for p in integrity_problems(db, meta, Path(manifest) if manifest else None):
         out.append(f"artifact integrity: {p}")
     source = (meta.get("imported_from") or {}).get("file")
-    if source and Path(source).is_file() and sha256_file(Path(source)) != partition["source_sha256"]:
+    if source and Path(source).is_file() and file_sha256(Path(source)) != partition["source_sha256"]:
         out.append(f"artifact integrity: the benchmark file {show_path(source)} changed since it was imported")
     if run["corpus_version_id"] != partition["corpus_version_id"]:
         out.append("artifact integrity: the run's corpus version differs from the partition's")

@@ -12,9 +12,11 @@ from typing import Any
 
 import click
 
-from mambomeme.bench import judged_queries, load_dev_queries, machine_info
+from mambomeme.command_line import open_library
 from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts, get_embedder
-from mambomeme.library import DB, FIXTURE_DIR, default_db_path, open_library, show_path
+from mambomeme.lab.bench import judged_queries, load_dev_queries, machine_info
+from mambomeme.lab.pty import measure_latencies
+from mambomeme.library import DB, FIXTURE_DIR, default_db_path, show_path
 from mambomeme.search import (
     DEFAULT_SYSTEM,
     DEFAULT_SYSTEMS,
@@ -24,7 +26,6 @@ from mambomeme.search import (
     sync_systems,
     system_config,
 )
-from mambomeme.terminal import measure_latencies
 
 
 def ndcg_at_10(grades: list[float], ideal: list[float]) -> float:
@@ -106,7 +107,7 @@ def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: in
     import tempfile
     import time
 
-    from mambomeme.scale import scaled_copy
+    from mambomeme.lab.scale import scaled_copy
 
     db_path = ctx.obj["db_path"] or default_db_path()
     DB(db_path, create=False).close()

@@ -18,9 +18,9 @@ from typing import Any
 
 import click
 
-from mambomeme.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
 from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import Ingester
+from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
 from mambomeme.search import DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
 from mambomeme.sidecars import Metadata
@@ -401,7 +401,7 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
         a, b = systems_[0], systems_[1]
         report["ratio"] = {f"{a}/{b}": round(statistics.median(wall[a]) / statistics.median(wall[b]), 2)}
     if tui:
-        from mambomeme.terminal import time_to_model_ready
+        from mambomeme.lab.pty import time_to_model_ready
 
         ready = [time_to_model_ready(db_path) for _ in range(runs)]
         report["tui_model_ready_s"] = {"median": round(statistics.median(ready), 3), "max": round(max(ready), 3)}

@@ -648,14 +648,11 @@ def safety(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def safety_set(ctx: click.Context, item: str, klass: str, decided_by: str, note: str) -> None:
     """A person's decision on ITEM (its id or file path): wins over the detector and the picture signal,
-    applies to its exact and near-identical copies, and survives re-ingest (a stricter sidecar still holds)."""
+    applies to its exact and near-identical copies, and survives re-ingest; wins over sidecars too."""
     db = open_library(ctx)
     d = decide(db, resolve_item(db, item), klass, decided_by, note)
     click.echo(f"meme {d['item_id']}: {d['decided']} (was {d['before']}, {clean_line(d['before_source'])}), "
                f"decided by {d['decided_by']} (person)")
-    if d["safety"] != d["decided"]:
-        click.echo(f"mambo: its sidecar or manifest line says {d['safety']}, which still holds: edit it to "
-                   "change what is shown", err=True)
 
 
 @safety.command(name="clear")

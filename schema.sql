@@ -423,7 +423,7 @@ CREATE TABLE settings (
 );
 
 -- Opt-in interaction events from the TUI (off by default: nothing is written unless the user
--- turned them on with `--record-events` or `mambo settings set interaction_events on`).
+-- turned them on with `--record-events` or `mambo settings interaction_events on`).
 CREATE TABLE interaction_events (
     event_id          INTEGER PRIMARY KEY,
     at                TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),

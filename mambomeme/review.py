@@ -70,10 +70,9 @@ def recheck_if_stale(db: DB) -> dict[str, int] | None:
 
 
 def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -> dict[str, Any]:
-    """A person's decision on one meme (and its exact copies): it wins over the detector and the
-    picture signal (a sidecar's stricter class still holds: the owner said so too), holds its
-    near-identical copies as strictly (perceptual group), and survives re-ingest (it is kept by
-    content). One transaction."""
+    """A person's decision on one meme (and its exact copies): it wins over the detector, the picture
+    signal and sidecars, holds its near-identical copies as strictly (perceptual group), and
+    survives re-ingest (it is kept by content). One transaction."""
     if safety not in SAFETY_CLASSES:
         raise MamboError(f"unknown safety class {clean_line(safety)!r}: use one of {', '.join(SAFETY_CLASSES)}")
     who = clean_line(decided_by).strip()[:100]

@@ -23,7 +23,7 @@ WHERE item_id = :item_id
 -- person's decision made or taken back):
 -- * its own state: the strictest over EVERY file of the item (each file's sidecars and manifest
 --   lines, doubt kept at the stricter reading) and its safety signals; a person's safety decision
---   on the content replaces the signals (a sidecar's stricter class still holds);
+--   on the content replaces the signals and the sidecars' class (the person reviewed it);
 -- * its perceptual group: each field is raised to the strictest own value of the group, except
 --   where the item's own files (or a decision) state that field readably: a person's word on that
 --   copy wins. `inherited` keeps the own values of a raised item, `stated` the fields stated.
@@ -60,8 +60,6 @@ inputs AS MATERIALIZED (
 ),
 ranked AS (
     SELECT *, coalesce(side_rank, 0) AS base_rank,
-           CASE decided WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 WHEN 'critical' THEN 3
-                        ELSE -1 END AS decided_rank,
            CASE text_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 WHEN 'critical' THEN 3
                             ELSE -1 END AS text_rank,
            CASE picture_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2
@@ -69,14 +67,14 @@ ranked AS (
     FROM inputs
 ),
 own AS MATERIALIZED (
-    -- A person's decision replaces the signals; a sidecar's class (the owner's word too) still
-    -- holds when it is stricter. On a tie the sidecar's class names the source, then the text
-    -- rules', then the picture's.
+    -- A person's decision on the content replaces the signals and the sidecars' class. On a tie
+    -- the sidecar's class names the source, then the text rules', then the picture's.
     SELECT item_id, g,
-           CASE max(base_rank, CASE WHEN decided IS NOT NULL THEN decided_rank ELSE max(text_rank, picture_rank) END)
-           WHEN 0 THEN 'safe' WHEN 1 THEN 'sensitive' WHEN 2 THEN 'unsafe' ELSE 'critical' END AS o_safety,
-           CASE WHEN decided IS NOT NULL AND decided_rank >= base_rank THEN 'person:' || decided_by
-                WHEN decided IS NOT NULL THEN 'sidecar'
+           CASE WHEN decided IS NOT NULL THEN decided
+                ELSE CASE max(base_rank, text_rank, picture_rank)
+                     WHEN 0 THEN 'safe' WHEN 1 THEN 'sensitive' WHEN 2 THEN 'unsafe' ELSE 'critical' END
+           END AS o_safety,
+           CASE WHEN decided IS NOT NULL THEN 'person:' || decided_by
                 WHEN picture_rank > max(base_rank, text_rank) THEN 'picture:' || picture_rule
                 WHEN text_rank > base_rank THEN 'detector:' || text_rule
                 WHEN side_rank IS NOT NULL THEN 'sidecar'

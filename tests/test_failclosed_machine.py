@@ -186,10 +186,11 @@ def test_nothing_marked_is_ever_shown(tmp_path_factory: pytest.TempPathFactory, 
                     elif variant is not None:
                         hidden |= VARIANTS[variant][1]
                         stated |= VARIANTS[variant][2]
-            if self.decisions.get(source) in ("unsafe", "critical"):
-                hidden.add("safety")
-            if source in self.decisions:
+            if source in self.decisions:  # a person's decision replaces every other class
+                hidden.discard("safety")
                 stated.add("safety")
+                if self.decisions[source] in ("unsafe", "critical"):
+                    hidden.add("safety")
             return hidden, stated
 
         def check(self) -> None:

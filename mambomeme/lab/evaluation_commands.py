@@ -404,7 +404,7 @@ def interactions(ctx: click.Context) -> None:
     rows = db.rows("interaction_report")
     if not rows:
         click.echo("no interaction events (they are recorded only when turned on: "
-                   "`mambo settings set interaction_events on`)")
+                   "`mambo settings interaction_events on`)")
     for r in rows:
         click.echo(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}))
 

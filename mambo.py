@@ -39,9 +39,9 @@ from mambomeme.library import (
     show_path,
 )
 from mambomeme.ocr import get_ocr
-from mambomeme.picture import REASON as PICTURE_REASON
-from mambomeme.review import decide, recheck, recheck_if_stale, review_counts, review_list, withdraw
-from mambomeme.safety import RULES_VERSION, detect_safety
+from mambomeme.safety_picture import REASON as PICTURE_REASON
+from mambomeme.safety_review import decide, recheck, recheck_if_stale, review_counts, review_list, withdraw
+from mambomeme.safety_text import RULES_VERSION, detect_safety
 from mambomeme.search import DEFAULT_SYSTEM, describe_empty_rule, format_result, result_json, searcher_for, sync_systems
 from mambomeme.templates import (
     derive,

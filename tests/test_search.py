@@ -20,7 +20,7 @@ from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.ingest import embed_items
 from mambomeme.lab.bench import load_dev_queries
 from mambomeme.library import DB
-from mambomeme.queries import STOPWORDS, corrections, plan_query
+from mambomeme.query_plan import STOPWORDS, corrections, plan_query
 from mambomeme.search import (
     DEFAULT_SYSTEM,
     DEFAULT_SYSTEMS,

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import open_db
 from mambomeme.embed import get_embedder
-from mambomeme.queries import coverage, full_match, idf_weights, item_words, plan_query, typed_share
+from mambomeme.query_plan import coverage, full_match, idf_weights, item_words, plan_query, typed_share
 from mambomeme.search import (
     DEFAULT_SYSTEMS,
     DENSE_FEEDBACK,

@@ -644,7 +644,7 @@ def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
     import json
 
     from mambomeme.embed import get_embedder
-    from mambomeme.queries import plan_query
+    from mambomeme.query_plan import plan_query
     from mambomeme.terminal import _EncodeAhead
 
     queries = [json.loads(line)["query"] for line in

@@ -71,7 +71,7 @@ from mambomeme.lab.bench import judged_pairs, judged_queries  # noqa: E402
 from mambomeme.lab.calibrate import evaluate_runs, ndcg_at_10  # noqa: E402
 from mambomeme.lab.evaluation import SLICES  # noqa: E402
 from mambomeme.library import DB  # noqa: E402
-from mambomeme.queries import plan_query  # noqa: E402
+from mambomeme.query_plan import plan_query  # noqa: E402
 from mambomeme.search import DEFAULT_SYSTEMS, Searcher  # noqa: E402
 
 ROOT = Path(mambomeme.__file__).resolve().parents[1]  # the repository whose code is imported

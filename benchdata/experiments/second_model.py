@@ -69,7 +69,7 @@ from mambomeme.lab.calibrate import evaluate_runs, ndcg_at_10
 from mambomeme.lab.evaluation import SLICES
 from mambomeme.lab.scoring import family_resamples
 from mambomeme.library import DB
-from mambomeme.queries import plan_query  # noqa: E402
+from mambomeme.query_plan import plan_query  # noqa: E402
 from mambomeme.search import DEFAULT_SYSTEMS, Result, Searcher
 
 ROOT = Path(mambomeme.__file__).resolve().parents[1]  # the repository whose code is imported

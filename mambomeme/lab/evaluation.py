@@ -35,7 +35,7 @@ from mambomeme.library import (
     normalise_query,
     show_path,
 )
-from mambomeme.queries import STOPWORDS
+from mambomeme.query_plan import STOPWORDS
 from mambomeme.search import Result, Searcher, needs_model, searcher_for, sync_systems, system_config
 
 # ─────────────────────────────────────────────────────────────────────────────

@@ -1,4 +1,4 @@
--- Named queries of the safety review (mambomeme/review.py): safety signals, a person's decisions,
+-- Named queries of the safety review (mambomeme/safety_review.py): safety signals, a person's decisions,
 -- the review list and its counts. Each query starts with a `-- name: NAME` line and runs to the next.
 
 -- name: safety_engine

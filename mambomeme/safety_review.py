@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line
-from mambomeme.safety import RULES_VERSION, Detection, detect_safety
+from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
 from mambomeme.state import restate
 
 TEXT_RULES_SETTING = "safety_text_rules"  # the rules version the library's text signals come from

@@ -1,4 +1,4 @@
--- Named queries of reading a query (mambomeme/queries.py): the known templates a query may name.
+-- Named queries of reading a query (mambomeme/query_plan.py): the known templates a query may name.
 -- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
 -- bindings (:name). Every *.sql file of this folder is loaded into one namespace (mambomeme/library.py).
 

@@ -48,3 +48,12 @@ def library_copy(fixture_library: Path, tmp_path: Path) -> tuple[Path, Path]:
     return db, images
 
 
+# Tests on an ingested library pay the fixture's ingest (about a minute on two cores) and are left
+# out of `./mambo test --quick`; CI's `./mambo test` runs them all.
+INGESTED = {"fixture_library", "library_copy", "bench_lib", "bare_library", "scored"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if INGESTED & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -24,6 +24,7 @@ def queries(path: Path) -> list[str]:
     return [json.loads(line)["query"] for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_onnx_vectors_equal_sentence_transformers_on_fixture_and_dev_queries() -> None:
     from sentence_transformers import SentenceTransformer
 
@@ -43,6 +44,7 @@ def test_onnx_vectors_equal_sentence_transformers_on_fixture_and_dev_queries() -
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_export_is_keyed_by_the_weights_and_remade_when_damaged(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     unpacked = model_dir()  # the session's unpacked model: only the export is made again here

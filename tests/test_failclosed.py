@@ -306,6 +306,7 @@ _STATE: dict[str, object] = {}
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
+@pytest.mark.slow
 @given(base=st.sampled_from(HIDDEN), mutations=st.lists(_mutations(), min_size=1, max_size=3))
 def test_no_sidecar_or_manifest_mutation_serves_a_hidden_item(tmp_path_factory: pytest.TempPathFactory,
                                                                base: dict, mutations: list) -> None:

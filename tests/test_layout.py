@@ -5,6 +5,7 @@ sitting. Read from the project's own source, not from a list kept by hand elsewh
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -52,6 +53,7 @@ def project_imports(path: Path) -> set[str]:
     return out
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     mods = modules()
     return {m: {i for i in project_imports(p) if i in mods and i != m} for m, p in mods.items()}

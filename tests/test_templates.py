@@ -169,6 +169,7 @@ def test_shipped_catalogue_anchors_load(tmp_path: Path) -> None:
     assert {slugs[t]: a for t, a in index.anchors} == anchored
 
 
+@pytest.mark.slow
 def test_sparse_views_are_recognised_by_a_bar_that_scales_with_them() -> None:
     """Each known fixture drawing fingerprinted with only its 11 strongest keypoints (the
     catalogue's sparsest view has 11): no meme can reach MIN_INLIERS against it, yet most memes of

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 import random
 import sys
 from pathlib import Path
@@ -275,27 +274,11 @@ def truth_of(recipe: Path) -> dict[str, tuple[str, str]]:
     return {ln["out"]["file"]: (original(ln), kind(ln)) for ln in lines}
 
 
-def quality(pred: dict[int, object], truth: dict[int, str]) -> dict:
-    """Pairwise precision and recall of a grouping against the truth (both item -> group)."""
-    members: dict[object, list[int]] = collections.defaultdict(list)
-    for item, g in pred.items():
-        members[g].append(item)
-    pairs = together = 0
-    for m in members.values():
-        for n, a in enumerate(m):
-            for b in m[n + 1:]:
-                pairs += 1
-                together += truth[a] == truth[b]
-    true_pairs = sum(math.comb(c, 2) for c in collections.Counter(truth.values()).values())
-    return {"groups": len(members), "pairs": pairs, "true_pairs": true_pairs,
-            "precision": round(together / pairs, 4) if pairs else 1.0,
-            "recall": round(together / true_pairs, 4) if true_pairs else 1.0}
-
-
 def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) -> None:
     import time
 
     from mambomeme import images
+    from mambomeme.lab.bench import group_quality
     from mambomeme.library import DB
 
     files = truth_of(recipe)
@@ -346,7 +329,8 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
                 if rule[a] != rule[b]:
                     missed[" + ".join(sorted((kind[a], kind[b])))] += 1  # the copy's op, or the original
     report = {"library": str(lib), "recipe": str(recipe), "items": len(truth), "memes": len(by_meme),
-              "rule": quality(rule, truth), "stored": quality(stored, truth), "rule_seconds": round(seconds, 2),
+              "rule": group_quality(rule, truth), "stored": group_quality(stored, truth),
+              "rule_seconds": round(seconds, 2),
               "known_text": known_text is not None, "wrong_pairs": dict(wrong.most_common()),
               "missed_pairs": dict(missed.most_common())}
     if as_json:

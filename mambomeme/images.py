@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mambomeme.library import clean_line, normalise_query
-from mambomeme.query_plan import edit_distance
+from mambomeme.library import clean_line
+from mambomeme.query_plan import edit_distance, normalise_query
 
 PIL_FORMATS = {"PNG": "png", "JPEG": "jpeg", "MPO": "jpeg", "GIF": "gif", "WEBP": "webp"}
 

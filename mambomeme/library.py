@@ -505,13 +505,3 @@ def file_sha256(path: Path) -> str:
             h.update(chunk)
     return h.hexdigest()
 
-
-def normalise_query(text: str) -> list[str]:
-    """Query text -> search tokens. NFKC folds full-width and compatibility forms, casefold
-    handles casing (ß -> ss), diacritics are stripped like the FTS5 tokenizer does, and anything
-    that is not a letter or digit separates tokens: FTS5 operators, quotes and control characters
-    become plain text and can never be a syntax error."""
-    text = clean_text(unicodedata.normalize("NFKC", text)).casefold()
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return re.findall(r"[^\W_]+", text)[:64]
-

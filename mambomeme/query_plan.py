@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from mambomeme.library import DB, clean_line, normalise_query
+from mambomeme.library import DB, clean_line, clean_text
 
 STOPWORDS = frozenset(
     "a an the and or but of to in on at by for with from as is are was were be been am it its this that "
@@ -33,6 +33,16 @@ FILLER_WORDS = frozenset(
 # "said", "planet" 75,056 is not "plant", "kidney" 11,805, "elbow" 5,711). Rarer entries, mostly
 # names and spellings people type ("jon" 882, "wen" 336, "ur" 1,403), may still be corrected.
 REAL_WORD_MIN_COUNT = 2000
+
+
+def normalise_query(text: str) -> list[str]:
+    """Query text -> search tokens. NFKC folds full-width and compatibility forms, casefold
+    handles casing (ß -> ss), diacritics are stripped like the FTS5 tokenizer does, and anything
+    that is not a letter or digit separates tokens: FTS5 operators, quotes and control characters
+    become plain text and can never be a syntax error."""
+    text = clean_text(unicodedata.normalize("NFKC", text)).casefold()
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return re.findall(r"[^\W_]+", text)[:64]
 
 
 @functools.cache

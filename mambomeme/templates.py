@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, data_path, normalise_query
+from mambomeme.library import DB, data_path
+from mambomeme.query_plan import normalise_query
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Templates: fingerprints, the catalogue and recognition

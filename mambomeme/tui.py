@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import __version__, clean_line, normalise_query, show_path
+from mambomeme.library import __version__, clean_line, show_path
+from mambomeme.query_plan import normalise_query
 from mambomeme.search import DEFAULT_SYSTEM, Result
 
 # ─────────────────────────────────────────────────────────────────────────────

@@ -24,18 +24,8 @@ import click
 
 from mambomeme.embed import get_embedder
 from mambomeme.lab.bench import machine_info
-from mambomeme.library import (
-    DB,
-    ROOT,
-    MamboError,
-    __version__,
-    clean_line,
-    clean_text,
-    file_sha256,
-    normalise_query,
-    show_path,
-)
-from mambomeme.query_plan import STOPWORDS
+from mambomeme.library import DB, ROOT, MamboError, __version__, clean_line, clean_text, file_sha256, show_path
+from mambomeme.query_plan import STOPWORDS, normalise_query
 from mambomeme.search import Result, Searcher, needs_model, searcher_for, sync_systems, system_config
 
 # ─────────────────────────────────────────────────────────────────────────────

@@ -99,7 +99,6 @@ class Metadata:
     def params(self) -> dict[str, Any]:
         return {
             "safety_source": "sidecar" if "safety" in self.given else "default",
-            "safety_rank": SAFETY_CLASSES.index(self.safety),
             "title": self.title,
             "template": self.template,
             "entities": json.dumps(self.entities, ensure_ascii=False),

@@ -1038,4 +1038,4 @@ ALTER TABLE files ADD COLUMN stated TEXT NOT NULL DEFAULT '[]' CHECK (json_type(
 -- 016: one row per file and problem; a run that meets it again updates it.
 CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);
 
-PRAGMA user_version = 16;
+PRAGMA user_version = 17;

@@ -308,7 +308,13 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
     if known_text is None:
         rule = images.assign_groups(ordered)
     else:
-        rule = images.assign_groups(ordered, known=lambda a, b: known_text(db, a, b))
+        try:  # a tree whose rule also compares the pictures
+            from mambomeme.ingest import item_look
+        except ImportError:
+            rule = images.assign_groups(ordered, known=lambda a, b: known_text(db, a, b))
+        else:
+            rule = images.assign_groups(ordered, known=lambda a, b: known_text(db, a, b),
+                                        look_of=lambda i: item_look(db, i))
     seconds = time.perf_counter() - t0
     wrong = collections.Counter()
     missed = collections.Counter()

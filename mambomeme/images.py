@@ -1,5 +1,5 @@
 """Images: decoding under size limits, content and perceptual hashes, WebP previews, and the
-perceptual-hash index that groups near-duplicates."""
+near-identity rule (pHash index, caption text, caption pixels) that groups near-duplicates."""
 
 from __future__ import annotations
 
@@ -37,17 +37,27 @@ PREVIEW_QUALITY = 60
 # template picture (other captions on one picture are 0-34 bits apart, a crop of one meme 2-26), so
 # the caption decides, on the words that vary: the known text of the template either item was
 # recognised as (templates.known_text: anchors, name, aliases) is left out of both first, then the
-# caption with less text must be found in the other line by line. Calibration: docs/grouping.md.
+# caption with less text must be found in the other line by line, and the caption boxes' pixels
+# must agree (NEAR_DUP_PIXELS). Calibration: docs/grouping.md.
 NEAR_DUP_BITS = 4              # this close: the same meme if its lines are (mostly) in the other's text
 NEAR_DUP_CONTAINMENT = 0.75    # ...the least-contained line's share of letters found (OCR noise)
 NEAR_DUP_BITS_CROPPED = 20     # up to this far (crops): the same meme only if the captions agree well
-NEAR_DUP_CONTAINMENT_CROPPED = 0.9  # 0.85 joined "dj drum" and "dj bat refuses to elaborate" (v1)
+NEAR_DUP_CONTAINMENT_CROPPED = 0.8  # 0.75-0.9 keep precision (pixels decide); 0.8 finds 1 more v1 crop
 NEAR_DUP_MIN_LETTERS = 20      # ...and the smaller caption has this many letters and digits that vary
 NEAR_DUP_LINE_LETTERS = 4      # OCR lines shorter than this are noise (a stray "3", a symbol)
 # Comparing two captions takes ~0.8 ms, and v1 has 68,660 pairs within 20 bits. Captions that share
 # under half of the smaller one's letter trigrams are rejected before that: every pair the rule
 # joins shares >= 0.83 of them (v1).
 NEAR_DUP_TRIGRAMS = 0.5
+# Captions that agree as text can still be two jokes on a template that prints words of its own (a
+# sign, a label): the pictures decide. One preview is aligned onto the other and every caption box
+# of either must look the same in both (normalised correlation of its pixels). Copies score >= 0.53
+# (a crop that cuts a line), other jokes <= 0.43 but one pair at 0.62 (docs/grouping.md).
+NEAR_DUP_PIXELS = 0.5
+# A box only one copy has is a watermark when it is one short line in a corner: within 4 % of two
+# edges, at most 45 % of the width and 6 % of the height (v1 and the fixed-words set: 0.03-0.05 high,
+# 0.11-0.42 wide, all within 0.04 of a corner).
+WATERMARK_BAND, WATERMARK_WIDTH, WATERMARK_HEIGHT = 0.04, 0.45, 0.06
 TEMPLATE_BITS = 10           # an unlabelled image joins the template group of a picture this close
 
 
@@ -232,10 +242,19 @@ def caption_containment(a: Caption, b: Caption) -> tuple[float, int]:
     return least, len(a.joined)
 
 
-def near_identical(distance: int, text_a: str, text_b: str, known: Iterable[str] = ()) -> bool:
-    """Whether two items are one meme: pHash `distance` bits apart and captions agreeing on the
-    words that vary (see NEAR_DUP_BITS). `known`: the known text of the templates the items were
-    recognised as (templates.known_text), left out of both captions."""
+def near_identical(distance: int, text_a: str, text_b: str, known: Iterable[str] = (),
+                   looks: Callable[[], tuple[Look | None, Look | None]] | None = None) -> bool:
+    """Whether two items are one meme: pHash `distance` bits apart, captions agreeing on the
+    words that vary (see NEAR_DUP_BITS) and, where `looks` gives both items' previews and caption
+    boxes, caption pixels that agree (same_caption_pixels). `known`: the known text of the templates
+    the items were recognised as (templates.known_text), left out of both captions."""
+    if not _captions_agree(distance, text_a, text_b, known):
+        return False
+    a, b = looks() if looks else (None, None)
+    return a is None or b is None or same_caption_pixels(a, b)
+
+
+def _captions_agree(distance: int, text_a: str, text_b: str, known: Iterable[str]) -> bool:
     if distance > NEAR_DUP_BITS_CROPPED:
         return False
     a, b = caption(text_a), caption(text_b)
@@ -247,6 +266,104 @@ def near_identical(distance: int, text_a: str, text_b: str, known: Iterable[str]
     if distance <= NEAR_DUP_BITS and contained >= NEAR_DUP_CONTAINMENT:
         return True
     return contained >= NEAR_DUP_CONTAINMENT_CROPPED and letters >= NEAR_DUP_MIN_LETTERS
+
+
+@dataclass(frozen=True, eq=False)
+class Look:
+    """What the pixel check sees of an item: its preview in grey (0-1) and its caption boxes in
+    preview pixels (x0, y0, x1, y1)."""
+
+    gray: Any
+    boxes: tuple[tuple[float, float, float, float], ...]
+
+
+def look(preview: bytes, width: int, height: int, boxes: Iterable[Iterable[float]]) -> Look:
+    """A Look from a stored preview and the OCR boxes in the image's own pixels."""
+    import numpy as np
+    from PIL import Image
+
+    gray = np.asarray(Image.open(io.BytesIO(preview)).convert("L"), dtype=np.float32) / 255.0
+    sx, sy = gray.shape[1] / width, gray.shape[0] / height
+    return Look(gray, tuple((x0 * sx, y0 * sy, x1 * sx, y1 * sy) for x0, y0, x1, y1 in boxes))
+
+
+def _fit(inner: Any, outer: Any) -> tuple[Any, float]:
+    """The affine map of `inner` into `outer` (a crop's place in its original, or the same frame):
+    the best uniform scale 0.7-1.0 and offset by normalised template matching at half size, then
+    refined (separate scales, a shear) by OpenCV's ECC. Returns (2x3 map, matching score)."""
+    import cv2
+    import numpy as np
+
+    best: tuple[float, tuple[float, int, int] | None] = (-2.0, None)
+    half = cv2.resize(outer, (outer.shape[1] // 2, outer.shape[0] // 2), interpolation=cv2.INTER_AREA)
+    for k in np.linspace(0.7, 1.0, 16):
+        tw, th = round(inner.shape[1] * k / 2), round(inner.shape[0] * k / 2)
+        if not (8 <= tw <= half.shape[1] and 8 <= th <= half.shape[0]):
+            continue
+        scores = cv2.matchTemplate(half, cv2.resize(inner, (tw, th), interpolation=cv2.INTER_AREA),
+                                   cv2.TM_CCOEFF_NORMED)
+        _, top, _, at = cv2.minMaxLoc(scores)
+        if top > best[0]:
+            best = (top, (float(k), at[0] * 2, at[1] * 2))
+    if best[1] is None:
+        return None, best[0]
+    k, x, y = best[1]
+    warp = np.array([[k, 0, x], [0, k, y]], dtype=np.float32)
+    try:
+        _, warp = cv2.findTransformECC(inner, outer, warp, cv2.MOTION_AFFINE,
+                                       (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 50, 1e-4), None, 1)
+    except cv2.error:
+        pass  # no convergence: the matched scale and offset stand
+    return warp, best[0]
+
+
+def _box_agreement(a: Look, b_gray: Any, warp: Any) -> list[float]:
+    """Normalised correlation of each of a's caption boxes with b's pixels there (warp: a -> b);
+    boxes under 4 preview pixels, mostly outside b's frame, or a watermark's are left out."""
+    import cv2
+    import numpy as np
+
+    h, w = a.gray.shape
+    seen = cv2.warpAffine(b_gray, warp, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                          borderMode=cv2.BORDER_CONSTANT, borderValue=-1)
+    out = []
+    for x0, y0, x1, y1 in a.boxes:
+        if x1 - x0 < 4 or y1 - y0 < 4 or _watermark(x0 / w, y0 / h, x1 / w, y1 / h):
+            continue
+        xa, ya, xb, yb = max(0, int(x0) - 1), max(0, int(y0) - 1), min(w, int(x1) + 2), min(h, int(y1) + 2)
+        inside = seen[ya:yb, xa:xb] >= 0
+        if inside.size == 0 or inside.mean() < 0.6:
+            continue
+        p = a.gray[ya:yb, xa:xb][inside]
+        q = seen[ya:yb, xa:xb][inside]
+        p, q = p - p.mean(), q - q.mean()
+        norm = float(np.sqrt((p * p).sum() * (q * q).sum()))
+        out.append(float((p * q).sum()) / norm if norm > 1e-6 else 1.0)
+    return out
+
+
+def _watermark(x0: float, y0: float, x1: float, y1: float) -> bool:
+    """A box (in fractions of its frame) that is one short line in a corner."""
+    band = WATERMARK_BAND
+    return ((x0 <= band or x1 >= 1 - band) and (y0 <= band or y1 >= 1 - band)
+            and x1 - x0 <= WATERMARK_WIDTH and y1 - y0 <= WATERMARK_HEIGHT)
+
+
+def same_caption_pixels(a: Look, b: Look) -> bool:
+    """Whether the captions of two near pictures are drawn the same: one preview aligned onto the
+    other (whichever fits inside the other best), each caption box of both (a crop's cut-off boxes
+    and a watermark left out) correlates >= NEAR_DUP_PIXELS with the other's pixels. Previews that
+    cannot be aligned leave the decision to the text."""
+    import cv2
+
+    into_b, score_b = _fit(a.gray, b.gray)
+    into_a, score_a = _fit(b.gray, a.gray)
+    if into_b is None and into_a is None:
+        return True
+    warp = into_b if into_a is None or (into_b is not None and score_b >= score_a) \
+        else cv2.invertAffineTransform(into_a)
+    agreement = _box_agreement(a, b.gray, warp) + _box_agreement(b, a.gray, cv2.invertAffineTransform(warp))
+    return min(agreement, default=1.0) >= NEAR_DUP_PIXELS
 
 
 class PhashIndex:
@@ -280,11 +397,12 @@ class PhashIndex:
 
 
 def assign_groups(items: Iterable[tuple[int, int, str]],
-                  known: Callable[[int, int], Iterable[str]] | None = None) -> dict[int, int]:
+                  known: Callable[[int, int], Iterable[str]] | None = None,
+                  look_of: Callable[[int], Look | None] | None = None) -> dict[int, int]:
     """Near-identical groups of (item_id, phash, ocr_text) rows as ingest makes them one item at a
     time, in the order given: each item joins the group of the nearest earlier item it is
-    near-identical to. `known(item, other)`: the known text of their templates (near_identical).
-    Returns item_id -> the group's first item."""
+    near-identical to. `known(item, other)`: the known text of their templates; `look_of(item)`:
+    its preview and caption boxes (near_identical). Returns item_id -> the group's first item."""
     import numpy as np
 
     rows = list(items)
@@ -295,7 +413,8 @@ def assign_groups(items: Iterable[tuple[int, int, str]],
         group = item_id
         for k in sorted(np.nonzero(d <= NEAR_DUP_BITS_CROPPED)[0], key=lambda k: (int(d[k]), rows[k][0])):
             other = rows[k][0]
-            if near_identical(int(d[k]), text, rows[k][2], known(item_id, other) if known else ()):
+            looks = (lambda a=item_id, b=other: (look_of(a), look_of(b))) if look_of else None
+            if near_identical(int(d[k]), text, rows[k][2], known(item_id, other) if known else (), looks):
                 group = first[other]
                 break
         first[item_id] = group

@@ -5,6 +5,7 @@ groups, vectors), re-recognition after the catalogue changes, and embedding."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -32,8 +33,10 @@ from mambomeme.images import (
     TEMPLATE_BITS,
     BadInput,
     ImageFacts,
+    Look,
     PhashIndex,
     assign_groups,
+    look,
     near_identical,
     read_image,
 )
@@ -619,7 +622,8 @@ class Ingester:
         perceptual = None
         for d, other in self.phash_index.near(phash, NEAR_DUP_BITS_CROPPED):
             if near_identical(d, ocr_text, self.db.q1("ocr_text", {"item_id": other})[0],
-                              known_text(self.db, item_id, other)):
+                              known_text(self.db, item_id, other),
+                              lambda o=other: (item_look(self.db, item_id), item_look(self.db, o))):
                 perceptual = self.phash_index.groups[other][0]
                 template_group = template_group or self.phash_index.groups[other][1]
                 break
@@ -671,6 +675,8 @@ class Ingester:
             record_text_signal(db, item_id, detected, text_engine_id(db))
         if pic and self.picture_engine_id is not None:
             record_picture_signal(db, item_id, p.picture_score, pic, self.picture_engine_id)
+        db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
+                                "height": facts.preview_size[1], "data": facts.preview})
         perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
         db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
         # A near-duplicate of a private, withdrawn or unsafe item is held as strictly, at once.
@@ -680,8 +686,6 @@ class Ingester:
             self._relabelled |= {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id,
                                                                         "group_id": group})}
         db.q("forget_kept_labels", {"sha256": facts.sha256})
-        db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
-                                "height": facts.preview_size[1], "data": facts.preview})
         self.stats.added += 1
         return item_id
 
@@ -829,6 +833,14 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
 REGROUP_SETTING = "regroup_perceptual"
 
 
+def item_look(db: DB, item_id: int) -> Look | None:
+    """An item's preview and caption boxes for near_identical; None without a preview or boxes."""
+    row = db.q1("item_look", {"item_id": item_id})
+    if row is None or row[3] is None:
+        return None
+    return look(row[0], int(row[1]), int(row[2]), json.loads(row[3]))
+
+
 def regroup(db: DB) -> tuple[list[int], int]:
     """Perceptual groups made again by the current rule (images.near_identical), in one
     transaction (call inside db.write()). A group keeps its id when its first item stays; a label
@@ -837,7 +849,8 @@ def regroup(db: DB) -> tuple[list[int], int]:
     member of a group that changed, groups after regrouping)."""
     rows = db.q("grouping_inputs")
     old = {int(r[0]): r[3] for r in rows}
-    first = assign_groups(((int(r[0]), int(r[1]), r[2]) for r in rows), lambda a, b: known_text(db, a, b))
+    look_of = functools.lru_cache(maxsize=256)(lambda i: item_look(db, i))
+    first = assign_groups(((int(r[0]), int(r[1]), r[2]) for r in rows), lambda a, b: known_text(db, a, b), look_of)
     group_of_first: dict[int, int] = {}
     taken: set[int] = set()
     touched_old: set[int] = set()

@@ -278,6 +278,11 @@ SELECT item_id, perceptual_group, template_group FROM items WHERE item_id = :ite
 -- Every item, in the order ingest met them, for regrouping (ingest.regroup).
 SELECT item_id, phash, ocr_text, perceptual_group FROM items ORDER BY item_id;
 
+-- name: item_look
+-- What near_identical's pixel check compares: the stored preview and the caption boxes.
+SELECT p.data, i.width, i.height, i.ocr_boxes FROM items i JOIN previews p USING (item_id)
+WHERE i.item_id = :item_id;
+
 -- name: set_perceptual_group
 UPDATE items SET perceptual_group = :perceptual_group WHERE item_id = :item_id;
 

@@ -89,3 +89,38 @@ def test_known_text_is_the_recognised_templates(tmp_path: Path) -> None:
         assert known_text(db, ids["notice.png"], ids["sign.png"]) == text
     finally:
         db.close()
+
+
+def test_other_jokes_on_a_fixed_words_template_are_other_memes(tmp_path: Path) -> None:
+    """A template the catalogue does not know prints its own words on every meme: a short joke and
+    its longer version, or two one-word jokes, agree as text; their caption pixels differ, so they
+    are other memes. A watermarked copy and a crop still join, and a private copy holds only its
+    own meme."""
+    from PIL import ImageDraw, ImageFont
+
+    images = tmp_path / "images"
+    images.mkdir()
+    memes = {"short": "cereal is soup", "long": "cereal is soup and milk is just cold gravy",
+             "word": "naps", "word2": "taxes"}
+    for name, joke in memes.items():
+        _sign_meme(joke).save(images / f"{name}.png")
+    marked = _sign_meme(memes["short"])
+    ImageDraw.Draw(marked).text((488, 492), "memevault.example", font=ImageFont.truetype(FONT, 14),
+                                fill=(250, 250, 250), anchor="rb")
+    marked.save(images / "short-watermark.png")
+    _sign_meme(memes["short"]).save(images / "short-reencode.jpg", quality=60)
+    _sign_meme(memes["long"]).crop((35, 35, 465, 465)).save(images / "long-crop.png")
+    (images / "long.png.json").write_text('{"private": true}')
+    db_path = tmp_path / "lib.sqlite"
+    invoke("--db", db_path, "add", "-q", images)
+    db = open_db(db_path)
+    try:
+        group = dict(db.con.execute("SELECT f.rel_path, i.perceptual_group FROM files f JOIN items i USING (item_id)"))
+        private = {rel for (rel,) in db.con.execute(
+            "SELECT f.rel_path FROM files f JOIN items i USING (item_id) WHERE i.private")}
+    finally:
+        db.close()
+    assert group["short.png"] == group["short-watermark.png"] == group["short-reencode.jpg"], group
+    assert group["long.png"] == group["long-crop.png"], group
+    assert len({group["short.png"], group["long.png"], group["word.png"], group["word2.png"]}) == 4, group
+    assert private == {"long.png", "long-crop.png"}

@@ -4,6 +4,7 @@ groups, vectors), re-recognition after the catalogue changes, and embedding."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import hashlib
@@ -76,6 +77,7 @@ class Analysis:
     recognise_ms: float  # wall clock
     recognise_cpu_ms: float  # this process's CPU time (a worker is single-threaded)
     picture_score: float | None = None  # Open-NSFW's P(explicit) of the picture (mambomeme/safety_picture.py)
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # CPU by stage, for `mambo bench ingest`
 
 
 def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
@@ -83,16 +85,21 @@ def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
     """Decode, hash, preview, OCR, score the picture and recognise the template of one image; the
     pixels are dropped before returning."""
     facts = _stage("decoder", read_image, data, name)
+    c0 = time.process_time()
     explicit = _stage("picture signal", picture.score, facts.rgb) if picture is not None else None
+    cpu_ms = facts.cpu_ms | {"picture safety": (time.process_time() - c0) * 1000}
+    ocr_before = dict(getattr(ocr, "cpu_ms", {}))
     text, boxes, box_texts = _stage("OCR", ocr.read_lines, facts.rgb)
+    cpu_ms |= {k: v - ocr_before[k] for k, v in getattr(ocr, "cpu_ms", {}).items()}
     t0, c0 = time.perf_counter(), time.process_time()
     words = list(zip(boxes, box_texts, strict=True))
     found = None
     if templates is not None:
         found = _stage("template recognition", templates.recognise, facts.rgb, boxes, words)
     ms, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
+    cpu_ms["template recognition"] = cpu
     facts.rgb = None
-    return Analysis(facts, text, boxes, found, ms, cpu, explicit)
+    return Analysis(facts, text, boxes, found, ms, cpu, explicit, cpu_ms)
 
 
 def _stage(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -109,11 +116,12 @@ def _stage(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
 _WORKER_OCR: OCR | None = None
 _WORKER_TEMPLATES: TemplateIndex | None = None
 _WORKER_PICTURE: PictureScorer | None = None
+_WORKER_START_MS = 0.0  # the worker's start-up CPU, reported with its first result
 
 
 def _worker_init(templates: tuple[list, list] | None = None) -> None:
     """An ingest worker process: Ctrl-C is the parent's to handle (no traceback per worker)."""
-    global _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE
+    global _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE, _WORKER_START_MS
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
 
@@ -130,12 +138,16 @@ def _worker_init(templates: tuple[list, list] | None = None) -> None:
 
     cv2.setNumThreads(1)  # one worker per core already
     _WORKER_TEMPLATES = TemplateIndex(*templates) if templates else None
+    _WORKER_START_MS = time.process_time() * 1000
 
 
 def _worker_analyse(data: bytes, name: str) -> Analysis | BadInput:
+    global _WORKER_START_MS
     assert _WORKER_OCR is not None
     try:
-        return analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE)
+        out = analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE)
+        out.cpu_ms["workers' start"], _WORKER_START_MS = _WORKER_START_MS, 0.0
+        return out
     except BadInput as e:
         return e
     except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
@@ -338,6 +350,8 @@ class Ingester:
         self.revision = 0
         self.recognise_ms: list[float] = []  # per new image, for `mambo bench ingest`
         self.recognise_cpu_ms: list[float] = []
+        # CPU milliseconds by stage over the run (workers' and this process's), for `mambo bench ingest`
+        self.cpu_ms: collections.Counter[str] = collections.Counter()
         self._embedder: Embedder | None = None
         self.ocr_engine_id: int | None = None
         self.picture_engine_id: int | None = None
@@ -348,6 +362,27 @@ class Ingester:
         self.run_id = 0
         self.phash_index = PhashIndex([])
         self.state_changed = False  # what may be shown changed: the vocabulary is refreshed
+        self._stage_inner = 0.0
+
+    @contextlib.contextmanager
+    def _clock(self, stage: str, *, children: bool = False) -> Iterator[None]:
+        """Adds this process's CPU time inside the block to cpu_ms[stage] (nested blocks count once,
+        in the inner stage); children=True adds what child processes that ended in it spent (the
+        embedding model's one-time export)."""
+        import resource
+
+        start, kids = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        outer = self._stage_inner
+        self._stage_inner = 0.0
+        try:
+            yield
+        finally:
+            spent = (time.process_time() - start) * 1000
+            self.cpu_ms[stage] += spent - self._stage_inner
+            self._stage_inner = outer + spent
+            if children:
+                now = resource.getrusage(resource.RUSAGE_CHILDREN)
+                self.cpu_ms[stage] += (now.ru_utime - kids.ru_utime + now.ru_stime - kids.ru_stime) * 1000
 
     # -- lazily loaded engines (a re-run with nothing new loads neither)
     def submit_analysis(self, jobs: list[tuple[bytes, str]]) -> Callable[[], list[Analysis | BadInput]]:
@@ -408,7 +443,8 @@ class Ingester:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = get_embedder(threads=1)
+            with self._clock("model loading", children=True):
+                self._embedder = get_embedder(threads=1)
             with self.db.write():
                 self.model_id = model_id(self.db, self._embedder.manifest)
         return self._embedder
@@ -452,10 +488,11 @@ class Ingester:
                     self.error(folder / MANIFEST_NAME, err)
             if db.q1("setting", {"key": REGROUP_SETTING}):
                 self._regroup()
-            self.phash_index = PhashIndex(db.q("phashes"))
-            sync_catalogue(db)
-            self.revision = templates_revision(db)
-            self.templates = TemplateIndex.load(db)
+            with self._clock("catalogue and indexes"):
+                self.phash_index = PhashIndex(db.q("phashes"))
+                sync_catalogue(db)
+                self.revision = templates_revision(db)
+                self.templates = TemplateIndex.load(db)
             progress = Progress(len(found), enabled=self.progress_enabled)
             # A two-stage pipeline: batch N+1 is read, hashed and handed to the OCR workers before
             # batch N is embedded and written.
@@ -469,14 +506,15 @@ class Ingester:
             if inflight is not None:
                 self._finish(inflight)
             progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors", final=True)
-            # Items recognised before the templates last changed: matched against the new ones only.
-            recognise_existing(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
-            embed_again(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
-            # Every group once more: an item deleted (its file's content changed) may have held its
-            # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
-            # for this: _write applies it to the item's group in the item's own transaction.
-            with db.write():
-                self.state_changed |= restate(db, None)[1]
+            with self._clock("upkeep"):
+                # Items recognised before the templates last changed: matched against the new ones only.
+                recognise_existing(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
+                embed_again(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
+                # Every group once more: an item deleted (its file's content changed) may have held its
+                # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
+                # for this: _write applies it to the item's group in the item's own transaction.
+                with db.write():
+                    self.state_changed |= restate(db, None)[1]
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -486,7 +524,7 @@ class Ingester:
                 self.pool.shutdown(wait=True, cancel_futures=True)
                 self.pool = None
             if self.stats.added or self.stats.updated or self.state_changed:
-                with contextlib.suppress(Exception), db.write():
+                with self._clock("upkeep"), contextlib.suppress(Exception), db.write():
                     db.q("refresh_vocabulary")
             s = self.stats
             with contextlib.suppress(Exception), db.write():
@@ -494,11 +532,16 @@ class Ingester:
                                     "updated": s.updated, "duplicates": s.duplicates, "skipped": s.skipped,
                                     "errors": s.errors, "seconds": time.monotonic() - t0})
         if self.stats.added:  # a library that grew past a threshold gets (re)clustered
-            maintain_vector_index(db, quiet=not self.progress_enabled)
+            with self._clock("upkeep"):
+                maintain_vector_index(db, quiet=not self.progress_enabled)
         return self.stats
 
     def _prepare(self, batch: list[Found], inflight: Batch | None) -> Batch:
         """Stage 1: stat, sidecars, hashes and duplicate checks; new content goes to OCR."""
+        with self._clock("read, hash, sidecars"):
+            return self._prepare_batch(batch, inflight)
+
+    def _prepare_batch(self, batch: list[Found], inflight: Batch | None) -> Batch:
         db = self.db
         b = Batch()
         pending, touches, links, jobs = b.pending, b.touches, b.links, b.jobs
@@ -567,6 +610,10 @@ class Ingester:
     def _finish(self, b: Batch) -> None:
         """Stage 2: collect OCR and recognition, write the batch, derive fields and embed the
         items' effective text, all in one transaction."""
+        with self._clock("writes"):
+            self._finish_batch(b)
+
+    def _finish_batch(self, b: Batch) -> None:
         db = self.db
         pending, touches, links, jobs = b.pending, b.touches, b.links, b.jobs
         for (p, _data, _sha), res in zip(jobs, b.results(), strict=True):
@@ -577,6 +624,7 @@ class Ingester:
                 p.picture_score = res.picture_score
                 self.recognise_ms.append(res.recognise_ms)
                 self.recognise_cpu_ms.append(res.recognise_cpu_ms)
+                self.cpu_ms.update(res.cpu_ms)
                 pending.append(p)
         written = {p.facts.sha256 for p in pending if p.facts is not None}
         for link in [x for x in links if x[3] not in written and not db.q1("item_by_sha", {"sha256": x[3]})]:
@@ -602,7 +650,8 @@ class Ingester:
                                        if db.q1("item_groups", {"item_id": i})))
             self._relabelled.clear()
             derive(db, items)
-            embed_items(db, items, self.embedder, self.model_id)
+            with self._clock("embedding"):
+                embed_items(db, items, self.embedder, self.model_id)
 
     def _regroup(self) -> None:
         """Migration 012's upkeep: groups made again, the fields of their items derived and
@@ -619,6 +668,10 @@ class Ingester:
 
     def _groups(self, item_id: int, phash: int, ocr_text: str, template_group: int | None) -> tuple[int, int | None]:
         """(perceptual group, template group) of a new item; see NEAR_DUP_BITS for the rule."""
+        with self._clock("grouping"):
+            return self._group_of(item_id, phash, ocr_text, template_group)
+
+    def _group_of(self, item_id: int, phash: int, ocr_text: str, template_group: int | None) -> tuple[int, int | None]:
         perceptual = None
         for d, other in self.phash_index.near(phash, NEAR_DUP_BITS_CROPPED):
             if near_identical(d, ocr_text, self.db.q1("ocr_text", {"item_id": other})[0],

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,10 @@ class OCR:
             finally:
                 onnxruntime.InferenceSession = base
                 os.chdir(old)
+        # CPU by stage for `mambo bench ingest` (process time: one engine per single-threaded worker).
+        self.cpu_ms = {"OCR detection": 0.0, "OCR recognition": 0.0}
+        for attr, stage in (("text_detector", "OCR detection"), ("text_recognizer", "OCR recognition")):
+            setattr(self.engine, attr, _Timed(getattr(self.engine, attr), stage, self.cpu_ms))
 
     def read(self, rgb: Any) -> str:
         """Caption text, lines in reading order (top to bottom, then left to right)."""
@@ -103,6 +108,20 @@ class OCR:
                 lines.append([(left, text)])
             last_bottom = bottom
         return "\n".join(" ".join(t for _, t in sorted(line)) for line in lines)
+
+
+class _Timed:
+    """A callable that adds its process time to cpu_ms[stage]."""
+
+    def __init__(self, fn: Any, stage: str, cpu_ms: dict[str, float]) -> None:
+        self.fn, self.stage, self.cpu_ms = fn, stage, cpu_ms
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        start = time.process_time()
+        try:
+            return self.fn(*args, **kw)
+        finally:
+            self.cpu_ms[self.stage] += (time.process_time() - start) * 1000
 
 
 _CWD_LOCK = threading.Lock()

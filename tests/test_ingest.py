@@ -343,10 +343,26 @@ def test_manifest_bad_lines_and_escaping_paths_are_refused(tmp_path: Path) -> No
     assert db.scalar("SELECT count(*) FROM ingest_errors WHERE kind = 'sidecar'") == 3
 
 
-def test_bench_ingest_reports_throughput_and_machine() -> None:
-    report = json.loads(invoke("bench", "ingest", "--images", "6", "--json").output)
-    assert report["added"] == 6 and report["errors"] == 0 and report["images_per_second"] > 0
+def test_bench_ingest_reports_throughput_stages_and_machine() -> None:
+    report = json.loads(invoke("bench", "ingest", "--images", "6", "--json").stdout)
+    assert report["added"] == 6 and report["errors"] == 0 and report["files_per_second"] > 0
     assert report["machine"]["cores"] >= 1 and "apsw" in report["machine"]["packages"]
+    stages = report["stage_cpu_seconds_per_file"]
+    for stage in ("decode", "hashes and preview", "picture safety", "OCR detection", "OCR recognition",
+                  "template recognition", "embedding", "writes"):
+        assert stages[stage] > 0, (stage, stages)
+    # the stages account for the CPU the run used, workers included
+    assert 0.6 * report["cpu_seconds_per_file"] <= sum(stages.values()) <= 1.05 * report["cpu_seconds_per_file"]
+
+
+def test_bench_ingest_measures_a_folder_it_is_given(tmp_path: Path) -> None:
+    folder = tmp_path / "memes"
+    folder.mkdir()
+    for name in ("cat-01.png", "coin-03.png"):
+        shutil.copy(IMAGES / name, folder / name)
+    report = json.loads(invoke("bench", "ingest", "--folder", folder, "--no-sidecars", "--json").stdout)
+    assert report["added"] == 2 and report["folder"] == str(folder) and report["sidecars"] is False
+    assert sorted(p.name for p in folder.iterdir()) == ["cat-01.png", "coin-03.png"]  # only read
 
 
 def test_personal_data_in_the_caption_is_critical_without_a_sidecar(tmp_path: Path) -> None:

@@ -96,27 +96,48 @@ def bench() -> None:
 
 @bench.command(name="ingest")
 @click.option("--images", "count", default=300, show_default=True, type=click.IntRange(1, 100_000),
-              help="How many synthetic images to ingest.")
+              help="How many synthetic images to ingest (without --folder).")
+@click.option("--folder", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Ingest this folder instead of the seeded variants (it is only read).")
+@click.option("--no-sidecars", is_flag=True, help="Read no sidecar or manifest (a bare library).")
 @click.option("--seed", default=7, show_default=True)
 @click.option("--workers", type=click.IntRange(1, 64), help="OCR worker processes (default: one per core).")
 @click.option("--json", "as_json", is_flag=True)
-def bench_ingest(count: int, seed: int, workers: int | None, as_json: bool) -> None:
-    """End-to-end ingest throughput (decode, hashes, preview, OCR, embedding, writes) into a fresh
-    library, on seeded variants of the fixture memes. Model loading is counted."""
+def bench_ingest(count: int, folder: Path | None, no_sidecars: bool, seed: int, workers: int | None,
+                 as_json: bool) -> None:
+    """End-to-end ingest throughput into a fresh library, with the CPU-seconds a file of every
+    stage (decode, hashes and preview, picture safety, OCR detection and recognition, template
+    recognition, embedding, grouping, writes), on a folder you pass or seeded variants of the
+    fixture memes. Model loading is counted."""
+    import resource
     import tempfile
 
+    given = folder
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
-        images = synthetic_variants(FIXTURE_DIR / "images", Path(tmp) / "images", count, seed)
+        if folder is None:
+            folder = Path(tmp) / "images"
+            synthetic_variants(FIXTURE_DIR / "images", folder, count, seed)
         db = DB(Path(tmp) / "bench.sqlite")
+        self0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
-        ing = Ingester(db, progress=sys.stderr.isatty(), workers=workers)
-        stats = ing.run([Path(tmp) / "images"])
+        ing = Ingester(db, progress=sys.stderr.isatty(), workers=workers, sidecars=not no_sidecars)
+        stats = ing.run([folder])
         seconds = time.monotonic() - t0
+        self1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         recognised = int(db.rows("recognised_counts")[0]["recognised"])
         size = db.path.stat().st_size
         db.close()
-    report = {"benchmark": "ingest", "images": len(images), "added": stats.added, "errors": stats.errors,
-              "seconds": round(seconds, 2), "images_per_second": round(stats.added / seconds, 2),
+    cpu = sum(getattr(b, f) - getattr(a, f) for a, b in ((self0, self1), (kids0, kids1))
+              for f in ("ru_utime", "ru_stime"))
+    files = max(stats.added, 1)
+    stages = {k: round(v / 1000 / files, 4) for k, v in sorted(ing.cpu_ms.items(), key=lambda kv: -kv[1])}
+    report = {"benchmark": "ingest", "folder": str(given) if given else None, "added": stats.added,
+              "duplicates": stats.duplicates, "errors": stats.errors, "sidecars": not no_sidecars,
+              "seconds": round(seconds, 2), "files_per_second": round(stats.added / seconds, 2),
+              "cpu_seconds": round(cpu, 1), "cpu_seconds_per_file": round(cpu / files, 4),
+              "stage_cpu_seconds_per_file": stages,
+              "unaccounted_cpu_seconds_per_file": round(cpu / files - sum(stages.values()), 4),
+              "peak_rss_mb": {"ingest": round(self1.ru_maxrss / 1024), "largest_worker": round(kids1.ru_maxrss / 1024)},
               "database_mb": round(size / 1e6, 2), "seed": seed,
               # template recognition inside the OCR workers (ORB + index + RANSAC), per new image
               "recognition": {"templates_indexed": len(ing.templates) if ing.templates else 0,
@@ -126,17 +147,21 @@ def bench_ingest(count: int, seed: int, workers: int | None, as_json: bool) -> N
               "machine": machine_info()}
     if as_json:
         click.echo(json.dumps(report, indent=2))
-    else:
-        m = report["machine"]
-        click.echo(f"ingest: {stats.added} images in {seconds:.1f} s = {report['images_per_second']} images/s "
-                   f"end to end (model loading included), {stats.errors} errors, "
-                   f"database {report['database_mb']} MB")
-        rec = report["recognition"]
-        if rec["wall_ms"]:
-            click.echo(f"template recognition: {rec['wall_ms']['p50']} ms p50 / {rec['wall_ms']['p95']} ms p95 wall, "
-                       f"{rec['cpu_ms']['p50']} ms p50 / {rec['cpu_ms']['p95']} ms p95 CPU per image against "
-                       f"{rec['templates_indexed']} template views; {rec['recognised_items']} recognised")
-        click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
+        return
+    m = report["machine"]
+    click.echo(f"ingest: {stats.added} files in {seconds:.1f} s = {report['files_per_second']} files/s end to end "
+               f"(model loading included), {stats.errors} errors; {cpu:.1f} CPU-s = "
+               f"{report['cpu_seconds_per_file']} CPU-s a file; peak RSS {report['peak_rss_mb']['ingest']} MB "
+               f"(a worker {report['peak_rss_mb']['largest_worker']} MB); database {report['database_mb']} MB")
+    click.echo("CPU-s a file by stage:")
+    for stage, v in stages.items():
+        click.echo(f"  {stage:<24}{v:8.4f}  {100 * v / max(cpu / files, 1e-9):5.1f} %")
+    click.echo(f"  {'(not in a stage)':<24}{report['unaccounted_cpu_seconds_per_file']:8.4f}")
+    rec = report["recognition"]
+    if rec["wall_ms"]:
+        click.echo(f"template recognition: {rec['cpu_ms']['p50']} ms p50 / {rec['cpu_ms']['p95']} ms p95 CPU per image "
+                   f"against {rec['templates_indexed']} template views; {rec['recognised_items']} recognised")
+    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
 def _soak_child(root: click.Command, db_path: Path, folder: Path, batch: int) -> None:

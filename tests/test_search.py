@@ -647,3 +647,34 @@ def test_a_library_whose_vectors_another_model_made_says_so_and_is_embedded_agai
     assert "wait to be embedded" not in invoke("--db", db_path, "status").output
     assert db.scalar("SELECT count(*) FROM item_vectors") == items
     assert not any(db.rows("consistency")[0].values())
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("typing,word", [("c", ""), ("ca", "cat"), ("jo", "cena"), ("joh", "cena"),
+                                         ("john c", "cena"), ("john ce", "cena")])
+def test_while_typing_the_last_word_is_a_prefix(searcher: Searcher, system: str, typing: str, word: str) -> None:
+    """The live list (search screen, as you type) never says "no match" for the start of a word
+    the library holds: "ca" and "jo" show memes of "cat" and "john cena", as fzf would."""
+    got = searcher.search(typing, system, 10, live=True)
+    assert got, f"{typing!r} shows nothing while typing"
+    if not word:
+        return
+    cena = {n for n in names(searcher.search("john cena", "bm25", 10))}
+    cats = {n for n in names(searcher.search("cat", "bm25", 10))}
+    assert set(names(got[:3])) & (cena if word == "cena" else cats), (typing, names(got[:3]))
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_submitted_prefix_keeps_the_no_match_rule(searcher: Searcher, system: str) -> None:
+    """Only the live list reads the last word as a prefix: a submitted (or command-line) query is
+    read word for word, and a word nothing starts with is still "no match" while typing."""
+    assert searcher.search("ca", "bm25", 10) == [] and searcher.search("jo", system, 10) == []
+    assert searcher.search("zzqxv", system, 10, live=True) == []
+    # a word no word of the library starts with is read as typed (a typo, a name it lacks)
+    assert names(searcher.search("distracted boyf", system, 10, live=True)) == names(
+        searcher.search("distracted boyf", system, 10))
+    assert plan_query(searcher.db, "distracted boyf", prefix=True).prefix is None
+    plan = plan_query(searcher.db, "john c", prefix=True)
+    assert plan.prefix == "c" and '"c"*' in plan.word_match and plan.unknown == []
+    assert plan_query(searcher.db, "john c ", prefix=True).prefix is None  # a space ends the word
+    assert plan_query(searcher.db, "john c").prefix is None

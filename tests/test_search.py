@@ -425,9 +425,10 @@ def test_hidden_and_servable_items_partition_the_library(searcher: Searcher) -> 
 @pytest.mark.parametrize("query", ["someone who is sad", "zorblax the destroyer meme", "morgan freeman pic"])
 def test_what_the_library_does_not_hold_is_no_match(fixture_library: Path, query: str) -> None:
     # The demo fixture has no sad meme, no zorblax, no morgan freeman: the default system says so.
-    out = invoke("--db", fixture_library, "search", query).output
-    assert out.strip() == "no match", out
-    assert invoke("--db", fixture_library, "search", "--json", query).output.strip() == ""
+    out = invoke("--db", fixture_library, "search", query, expect=1)
+    assert out.stdout == "" and out.stderr.strip() == "no match", out.output
+    got = invoke("--db", fixture_library, "search", "--json", query, expect=1).stdout
+    assert [json.loads(x) for x in got.splitlines()] == [{"query": query, "no_match": True}]
 
 
 def test_a_real_english_word_is_never_rewritten_into_another(searcher: Searcher) -> None:
@@ -448,7 +449,7 @@ def test_filler_words_are_not_content(searcher: Searcher) -> None:
     plan = plan_query(searcher.db, "cat meme")
     assert '"meme"' not in plan.word_match and plan.dense_text == "cat"
     # A meme whose text says "meme" is no evidence for a request that only ends in "meme".
-    assert invoke("--db", searcher.db.path, "search", "zorblax meme").output.strip() == "no match"
+    assert invoke("--db", searcher.db.path, "search", "zorblax meme", expect=1).stderr.strip() == "no match"
 
 
 def test_corrections_prefer_frequent_words_over_once_seen_noise(library_copy: tuple[Path, Path]) -> None:
@@ -506,7 +507,7 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     raw = searcher.search("distracted boyfriend meme", "hybrid", 10, empty_rule=False)
     assert raw and raw[0].query is not None and raw[0].query.absent_template
     db.close()
-    assert invoke("--db", db_path, "search", "distracted boyfriend meme").output.strip() == "no match"
+    assert invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1).stderr.strip() == "no match"
     invoke("--db", db_path, "label", images / "think-03.png", "--template", "Distracted Boyfriend",
            "--group", "item")
     db = open_db(db_path)
@@ -516,7 +517,7 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     rows = [json.loads(x) for x in out.splitlines()]
     assert rows and rows[0]["path"].endswith("think-03.png"), rows[:3]
     invoke("--db", db_path, "safety", "set", str(rows[0]["asset_id"]), "unsafe", "--by", "test")
-    assert invoke("--db", db_path, "search", "distracted boyfriend meme").output.strip() == "no match"
+    assert invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1).stderr.strip() == "no match"
 
 
 def test_a_word_only_a_correction_matched_is_weaker_evidence(searcher: Searcher) -> None:

@@ -205,7 +205,7 @@ def test_bad_inputs_each_get_one_line_and_lose_nothing(tmp_path: Path) -> None:
 def test_explicit_non_image_file_is_refused_clearly(tmp_path: Path) -> None:
     note = tmp_path / "notes.txt"
     note.write_text("hello")
-    result = invoke("--db", tmp_path / "lib.sqlite", "add", "-q", note, tmp_path / "missing.png")
+    result = invoke("--db", tmp_path / "lib.sqlite", "add", "-q", note, tmp_path / "missing.png", expect=2)
     assert "not an image file" in result.stderr and "no such file" in result.stderr
 
 
@@ -360,7 +360,7 @@ def test_personal_data_in_the_caption_is_critical_without_a_sidecar(tmp_path: Pa
     rows = dict(db.con.execute("SELECT f.rel_path, i.safety || ' ' || i.safety_source FROM files f JOIN items i "
                                "USING (item_id)"))
     assert rows == {"IMG_0001.png": "critical detector:personal-data", "IMG_0002.png": "safe default"}
-    out = invoke("--db", db_path, "search", "-s", "bm25", "owes me lives at cell").output
+    out = invoke("--db", db_path, "search", "-s", "bm25", "owes me lives at cell", expect=None).output
     assert "IMG_0001" not in out
 
 

@@ -7,6 +7,7 @@ scoring). The benchmark and evaluation commands are gathered here from those mod
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ from mambomeme.library import (
     DB,
     FIXTURE_DIR,
     MamboError,
+    NoLibrary,
     __version__,
     clean_line,
     clean_text,
@@ -42,7 +44,15 @@ from mambomeme.ocr import get_ocr
 from mambomeme.safety_picture import REASON as PICTURE_REASON
 from mambomeme.safety_review import decide, recheck, recheck_if_stale, review_counts, review_list, withdraw
 from mambomeme.safety_text import RULES_VERSION, detect_safety
-from mambomeme.search import DEFAULT_SYSTEM, describe_empty_rule, format_result, result_json, searcher_for, sync_systems
+from mambomeme.search import (
+    DEFAULT_SYSTEM,
+    DEFAULT_SYSTEMS,
+    describe_empty_rule,
+    format_result,
+    result_json,
+    searcher_for,
+    sync_systems,
+)
 from mambomeme.templates import (
     derive,
     fingerprint_rgb,
@@ -169,11 +179,18 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     if rechecked and rechecked["changed"] and not quiet:
         click.echo(f"safety: re-checked {rechecked['items']} item(s) with {RULES_VERSION}; "
                    f"{rechecked['changed']} changed class (`mambo safety` lists what is marked)")
+    if s.unread:
+        # As ripgrep does when some files could not be read: the rest is done, the status says not all.
+        click.echo(f"mambo: {s.unread} file(s) skipped, each named above (`mambo status` lists recent errors); "
+                   "the rest is indexed", err=True)
+        ctx.exit(2)
 
 
 class QueryCommand(click.Command):
-    """A command whose QUERY may start with `-` (`mambo search "-x"`, `mambo search "-5 degrees"`):
-    an argument that is not one of the command's options is the query, wherever it stands."""
+    """A command whose QUERY words may start with `-` (`mambo search "-x"`, `mambo search -5 degrees`):
+    an argument that is not one of the command's options is a word of the query, wherever it
+    stands. A `--word` that is no option is a usage error, as in ripgrep (a mistyped `--jsn` must
+    not become the query): after `--` it is query text."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         names = {n for p in self.get_params(ctx) if isinstance(p, click.Option) for n in p.opts + p.secondary_opts}
@@ -200,6 +217,10 @@ class QueryCommand(click.Command):
                 break
             known = (not a.startswith("-") or a == "-" or a in names or a.split("=", 1)[0] in names
                      or attached(a))
+            if not known and a.startswith("--") and not any(c.isspace() for c in a):
+                close = difflib.get_close_matches(a.split("=", 1)[0], sorted(n for n in names if n.startswith("--")), 1)
+                raise click.UsageError(f"no such option: {a}" + (f" (did you mean {close[0]}?)" if close else "")
+                                       + f"; to search for it, put -- before it: mambo {self.name} -- {a}", ctx)
             if not known:
                 queries.append(a)
             else:
@@ -211,43 +232,95 @@ class QueryCommand(click.Command):
         return super().parse_args(ctx, keep + (["--", *queries] if queries else []))
 
 
+class SystemChoice(click.Choice):
+    """The search systems as choices (listed in the help, completed by the shell); a wrong value is
+    echoed through the sanitiser, as every text from outside is."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            self.fail(f"no search system named {clean_line(str(value))!r}: choose one of {', '.join(self.choices)}",
+                      param, ctx)
+
+
+SYSTEM_HELP = ("Search system: hybrid (words and meaning, the default), bm25 (words only, no model to "
+               "load), dense (meaning only). `mambo systems` shows their configurations.")
+
+
 @cli.command(cls=QueryCommand)
-@click.argument("query", required=False)
-@click.option("--system", "-s", default=DEFAULT_SYSTEM, show_default=True, help="Search system to use.")
+@click.argument("words", nargs=-1, metavar="[QUERY]...")
+@click.option("--system", "-s", default=DEFAULT_SYSTEM, show_default=True, type=SystemChoice(sorted(DEFAULT_SYSTEMS)),
+              help=SYSTEM_HELP)
 @click.option("-n", "limit", default=10, show_default=True, type=click.IntRange(1, 100),
               help="How many results.")
-@click.option("--json", "as_json", is_flag=True, help="Results as JSON lines.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Results as JSON lines, each with its query (no match: one {\"no_match\": true} line).")
+@click.option("--paths", "-l", "--files-with-matches", "paths_only", is_flag=True,
+              help="Print only each result's absolute path, one a line.")
+@click.option("--query", "-q", "typed", metavar="TEXT", help="Open the full-screen search with TEXT typed in.")
 @click.option("--record-events", is_flag=True, help="TUI: record interaction events (off unless asked).")
 @click.option("--wait-ready", is_flag=True, help="TUI: accept searches only once the model is loaded.")
 @click.pass_context
-def search(ctx: click.Context, query: str | None, system: str, limit: int, as_json: bool, record_events: bool,
-           wait_ready: bool) -> None:
-    """Search the library. An empty list means nothing matches.
+def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, as_json: bool, paths_only: bool,
+           typed: str | None, record_events: bool, wait_ready: bool) -> None:
+    """Search the library: the words after `search` are one query (no quotes needed).
 
     \b
-    With a QUERY: print the results (or "no match").
-    Without one, on a terminal: the full-screen search; choosing a result prints its path, so
+    With a QUERY: print the results; exit 0, or 1 and "no match" on stderr, as grep and ripgrep do
+    (2: an error).
+    Without one, on a terminal: the full-screen search; choosing prints the path (each marked
+    one with Tab, one a line), so it works like a picker:
       xdg-open "$(mambo search)"
-    works like a picker. With queries piped in: one query a line, results after each.
+      mambo search -q "john cena"         the screen, with the query typed in
+    With queries piped in: one query a line, results after each.
+    \b
+    Examples:
+      mambo search john cena
+      mambo search -l cat | head -1       the best match's path
+      mambo search --json -n 3 monday
     """
+    try:
+        _search(ctx, " ".join(words) if words else None, system, limit, as_json, paths_only, typed, record_events,
+                wait_ready)
+    except MamboError as e:  # ripgrep's codes: 1 is "no match", so an error is 2
+        raise as_click(e, code=2) from e
+
+
+def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_json: bool, paths_only: bool,
+            typed: str | None, record_events: bool, wait_ready: bool) -> None:
+    if as_json and paths_only:
+        raise MamboError("choose one of --json and --paths")
+    if query is None and typed is not None and not sys.stdin.isatty():
+        query = typed  # no terminal for the screen: the typed query is the query
     db = open_library(ctx)
     sync_systems(db)
     if query is None:
         if sys.stdin.isatty():
-            ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready))
-        prompt_loop(db, system, limit, as_json=as_json)
+            ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready,
+                             query=typed or ""))
+        prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only)
         return
     waiting = waiting_to_embed(db)
     if waiting:
         click.echo(f"note: {waiting_note(waiting)}", err=True)
     results = searcher_for(db, system).search(query, system, limit)
     for r in results:
-        click.echo(json_line(result_json(r)) if as_json else format_result(r))
-    if not results and not as_json:
-        click.echo("no match")
+        click.echo(json_line({"query": clean_line(query)} | result_json(r)) if as_json
+                   else result_path(r) if paths_only else format_result(r))
+    if not results:
+        if as_json:
+            click.echo(json_line({"query": clean_line(query), "no_match": True}))
+        click.echo("no match", err=True)
+        ctx.exit(1)
 
 
-def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False) -> None:
+def result_path(r: Any) -> str:
+    """A result's absolute path as it is on disk (what `-l` prints, for xargs and xdg-open)."""
+    return result_json(r)["path"]
+
+
+def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths_only: bool = False) -> None:
     """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
     at a prompt, a blank line quits.
     With --json: each query's results as JSON lines (each with its query), nothing else."""
@@ -270,6 +343,10 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False) -> No
                 click.echo(json_line({"query": clean_line(query)} | result_json(r)))
             if not results:
                 click.echo(json_line({"query": clean_line(query), "no_match": True}))
+            continue
+        if paths_only:
+            for r in results:
+                click.echo(result_path(r))
             continue
         click.echo(f"» {clean_line(query)}")
         for r in results:
@@ -334,6 +411,8 @@ def check(ctx: click.Context, no_files: bool) -> None:
 
     try:
         db = open_library(ctx)
+    except NoLibrary:
+        raise  # nothing to check: one line, as every read-only command says it
     except (MamboError, apsw.Error) as e:
         # Too damaged to open: the check's report is still a list, starting with why.
         message = e.format_message() if isinstance(e, MamboError) else db_error_message(e, ctx.obj["db_path"])
@@ -422,8 +501,8 @@ def templates() -> None:
     """
 
 
-def _open_templates(ctx: click.Context) -> DB:
-    db = open_library(ctx, create=True)
+def _open_templates(ctx: click.Context, *, create: bool = True) -> DB:
+    db = open_library(ctx, create=create)
     sync_catalogue(db)
     return db
 
@@ -445,7 +524,7 @@ def _rerecognise(db: DB, quiet: bool = False) -> None:
 @click.pass_context
 def templates_list(ctx: click.Context, source: str | None, as_json: bool) -> None:
     """List known templates: id, source, views, memes recognised, name."""
-    for r in _open_templates(ctx).rows("list_templates", {"source": source}):
+    for r in _open_templates(ctx, create=False).rows("list_templates", {"source": source}):
         if as_json:
             click.echo(json.dumps(r | {"aliases": json.loads(r["aliases"])}, ensure_ascii=False))
         else:
@@ -707,7 +786,7 @@ def settings(ctx: click.Context, key: str | None, value: str | None) -> None:
       mambo settings                             list them
       mambo settings interaction_events on       opt in to interaction events (default off)
     """
-    db = open_library(ctx, create=True)
+    db = open_library(ctx, create=key is not None and value is not None)  # reading creates nothing
     if key and value is not None:
         allowed = SETTINGS[key][1]
         if value not in allowed:
@@ -724,7 +803,7 @@ def settings(ctx: click.Context, key: str | None, value: str | None) -> None:
 @click.pass_context
 def systems(ctx: click.Context) -> None:
     """List search systems and their configuration versions."""
-    db = open_library(ctx, create=True)
+    db = open_library(ctx)
     sync_systems(db)
     for name, version, sha, created, _notes, config in db.q("list_systems"):
         cfg = json.loads(config)
@@ -798,6 +877,22 @@ def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, 
     changed = sqlshell.run_statement(con, statement, write=write, fmt=fmt, out=sys.stdout)
     if changed:
         click.echo(f"{changed} row(s) changed", err=True)
+
+
+@cli.command(name="help")
+@click.argument("names", nargs=-1, metavar="[COMMAND]...")
+@click.pass_context
+def help_cmd(ctx: click.Context, names: tuple[str, ...]) -> None:
+    """Show the help of mambo, or of COMMAND (`mambo help search`, `mambo help templates add`)."""
+    command: click.Command = cli
+    parent = ctx.find_root()
+    for name in names:
+        sub = command.get_command(parent, name) if isinstance(command, click.Group) else None
+        if sub is None:
+            raise click.UsageError(f"no command {clean_line(name)!r}: `mambo help` lists them", ctx)
+        parent = click.Context(sub, info_name=name, parent=parent)
+        command = sub
+    click.echo(command.get_help(parent))
 
 
 # The benchmark and evaluation commands live in the feature modules; the command line gathers them.

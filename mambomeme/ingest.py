@@ -176,6 +176,7 @@ class IngestStats:
     duplicates: int = 0
     skipped: int = 0
     errors: int = 0
+    unread: int = 0  # files or folders skipped: not indexed at all (errors also counts warnings)
     seen: int = 0
 
 
@@ -449,9 +450,11 @@ class Ingester:
                 self.model_id = model_id(self.db, self._embedder.manifest)
         return self._embedder
 
-    def error(self, path: Path, err: BadInput, *, skipped: bool = True) -> None:
-        """Report on one line and record in `ingest_errors`; the rest of the run goes on."""
+    def error(self, path: Path, err: BadInput, *, skipped: bool = True, unread: bool | None = None) -> None:
+        """Report on one line and record in `ingest_errors`; the rest of the run goes on. `unread`
+        (by default: skipped) counts it among the files `mambo add` could not index."""
         self.stats.errors += 1
+        self.stats.unread += skipped if unread is None else unread
         msg = clean_line(err.message)
         if skipped:
             self.report(f"mambo: skipped {show_path(path)}: {msg}")
@@ -485,7 +488,7 @@ class Ingester:
                     found.append(Found(root_id, f, f.relative_to(root).as_posix(), root))
             for folder in sorted({d for f in found for d in metadata_folders(f.path, f.root)}):
                 for err in self.sidecars.manifest_errors(folder):
-                    self.error(folder / MANIFEST_NAME, err)
+                    self.error(folder / MANIFEST_NAME, err, unread=False)  # its images are still read
             if db.q1("setting", {"key": REGROUP_SETTING}):
                 self._regroup()
             with self._clock("catalogue and indexes"):

@@ -47,12 +47,20 @@ MAMBO_TABLES = frozenset({"library_roots", "items", "files", "ingest_runs"})
 class MamboError(Exception):
     """A one-line, actionable error for the user: the command line prints it and exits 1."""
 
+    exit_code = 1
+
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
     def format_message(self) -> str:
         return clean_line(self.message)
+
+
+class NoLibrary(MamboError):
+    """The library file does not exist (and the command only reads): exit status 2, a usage error."""
+
+    exit_code = 2
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -244,7 +252,7 @@ class DB:
         self.path = Path(path)
         where = show_path(self.path)
         if not self.path.exists() and not create:
-            raise MamboError(f"no library at {where}: run `mambo add FOLDER` first")
+            raise NoLibrary(f"no library at {where}: run `mambo add FOLDER` first")
         if self.path.exists() and not self.path.is_file():
             kind = "a folder" if self.path.is_dir() else "a device or other special file"
             raise MamboError(f"{where} is {kind}, not a library file: give a library file with --db (or "

@@ -73,6 +73,9 @@ class QueryPlan:
     unknown: list[str] = dataclasses.field(default_factory=list)  # content words the library cannot match
     corrected: list[str] = dataclasses.field(default_factory=list)  # ... that only a typo correction matched
     absent_templates: list[str] = dataclasses.field(default_factory=list)  # known templates named, none held
+    # The last word while it is still being typed (the live list): it matches every word it starts
+    # ("ca" -> "cat", "car"), in the word route (an FTS5 prefix query) and in coverage.
+    prefix: str | None = None
 
     @property
     def dense_query(self) -> str:
@@ -149,7 +152,15 @@ def edit_distance(a: str, b: str, bound: int) -> int:
     return row[-1]
 
 
-def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True, two_edits: bool = False) -> QueryPlan:
+# How many of the library's words an unfinished last word stands for in the dense text (the most
+# common first: "jo" reads as "jo john"); the word route matches all of them by the prefix itself.
+PREFIX_COMPLETIONS = 1
+
+
+def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True, two_edits: bool = False,
+               prefix: bool = False) -> QueryPlan:
+    """With `prefix`, the query is still being typed: its last word, unless a space or a mark
+    follows it, is the start of a word (fzf's habit: "ca" and "jo" show what "cat" and "john" would)."""
     text = clean_line(unicodedata.normalize("NFKC", query))[:1000]
     tokens = normalise_query(text)
     alternatives: dict[str, list[list[str]]] = {t: [] for t in tokens}
@@ -159,6 +170,13 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     meaningful = [t for t in alternatives if t not in STOPWORDS]
     content = [t for t in meaningful if t not in FILLER_WORDS] or meaningful or list(alternatives)
     docs = {term: int(n) for term, n in db.q("vocabulary_docs", {"terms": json.dumps(content)})} if content else {}
+    ends_in_word = bool(re.search(r"[^\W_]\Z", unicodedata.normalize("NFKC", query)))
+    last = tokens[-1] if prefix and ends_in_word and tokens and tokens[-1] in content else None
+    completions = [t for (t,) in db.q("vocabulary_completions", {"low": last, "high": last + "\U0010ffff",
+                                                                  "most": PREFIX_COMPLETIONS + 1})
+                   if t != last][:PREFIX_COMPLETIONS] if last else []
+    if last and not completions and not docs.get(last):
+        last = None  # nothing in the library starts with it: read as a whole word (typos, "no match")
     # Typos: a query word the library's vocabulary does not know (or knows from one document only,
     # often OCR noise) is (a) corrected to the library's words one edit away, which join the word
     # query, unless it is a real English word the user meant, and (b) split into trigrams for the
@@ -166,12 +184,12 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     # query at 10k items and adds junk (`mambo bench ablation`).
     grams: list[str] = []
     for t in content:
-        if len(t) < 3 or t.isdigit() or docs.get(t, 0) >= 2:
+        if len(t) < 3 or t.isdigit() or docs.get(t, 0) >= 2 or t == last:
             continue
         grams += [t[i:i + 3] for i in range(len(t) - 2)]
         if correct and not is_real_word(t):
             alternatives[t] += [[c] for c in corrections(db, t, two_edits=two_edits) if c != t]
-    unseen = [t for t in content if not docs.get(t)]
+    unseen = [t for t in content if not docs.get(t) and t != last]
     unknown = [t for t in unseen if not alternatives[t]]
     # A word the library never saw, matched only through a correction, is a guess (an "elon" read
     # as "melon"): the "no match" evidence weighs it apart from a word the library holds.
@@ -191,15 +209,17 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     # read as more query ("wifi not wrking again working"). Dev v2, judged labels, hybrid annotated:
     # CorrectEmpty 0.892 -> 0.914 ("elon musk memes lol", "hasta la vista baby"), noisy +0.003,
     # nothing else moved (benchdata/experiments/query-reading-result.txt).
-    in_place = [w for t in tokens for w in (t, *(w for alt in alternatives[t] for w in alt))]
+    in_place = [w for t in tokens for w in (t, *(w for alt in alternatives[t] for w in alt),
+                                            *(completions if t == last and not docs.get(t) else ()))]
     dense_words = [t for t in dict.fromkeys(in_place) if t not in FILLER_WORDS] or expanded
     # Every token a quoted string: nothing the user types is FTS5 syntax. '""' matches nothing.
     return QueryPlan(
         text=text, tokens=tokens, expanded=expanded, content=content, alternatives=alternatives,
-        word_match=" OR ".join(f'"{t}"' for t in matched) or '""',
+        word_match=" OR ".join([f'"{t}"' for t in matched if t != last or len(t) >= 3]
+                               + ([f'"{last}"*'] if last else [])) or '""',
         trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
         dense_text=" ".join(dense_words), unknown=unknown, corrected=corrected,
-        absent_templates=absent_templates(db, tokens, content, set(unseen)),
+        absent_templates=absent_templates(db, tokens, content, set(unseen)), prefix=last,
     )
 
 
@@ -353,7 +373,7 @@ def typed_share(plan: QueryPlan, details: dict[str, Any]) -> float:
 def holds_word(plan: QueryPlan, token: str, words: set[str]) -> bool:
     """The query word is among `words` exactly, or through one of its alternatives (all of an
     alias's meaningful words, or a correction)."""
-    if token in words:
+    if token in words or (token == plan.prefix and any(w.startswith(token) for w in words)):
         return True
     alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(token, [])]
     return any(alt and all(w in words for w in alt) for alt in alts)

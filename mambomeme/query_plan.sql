@@ -15,3 +15,8 @@ SELECT count(*) FROM templates;
 SELECT EXISTS (SELECT 1 FROM items i JOIN servable_items s USING (item_id) WHERE i.template_id = :template_id)
     OR EXISTS (SELECT 1 FROM items_fts JOIN servable_items s ON s.item_id = items_fts.rowid
                WHERE items_fts MATCH :match);
+
+-- name: vocabulary_completions
+-- The library's words that start with an unfinished query word (:low up to :high, :low followed by
+-- the last code point), the most common first: what the word stands for in the dense text.
+SELECT v.term FROM vocabulary v WHERE v.term >= :low AND v.term < :high ORDER BY v.docs DESC, v.term LIMIT :most;

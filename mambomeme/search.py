@@ -174,10 +174,11 @@ def system_config(db: DB, name: str) -> dict[str, Any]:
     raise MamboError(f"no search system named {clean_line(name)!r}: choose one of {', '.join(known)}")
 
 
-def plan_for(db: DB, query: str, cfg: dict[str, Any]) -> QueryPlan:
-    """How a system reads a query (the search and the screen's encode-ahead read it alike)."""
+def plan_for(db: DB, query: str, cfg: dict[str, Any], *, live: bool = False) -> QueryPlan:
+    """How a system reads a query (the search and the screen's encode-ahead read it alike); `live`:
+    a query still being typed, whose last word is a prefix."""
     return plan_query(db, query, aliases=cfg.get("use_aliases", True), correct=cfg.get("correct_typos", True),
-                      two_edits=cfg.get("two_edit_typos", False))
+                      two_edits=cfg.get("two_edit_typos", False), prefix=live)
 
 
 def needs_model(cfg: dict[str, Any]) -> bool:
@@ -244,8 +245,11 @@ class Searcher:
         return ranking
 
     def search(self, query: str, system: str | dict[str, Any] = DEFAULT_SYSTEM, limit: int = 10, *,
-               empty_rule: bool = True) -> list[Result]:
-        """`system` is a system's name, or (benchmarks, ablations) a configuration itself."""
+               empty_rule: bool = True, live: bool = False) -> list[Result]:
+        """`system` is a system's name, or (benchmarks, ablations) a configuration itself. `live`: the
+        query is still being typed (the search screen's list follows it): its last word is a prefix,
+        and a list is shown when the "no match" rule accepts it or when one of its first three memes
+        holds every word as typed so far; a submitted query keeps the rule alone."""
         cfg = system if isinstance(system, dict) else system_config(self.db, system)
         described, holds_vectors = self.facts()
         if needs_model(cfg) and not holds_vectors:
@@ -254,7 +258,7 @@ class Searcher:
             # "no match" rule (a dense model would read a similarity of 0 as "nothing matches"),
             # until `mambo add` embeds them.
             cfg = DEFAULT_SYSTEMS["bm25"] | {k: cfg[k] for k in ("field_weights", "candidate_depth") if k in cfg}
-        plan = plan_for(self.db, query, cfg)
+        plan = plan_for(self.db, query, cfg, live=live)
         w, rw = cfg["field_weights"], cfg["route_weights"]
         use_dense = rw["dense"] > 0 and self.embedder is not None and bool(plan.tokens)
         depth = cfg["candidate_depth"]
@@ -357,7 +361,14 @@ class Searcher:
         for n, (item_id, score, lex, fuzzy, vec, sim, sim_all) in enumerate(rows, 1):
             results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, words_in(item_id)),
                                   details[item_id], evidence, sim_all))
-        return self.empty_rule(cfg["empty_rule"], results) if empty_rule else results
+        if not empty_rule:
+            return results
+        shown = self.empty_rule(cfg["empty_rule"], results)
+        if not shown and plan.prefix and max((r.coverage for r in results[:3]), default=0.0) >= 0.999:
+            # An unfinished word says too little for the evidence model ("ca" is far from "cat" in
+            # meaning): the memes holding what was typed so far are the list, as fzf's would be.
+            shown = [dataclasses.replace(r, rank=n) for n, r in enumerate((r for r in results if r.coverage > 0), 1)]
+        return shown
 
     @staticmethod
     def _kept(row: tuple, plan: QueryPlan, details: dict[int, dict[str, Any]], cfg: dict[str, Any]) -> tuple:

@@ -31,6 +31,7 @@ from mambomeme.library import (
     QUERY_FILES,
     SCHEMA_VERSION,
     MamboError,
+    NoLibrary,
     Q,
     clean_line,
     clean_text,
@@ -109,7 +110,7 @@ def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | Non
     whose schema this mambo does not write, is refused without having been opened for writing."""
     where = show_path(path)
     if not path.exists():
-        raise MamboError(f"no library at {where}: run `mambo add FOLDER` first, or give the library's path with --db")
+        raise NoLibrary(f"no library at {where}: run `mambo add FOLDER` first, or give the library's path with --db")
     if not path.is_file():
         kind = "a folder" if path.is_dir() else "a device or other special file"
         raise MamboError(f"{where} is {kind}, not a library file: give the library's path with --db")

@@ -322,8 +322,21 @@ def _open_terminal() -> tuple[Any, Any]:
         raise MamboError("the search screen needs a terminal; give a QUERY to search without one") from None
 
 
+def _raw_keys(fin: Any) -> None:
+    """Keys as fzf reads them: Enter (CR) apart from Ctrl-J (NL), and Ctrl-S / Ctrl-Q keys rather
+    than flow control that freezes the screen (IXON). curtsies' cbreak mode keeps both mappings;
+    leaving restores the terminal as it was found (Input saves it first)."""
+    import termios
+
+    with contextlib.suppress(termios.error):
+        attrs = termios.tcgetattr(fin)
+        attrs[0] &= ~(termios.ICRNL | termios.IXON)
+        termios.tcsetattr(fin, termios.TCSANOW, attrs)
+
+
 class _Shell:
-    def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool):
+    def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
+                 query: str = ""):
         self.db, self.system, self.limit = db, system, limit
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
@@ -346,8 +359,8 @@ class _Shell:
         self.state = TUIState(
             system=system, model="loading" if self.needs_model else "unused", wait_ready=wait_ready,
             truecolor=os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"),
-            message=waiting_note(waiting) if waiting else "")
-        self.chosen: str | None = None
+            message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)))
+        self.chosen: tuple[str, ...] | None = None
         self.quit = False
         self._records: list[Record] = []
         self.model_ready = False  # set by the loading thread, read by the search thread
@@ -392,7 +405,7 @@ class _Shell:
             if on_thread and self._search_db is None:
                 self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
             db = self._search_db if on_thread else self.db
-            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit)
+            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit, live=live > 0)
             if system not in self.versions:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
@@ -497,7 +510,7 @@ class _Shell:
                 elif isinstance(e, Record):
                     self._records.append(e)
                 elif isinstance(e, Choose):
-                    self.chosen, self.quit = e.path, True
+                    self.chosen, self.quit = e.paths, True
                 elif isinstance(e, Quit):
                     self.quit = True
 
@@ -535,6 +548,7 @@ class _Shell:
                     handlers[sig] = signal.signal(sig, on_signal)
                 self.win = _enter_quietly(stack, _window_class()(fout))
                 inp = self.inp = _enter_quietly(stack, Input(fin, sigint_event=True))
+                _raw_keys(fin)
                 self.post = inp.threadsafe_event_trigger(_Envelope)
                 handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, on_winch)
                 handlers[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, on_tstp)
@@ -547,6 +561,8 @@ class _Shell:
                     threading.Thread(target=self._load_model, name="mambo-model", daemon=False).start()
                 if self.vectors is not None:
                     self.vectors.start()
+                if self.state.query.strip():  # --query: the list answers it as if typed
+                    self.handle(Paused(self.state.edits))
                 self.render()
                 while not self.quit:
                     ev = inp.send(None)
@@ -601,14 +617,15 @@ class _Shell:
             for child in self.children:
                 child.poll()
         if self.chosen is not None:
-            out = self.chosen if not sys.stdout.isatty() else show_path(self.chosen)
-            sys.stdout.write(out + "\n")
+            tty = sys.stdout.isatty()
+            sys.stdout.write("".join((show_path(p) if tty else p) + "\n" for p in self.chosen))
             sys.stdout.flush()
         return code
 
 
 def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_events: bool = False,
-            wait_ready: bool = False) -> int:
-    """The full-screen search. Returns the exit status: 0 when a result was chosen (its path is
-    printed on stdout), 130 when the user quit, 128+N after signal N."""
-    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready).run()
+            wait_ready: bool = False, query: str = "") -> int:
+    """The full-screen search, opened with `query` typed in (fzf's --query). Returns the exit
+    status: 0 when results were chosen (their paths are printed on stdout, one a line), 130 when
+    the user quit, 128+N after signal N."""
+    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query).run()

@@ -11,10 +11,11 @@ The UI draws on /dev/tty, never on stdout: stdout carries only the chosen path, 
 the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf picker.
 
 Keys as in fzf: typing always edits the query (from anywhere) and the results follow it after a
-short pause; actions are keys that are not letters (Up/Down move from anywhere, Enter, Tab,
-Ctrl-O, Ctrl-Y, F1). Enter in the query box searches at once (the scored submit of the PTY
-latency protocol, numbered "search #N" on the status line) and gives the list the focus; Enter
-on the list chooses."""
+short pause, its last word read as a prefix; actions are keys that are not letters (Up/Down,
+Ctrl-N/Ctrl-P, Ctrl-J/Ctrl-K move from anywhere; Enter, Tab, Ctrl-/, Ctrl-O, Ctrl-Y, F1). Enter
+chooses the highlighted meme (or every marked one) when the list shows the typed query; else it
+searches at once (the scored submit of the PTY latency protocol, numbered "search #N" on the status
+line) and gives the list the focus."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from mambomeme.search import DEFAULT_SYSTEM, Result
 
 # Recorded with every interaction event; bump when the UI changes in a way that could change
 # how people interact with results (layout, keys, what is shown).
-TUI_INTERFACE_VERSION = f"mambo-tui/2 ({__version__})"  # 2: fzf keys, results follow typing
+TUI_INTERFACE_VERSION = f"mambo-tui/3 ({__version__})"  # 3: one Enter picks, marks, prefixes; 2: fzf keys
 TUI_MIN_ROWS, TUI_MIN_COLS = 24, 80
 # The lexical-only system used while the embedding model is still loading.
 TUI_LOADING_SYSTEM = "bm25"
@@ -230,7 +231,7 @@ class CopyPath:
 
 @dataclass(frozen=True)
 class Choose:
-    path: str
+    paths: tuple[str, ...]  # the marked memes in the order marked, else the highlighted one
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,7 @@ class TUIState:
     selected: int = 0
     show_preview: bool = False
     show_help: bool = False
+    marked: tuple[Row, ...] = ()  # memes marked with Tab (fzf's multi-select), in the order marked
     previews: dict[int, Preview | None] = field(default_factory=dict)
     pending: str | None = None  # a query waiting for the model (--wait-ready)
     message: str = ""
@@ -336,10 +338,19 @@ def _edit(s: TUIState, key: str) -> TUIState | None:
     return None
 
 
+# fzf's movement keys: Ctrl-J/Ctrl-N are Down, Ctrl-K/Ctrl-P are Up (Enter is Ctrl-M: the shell turns
+# off the terminal's CR-to-NL mapping, so the two arrive apart).
+MOVES = {"<UP>": "<UP>", "<Ctrl-k>": "<UP>", "<Ctrl-p>": "<UP>", "<DOWN>": "<DOWN>", "<Ctrl-j>": "<DOWN>",
+         "<Ctrl-n>": "<DOWN>", "<PAGEUP>": "<PAGEUP>", "<PAGEDOWN>": "<PAGEDOWN>"}
+ENTER = "<Ctrl-m>"
+PREVIEW_KEYS = ("<Ctrl-/>", "<F2>")  # fzf leaves toggle-preview unbound; its docs bind ctrl-/
+
+
 def _move(s: TUIState, key: str) -> TUIState:
     n = len(s.rows)
     if not n:
         return s
+    key = MOVES[key]
     step = {"<UP>": -1, "<DOWN>": 1, "<PAGEUP>": -5, "<PAGEDOWN>": 5}[key]
     if s.focus == "query":
         if key in ("<DOWN>", "<PAGEDOWN>"):
@@ -358,8 +369,26 @@ def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
     return s, []
 
 
+def _toggle_mark(s: TUIState, step: int) -> TUIState:
+    """Tab / Shift-Tab: mark or unmark the highlighted meme, then move down / up (fzf)."""
+    row = _selected_row(s)
+    if row is None or s.searched_query is None:
+        return s
+    ids = [r.item_id for r in s.marked]
+    marked = (tuple(r for r in s.marked if r.item_id != row.item_id) if row.item_id in ids
+              else (*s.marked, row))
+    selected = max(0, min(len(s.rows) - 1, s.selected + step))
+    return dataclasses.replace(s, marked=marked, selected=selected, focus="list")
+
+
+def _choose(s: TUIState, row: Row, sq: str) -> tuple[TUIState, list]:
+    """Enter: the marked memes (each printed on its own line), else the highlighted one."""
+    chosen = s.marked or (row,)
+    return s, [*(Record("choose", sq, r.item_id, r.rank) for r in chosen), Choose(tuple(r.path for r in chosen))]
+
+
 def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
-    if key in ("<Ctrl-c>", "<Ctrl-d>"):
+    if key in ("<Ctrl-c>", "<Ctrl-d>", "<Ctrl-g>"):
         return s, [Quit()]
     if s.show_help:  # any key closes the help
         return dataclasses.replace(s, show_help=False), []
@@ -367,16 +396,18 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         return s, [Quit()]
     if key == "<F1>":
         return dataclasses.replace(s, show_help=True), []
-    if key in ("<TAB>", "<Shift-TAB>"):
+    if key in PREVIEW_KEYS:
         return _toggle_preview(s)
-    if key in ("<UP>", "<DOWN>", "<PAGEUP>", "<PAGEDOWN>"):
+    if key in ("<TAB>", "<Shift-TAB>"):
+        return _toggle_mark(s, 1 if key == "<TAB>" else -1), []
+    if key in MOVES:
         return _move(s, key), []
-    enter = key in ("<Ctrl-j>", "<Ctrl-m>")
+    enter = key == ENTER
     row = _selected_row(s)
     if row is not None and s.searched_query is not None:
         sq = s.searched_query
-        if enter and s.focus == "list":
-            return s, [Record("choose", sq, row.item_id, row.rank), Choose(row.path)]
+        if enter and (s.focus == "list" or sq == s.query):  # the list answers what is typed: pick
+            return _choose(s, row, sq)
         if key == "<Ctrl-o>":
             return (dataclasses.replace(s, message=f"opening {row.shown_path}"),
                     [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path)])
@@ -644,27 +675,28 @@ def preview_lines(p: Preview, width: int, height: int, truecolor: bool) -> tuple
 HELP_LINES = (
     "MamboMeme search: keys",
     "",
-    "Typing always edits the query, and the results follow it when you pause.",
-    "  Enter               in the query: search now and go to the results;",
-    "                      on a result: choose it (quit, print its path on stdout)",
-    "  Up/Down, PgUp/PgDn  move through the results (Up on the first: the query)",
-    "  Ctrl-O              open the result ($MAMBO_OPENER, else xdg-open)",
-    "  Ctrl-Y              copy its path (terminal clipboard, OSC 52)",
-    "  Tab                 show or hide the preview",
-    "  F1 help · Ctrl-Z suspend · Esc / Ctrl-C / Ctrl-D quit",
+    "Typing edits the query; the results follow it (the last word as a prefix).",
+    "  Enter               choose the highlighted result, or every marked one (quit,",
+    "                      print the paths on stdout); searches first if the list",
+    "                      does not show the typed query yet",
+    "  Up/Down Ctrl-P/N    move through the results (Ctrl-K/J too; PgUp/PgDn)",
+    "  Tab / Shift-Tab     mark or unmark the result, move down / up",
+    "  Ctrl-/ or F2        show or hide the preview",
+    "  Ctrl-O open ($MAMBO_OPENER, else xdg-open) · Ctrl-Y copy its path (OSC 52)",
+    "  F1 help · Ctrl-Z suspend · Esc / Ctrl-C / Ctrl-G / Ctrl-D quit",
     "Query line: Left/Right, Home/End, Backspace, Delete, Ctrl-U, Ctrl-W.",
     "The selected result's path is on the line under the query.",
     "",
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
-    "        D by meaning (dense),",
+    "        D by meaning (dense); * marked (Tab);",
     "        sensitive, +N dup = N more copies of the file.",
-    "As a picker:  xdg-open \"$(mambo search)\"",
+    "Picker: xdg-open \"$(mambo search)\"; marked: mambo search | xargs -d '\\n' ls",
     "",
     "Press any key to close this help.",
 )
 
 
-def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: bool) -> list:
+def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: bool, marked: bool = False) -> list:
 
     badges = []
     if r.routes:
@@ -675,7 +707,7 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
     sens = "sensitive" if r.sensitive else ""
     right = (len(badge_text) + 1 if badge_text else 0) + (len(sens) + 1 if sens else 0)
     marker = "›" if selected else " "
-    head = f"{marker}{r.rank:>2}. "
+    head = f"{marker}{r.rank:>2}. " + ("* " if marked else "")  # "*": marked with Tab
     name_w = max(1, width - len(head) - right)
     inv = {"invert": True} if selected and focused else {}
     bold = {"bold": True} if selected else {}
@@ -705,8 +737,9 @@ def _list_lines(s: TUIState, height: int, width: int) -> list:
     visible = max(1, height // per)
     first = max(0, min(s.selected - visible + 1, len(s.rows) - visible))
     out = []
+    marked = {m.item_id for m in s.marked}
     for i, r in enumerate(s.rows[first:first + visible], first):
-        out.extend(_row_lines(r, width, i == s.selected, s.focus == "list", per == 3))
+        out.extend(_row_lines(r, width, i == s.selected, s.focus == "list", per == 3, r.item_id in marked))
     return out
 
 
@@ -734,6 +767,8 @@ def _status_text(s: TUIState) -> str:
             parts.append(s.used_system + (f" v{s.used_version}" if s.used_version else ""))
     else:
         parts.append(s.system)
+    if s.marked:
+        parts.append(f"{len(s.marked)} marked")
     model = {"loading": f"model loading… ({TUI_LOADING_SYSTEM} meanwhile)" if not s.wait_ready
              else "model loading…", "ready": f"model ready ({s.system})",
              "failed": "model failed: lexical only", "unused": "lexical system"}.get(s.model, s.model)
@@ -825,7 +860,10 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     if s.message:
         msg = _plain(" " + clean_line(s.message), cols, fg="green")
     elif s.focus == "list" and s.rows:
-        msg = _plain(" Enter choose · Ctrl-O open · Ctrl-Y copy · Tab preview · F1 help · Esc quit",
+        msg = _plain(" Enter choose · Tab mark · Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help",
+                     cols, dark=True)
+    elif s.rows and s.searched_query == s.query:
+        msg = _plain(" Enter choose · Down results · Tab mark · Ctrl-/ preview · F1 help · Esc quit",
                      cols, dark=True)
     else:
         msg = _plain(" Enter search · Down results · Ctrl-O open · Ctrl-Y copy · F1 help · Esc quit",

@@ -155,7 +155,9 @@ def output(child: pexpect.spawn) -> str:
 def search(child: pexpect.spawn, query: str, seq: int) -> str:
     """Type a query, press Enter, wait for its answer; returns the status line."""
     child.send("\x15" + query)
-    child.expect_exact(query)
+    # the app's own query line (its drawn cursor follows), not the terminal's echo of keys typed
+    # before the app took the terminal: Enter sent then would arrive as Ctrl-J (CR mapped to NL)
+    child.expect(re.escape(query) + r"(\x1b\[[\d;]*m)*\x1b\[7m")
     child.send("\r")
     child.expect(rf"\x1b\[7m([^\x1b\n]*)search #{seq} ")
     return child.match.group(1)

@@ -9,7 +9,8 @@ import pytest
 
 from helpers import REPO, invoke, run_process
 
-COMMANDS = ["add", "search", "status", "check", "prune", "roots", "templates", "label", "systems", "settings", "demo",
+COMMANDS = ["help", "add", "search", "status", "check", "prune", "roots", "templates", "label", "systems", "settings",
+            "demo",
             "bench", "judge", "run", "score", "interactions", "sql", "safety"]
 
 
@@ -47,31 +48,57 @@ def test_search_prints_results_and_json(fixture_library: Path) -> None:
         assert key in first
 
 
-def test_search_no_match_is_not_an_error(fixture_library: Path) -> None:
-    out = invoke("--db", fixture_library, "search", "-s", "bm25", "zzqxv").output
-    assert out.strip() == "no match"
+def test_search_exit_codes_are_ripgreps(fixture_library: Path) -> None:
+    """0 found, 1 no match ("no match" on stderr, nothing on stdout), 2 an error."""
+    res = invoke("--db", fixture_library, "search", "-s", "bm25", "zzqxv", expect=1)
+    assert res.stdout == "" and res.stderr.strip() == "no match"
+    res = invoke("--db", fixture_library, "search", "-s", "bm25", "-l", "zzqxv", expect=1)
+    assert res.stdout == ""
+    for args in (["zzqxv"], ["-n", "3", "zzqxv"]):  # one JSON shape for "no match", with or without a pipe
+        res = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", *args, expect=1)
+        assert [json.loads(x) for x in res.stdout.splitlines()] == [{"query": "zzqxv", "no_match": True}]
+    piped = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="zzqxv\n").stdout
+    assert [json.loads(x) for x in piped.splitlines()] == [{"query": "zzqxv", "no_match": True}]
+
+
+def test_search_words_are_one_query_and_l_prints_paths(fixture_library: Path) -> None:
+    unquoted = invoke("--db", fixture_library, "search", "-s", "bm25", "john", "cena").stdout
+    assert unquoted == invoke("--db", fixture_library, "search", "-s", "bm25", "john cena").stdout
+    paths = invoke("--db", fixture_library, "search", "-s", "bm25", "-l", "john", "cena").stdout.splitlines()
+    assert paths and all(Path(p).is_absolute() and Path(p).exists() for p in paths)
+    assert paths == [json.loads(x)["path"] for x in invoke("--db", fixture_library, "search", "-s", "bm25",
+                                                           "--json", "john cena").stdout.splitlines()]
+
+
+def test_a_mistyped_option_is_a_usage_error(fixture_library: Path) -> None:
+    res = invoke("--db", fixture_library, "search", "--jsn", "cat", expect=2)
+    assert "no such option: --jsn" in res.output and "--json" in res.output and "-- --jsn" in res.output
+    assert res.stdout == ""
 
 
 def test_search_on_missing_library_says_what_to_do(tmp_path: Path) -> None:
-    result = invoke("--db", tmp_path / "none.sqlite", "search", "x", expect=1)
-    assert "mambo add" in result.output
+    result = invoke("--db", tmp_path / "none.sqlite", "search", "x", expect=2)
+    assert "mambo add" in result.output and not (tmp_path / "none.sqlite").exists()
 
 
 def test_unknown_system_is_a_clear_error(fixture_library: Path) -> None:
-    result = invoke("--db", fixture_library, "search", "-s", "nope", "x", expect=1)
+    result = invoke("--db", fixture_library, "search", "-s", "nope", "x", expect=2)
     assert "choose one of" in result.output and "bm25" in result.output
+    help_text = invoke("search", "-h").output
+    assert all(name in help_text for name in ("bm25", "dense", "hybrid", "words only"))
 
 
 def test_a_query_that_starts_with_a_dash_is_searched(fixture_library: Path) -> None:
     # "-" in a query never errors (README): as the only word, first, or after the options
-    for args in (["-x"], ["-s", "bm25", "-cena"], ["-5 degrees"], ["--json", "-n", "2", "--cena"], ["-cena", "-n", "2"],
-                 ["--", "-n"], ["-nope"], ["-no way"]):
-        out = invoke("--db", fixture_library, "search", *args).output  # exit 0, not a usage error
-        assert out.startswith((" 1.", "{")) or out.strip() == "no match", args
+    for args in (["-x"], ["-s", "bm25", "-cena"], ["-5 degrees"], ["--json", "-n", "2", "--", "--cena"],
+                 ["-cena", "-n", "2"], ["--", "-n"], ["-nope"], ["-no way"], ["-5", "degrees"]):
+        res = invoke("--db", fixture_library, "search", *args, expect=None)  # a query, not a usage error
+        assert res.exit_code in (0, 1), args
+        assert res.stdout.startswith((" 1.", "{")) or res.stderr.strip() == "no match", args
     top = json.loads(invoke("--db", fixture_library, "search", "--json", "-n", "1", "-cena").output.splitlines()[0])
     assert "john cena" in top["entities"]
     # an option still takes its value, even one that starts with "-"
-    assert "choose one of" in invoke("--db", fixture_library, "search", "-s", "-x", "cena", expect=1).output
+    assert "choose one of" in invoke("--db", fixture_library, "search", "-s", "-x", "cena", expect=2).output
     assert len(invoke("--db", fixture_library, "search", "--json", "-n2", "-sbm25", "cena").output.splitlines()) == 2
 
 
@@ -82,7 +109,7 @@ def test_db_works_before_or_after_the_subcommand(fixture_library: Path) -> None:
     assert invoke("search", f"--db={fixture_library}", "-s", "bm25", "john cena").output == before
     assert str(fixture_library) in invoke("status", "--db", fixture_library).output
     # after `--` it is query text, not an option
-    assert invoke("--db", fixture_library, "search", "-s", "bm25", "--", "--db").output.strip() == "no match"
+    assert invoke("--db", fixture_library, "search", "-s", "bm25", "--", "--db", expect=1).stderr.strip() == "no match"
     # in a nested command too
     assert invoke("roots", "list", "--db", fixture_library).output == invoke("--db", fixture_library, "roots",
                                                                              "list").output
@@ -109,8 +136,18 @@ def test_demo_builds_the_library_and_answers_queries(tmp_path: Path) -> None:
     assert "indexed" in proc.stderr
 
 
+@pytest.mark.parametrize("args", [["settings"], ["systems"], ["templates", "list"], ["search", "cat"], ["status"],
+                                  ["check"], ["settings", "interaction_events"]])
+def test_read_only_commands_create_no_library(tmp_path: Path, args: list[str]) -> None:
+    db = tmp_path / "lib.sqlite"
+    res = invoke("--db", db, *args, expect=2)
+    assert res.output.strip().splitlines() == [f"Error: no library at {db}: run `mambo add FOLDER` first"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_settings_opt_in_and_validation(tmp_path: Path) -> None:
     db = tmp_path / "lib.sqlite"
+    assert "interaction_events = off" in invoke("--db", db, "settings", "interaction_events", "off").output
     assert "interaction_events = off" in invoke("--db", db, "settings").output
     assert "takes one of: on, off" in invoke("--db", db, "settings", "interaction_events", "yes", expect=1).output
     assert "interaction_events = on" in invoke("--db", db, "settings", "interaction_events", "on").output

@@ -128,12 +128,13 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
 def test_location_flag_then_env_then_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     flag, env = tmp_path / "flag.sqlite", tmp_path / "env.sqlite"
     monkeypatch.setenv("MAMBO_DB", str(env))
-    invoke("--db", flag, "systems")
+    write = ("settings", "interaction_events", "off")  # a command that writes (reading creates nothing)
+    invoke("--db", flag, *write)
     assert flag.exists() and not env.exists()
-    invoke("systems")
+    invoke(*write)
     assert env.exists()
     monkeypatch.delenv("MAMBO_DB")
-    invoke("systems")
+    invoke(*write)
     default = tmp_path / "xdg-data" / "mambomeme" / "library.sqlite"
     assert default.exists() and default_db_path() == default
 

@@ -425,9 +425,10 @@ def test_hidden_and_servable_items_partition_the_library(searcher: Searcher) -> 
 @pytest.mark.parametrize("query", ["someone who is sad", "zorblax the destroyer meme", "morgan freeman pic"])
 def test_what_the_library_does_not_hold_is_no_match(fixture_library: Path, query: str) -> None:
     # The demo fixture has no sad meme, no zorblax, no morgan freeman: the default system says so.
-    out = invoke("--db", fixture_library, "search", query).output
-    assert out.strip() == "no match", out
-    assert invoke("--db", fixture_library, "search", "--json", query).output.strip() == ""
+    out = invoke("--db", fixture_library, "search", query, expect=1)
+    assert out.stdout == "" and out.stderr.strip() == "no match", out.output
+    got = invoke("--db", fixture_library, "search", "--json", query, expect=1).stdout
+    assert [json.loads(x) for x in got.splitlines()] == [{"query": query, "no_match": True}]
 
 
 def test_a_real_english_word_is_never_rewritten_into_another(searcher: Searcher) -> None:
@@ -448,7 +449,7 @@ def test_filler_words_are_not_content(searcher: Searcher) -> None:
     plan = plan_query(searcher.db, "cat meme")
     assert '"meme"' not in plan.word_match and plan.dense_text == "cat"
     # A meme whose text says "meme" is no evidence for a request that only ends in "meme".
-    assert invoke("--db", searcher.db.path, "search", "zorblax meme").output.strip() == "no match"
+    assert invoke("--db", searcher.db.path, "search", "zorblax meme", expect=1).stderr.strip() == "no match"
 
 
 def test_corrections_prefer_frequent_words_over_once_seen_noise(library_copy: tuple[Path, Path]) -> None:
@@ -506,7 +507,7 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     raw = searcher.search("distracted boyfriend meme", "hybrid", 10, empty_rule=False)
     assert raw and raw[0].query is not None and raw[0].query.absent_template
     db.close()
-    assert invoke("--db", db_path, "search", "distracted boyfriend meme").output.strip() == "no match"
+    assert invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1).stderr.strip() == "no match"
     invoke("--db", db_path, "label", images / "think-03.png", "--template", "Distracted Boyfriend",
            "--group", "item")
     db = open_db(db_path)
@@ -516,7 +517,7 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     rows = [json.loads(x) for x in out.splitlines()]
     assert rows and rows[0]["path"].endswith("think-03.png"), rows[:3]
     invoke("--db", db_path, "safety", "set", str(rows[0]["asset_id"]), "unsafe", "--by", "test")
-    assert invoke("--db", db_path, "search", "distracted boyfriend meme").output.strip() == "no match"
+    assert invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1).stderr.strip() == "no match"
 
 
 def test_a_word_only_a_correction_matched_is_weaker_evidence(searcher: Searcher) -> None:
@@ -647,3 +648,34 @@ def test_a_library_whose_vectors_another_model_made_says_so_and_is_embedded_agai
     assert "wait to be embedded" not in invoke("--db", db_path, "status").output
     assert db.scalar("SELECT count(*) FROM item_vectors") == items
     assert not any(db.rows("consistency")[0].values())
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("typing,word", [("c", ""), ("ca", "cat"), ("jo", "cena"), ("joh", "cena"),
+                                         ("john c", "cena"), ("john ce", "cena")])
+def test_while_typing_the_last_word_is_a_prefix(searcher: Searcher, system: str, typing: str, word: str) -> None:
+    """The live list (search screen, as you type) never says "no match" for the start of a word
+    the library holds: "ca" and "jo" show memes of "cat" and "john cena", as fzf would."""
+    got = searcher.search(typing, system, 10, live=True)
+    assert got, f"{typing!r} shows nothing while typing"
+    if not word:
+        return
+    cena = {n for n in names(searcher.search("john cena", "bm25", 10))}
+    cats = {n for n in names(searcher.search("cat", "bm25", 10))}
+    assert set(names(got[:3])) & (cena if word == "cena" else cats), (typing, names(got[:3]))
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_submitted_prefix_keeps_the_no_match_rule(searcher: Searcher, system: str) -> None:
+    """Only the live list reads the last word as a prefix: a submitted (or command-line) query is
+    read word for word, and a word nothing starts with is still "no match" while typing."""
+    assert searcher.search("ca", "bm25", 10) == [] and searcher.search("jo", system, 10) == []
+    assert searcher.search("zzqxv", system, 10, live=True) == []
+    # a word no word of the library starts with is read as typed (a typo, a name it lacks)
+    assert names(searcher.search("distracted boyf", system, 10, live=True)) == names(
+        searcher.search("distracted boyf", system, 10))
+    assert plan_query(searcher.db, "distracted boyf", prefix=True).prefix is None
+    plan = plan_query(searcher.db, "john c", prefix=True)
+    assert plan.prefix == "c" and '"c"*' in plan.word_match and plan.unknown == []
+    assert plan_query(searcher.db, "john c ", prefix=True).prefix is None  # a space ends the word
+    assert plan_query(searcher.db, "john c").prefix is None

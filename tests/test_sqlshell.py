@@ -141,7 +141,7 @@ def test_foreign_files_are_refused_unchanged(tmp_path: Path) -> None:
         assert sha(path) == before
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(path.name)) == [path.name]
     missing = tmp_path / "missing.sqlite"
-    result = invoke("--db", missing, "sql", "SELECT 1", expect=1)
+    result = invoke("--db", missing, "sql", "SELECT 1", expect=2)
     assert "no library at" in result.output and not missing.exists()
 
 

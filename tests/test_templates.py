@@ -79,8 +79,8 @@ def _recognised(db_path: Path) -> dict[str, tuple[str | None, str | None]]:
 
 def _search(db: Path, query: str, system: str = "bm25") -> list[dict]:
     """Lexical by default: exactly the memes whose (derived) fields hold the words."""
-    return [json.loads(x) for x in invoke("--db", db, "search", "--json", "-n", "20", "--system", system,
-                                          query).output.splitlines()]
+    out = invoke("--db", db, "search", "--json", "-n", "20", "--system", system, query, expect=None).stdout
+    return [r for r in map(json.loads, out.splitlines()) if "asset_id" in r]  # no match: one no_match line
 
 
 # -- fingerprints (catalogue README, version 1) -------------------------------------------------

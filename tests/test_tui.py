@@ -110,7 +110,7 @@ def searched_state(n: int = 10, **kw: object) -> tui.TUIState:
     rows = tuple(tui.row_from_result(r, "see me") for r in results)
     s = tui.TUIState(system="hybrid", model="loading", **kw)
     s, _ = feed(s, *"see", "<SPACE>", *"me")
-    s, eff = feed(s, "<Ctrl-j>")
+    s, eff = feed(s, "<Ctrl-m>")
     assert eff == [tui.DoSearch("see me", 1)]
     s, eff = feed(s, tui.Searched(1, "see me", rows, 4.2, "bm25", 1))
     assert eff == [tui.Record("render", "see me")]
@@ -137,7 +137,7 @@ def test_no_match_and_start_screen():
     s = tui.TUIState(system="hybrid", model="ready")
     text, _ = screen(s)
     assert "Type what you remember" in "\n".join(text)
-    s, _ = feed(s, *"zzqx", "<Ctrl-j>", tui.Searched(1, "zzqx", (), 1.0, "hybrid", 2))
+    s, _ = feed(s, *"zzqx", "<Ctrl-m>", tui.Searched(1, "zzqx", (), 1.0, "hybrid", 2))
     text, _ = screen(s)
     assert "no match for “zzqx”" in text[2]
     assert "no match" in text[23] and "hybrid v2" in text[23] and "model ready" in text[23]
@@ -173,9 +173,9 @@ def test_focus_and_keys():
     assert s.message == "copied: /memes/cena-04.png"
     s, eff = feed(s, "<Ctrl-o>")
     assert eff == [tui.Record("open", "see me", 4, 4), tui.OpenFile("/memes/cena-04.png", "/memes/cena-04.png")]
-    s, eff = feed(s, "<TAB>")
+    s, eff = feed(s, "<Ctrl-/>")
     assert s.show_preview and eff == [tui.Record("preview", "see me", 4, 4), tui.LoadPreview(4)]
-    s, eff = feed(s, "<TAB>")
+    s, eff = feed(s, "<F2>")
     assert not s.show_preview and eff == []
     s, _ = feed(s, "<F1>")
     assert s.show_help and "MamboMeme search: keys" in screen(s)[0][2]
@@ -191,13 +191,44 @@ def test_focus_and_keys():
     assert s.focus == "list" and s.query == "see me"
     s, _ = feed(s, "<UP>", "<UP>", "<UP>", "<UP>")
     assert s.focus == "query"
-    s, _ = feed(s, "<DOWN>", "<Ctrl-j>")
+    s, _ = feed(s, "<DOWN>", "<Ctrl-m>")
     assert s.focus == "list"
-    s, eff = feed(s, "<Ctrl-j>")
-    assert eff == [tui.Record("choose", "see me", 1, 1), tui.Choose("/memes/cena-01.png")]
+    s, eff = feed(s, "<Ctrl-m>")
+    assert eff == [tui.Record("choose", "see me", 1, 1), tui.Choose(("/memes/cena-01.png",))]
     for key in ("<ESC>", "<Ctrl-c>", "<Ctrl-d>", tui.Interrupt()):
         assert feed(s, key)[1] == [tui.Quit()]
         assert feed(dataclass_replace(s, focus="query"), key)[1] == [tui.Quit()]
+
+
+def test_fzf_keys_move_mark_and_pick_with_one_enter():
+    """Ctrl-J/Ctrl-N and Ctrl-K/Ctrl-P move as Down and Up; Tab marks and moves down, Shift-Tab
+    marks and moves up; Enter picks at once when the list shows the typed query (every marked
+    meme, in the order marked), and searches first when it does not; Ctrl-G quits."""
+    rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 6))
+    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"cena", tui.Paused(4))
+    s, eff = feed(s, tui.Searched(0, "cena", rows, 1.0, "bm25", 1, live=1))
+    assert s.focus == "query" and s.rows == rows
+    s, eff = feed(s, "<Ctrl-m>")  # one Enter: the list already answers "cena"
+    assert eff == [tui.Record("choose", "cena", 1, 1), tui.Choose(("/memes/cena-01.png",))]
+    for down, up in (("<Ctrl-j>", "<Ctrl-k>"), ("<Ctrl-n>", "<Ctrl-p>"), ("<DOWN>", "<UP>")):
+        t, _ = feed(s, down, down, down)
+        assert (t.focus, t.selected) == ("list", 2), down
+        t, _ = feed(t, up)
+        assert t.selected == 1 and t.query == "cena", up
+    s, _ = feed(s, "<DOWN>", "<TAB>", "<TAB>", "<TAB>", "<Shift-TAB>", "<Shift-TAB>")
+    assert [r.item_id for r in s.marked] == [1, 2, 4] and s.selected == 1  # 3 marked, then unmarked
+    text, _ = screen(s)
+    assert "3 marked" in text[23] and re.match(r" +1\. \* Meme number 1", text[2])
+    s, eff = feed(s, "<Ctrl-m>")
+    assert eff == [tui.Record("choose", "cena", 1, 1), tui.Record("choose", "cena", 2, 2),
+                   tui.Record("choose", "cena", 4, 4),
+                   tui.Choose(("/memes/cena-01.png", "/memes/cena-02.png", "/memes/cena-04.png"))]
+    # the query changed since the list was drawn: Enter searches it, and the next Enter picks
+    s, eff = feed(s, "x", "<Ctrl-m>")
+    assert eff[-1] == tui.DoSearch("cenax", 1)
+    assert feed(s, "<Ctrl-g>")[1] == [tui.Quit()]
+    # Ctrl-S / Ctrl-Q are keys, not flow control: they change nothing
+    assert feed(s, "<Ctrl-s>") == (s, []) and feed(s, "<Ctrl-q>") == (s, [])
 
 
 def dataclass_replace(s: tui.TUIState, **kw: object) -> tui.TUIState:
@@ -213,7 +244,7 @@ def test_query_line_editing():
     assert s.query == "ello "
     s, _ = feed(s, "<Ctrl-u>")
     assert s.query == ""
-    s, eff = feed(s, "<Ctrl-j>")
+    s, eff = feed(s, "<Ctrl-m>")
     assert eff == [] and "type what you remember" in s.message
 
 
@@ -233,7 +264,7 @@ def test_a_pasted_combining_accent_joins_its_letter_and_the_screen_draws():
 
 
 def test_wait_ready_holds_the_search_until_the_model_is_ready():
-    s, eff = feed(tui.TUIState(wait_ready=True), *"cena", tui.Paused(4), "<Ctrl-j>")
+    s, eff = feed(tui.TUIState(wait_ready=True), *"cena", tui.Paused(4), "<Ctrl-m>")
     assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3), tui.Typed(4)] and s.pending == "cena"
     s, eff = feed(s, tui.ModelStatus("ready"))
     assert eff == [tui.DoSearch("cena", 1)] and s.model == "ready"
@@ -259,7 +290,7 @@ def test_results_follow_the_typing_and_stale_answers_are_dropped():
     late = tui.Searched(0, "cena", rows[:1], 3.0, "hybrid", 2, live=1)
     assert feed(s, late) == (s, [])
     # Enter searches at once (the scored submit) and supersedes the live search in flight
-    s, eff = feed(s, "<Ctrl-j>")
+    s, eff = feed(s, "<Ctrl-m>")
     assert eff == [tui.DoSearch("cena x", 1)] and s.asked == (1, 0)
     assert feed(s, tui.Searched(0, "cena x", rows, 3.0, "hybrid", 2, live=2)) == (s, [])
     s, eff = feed(s, tui.Searched(1, "cena x", rows, 3.0, "hybrid", 2))
@@ -269,7 +300,7 @@ def test_results_follow_the_typing_and_stale_answers_are_dropped():
 
 
 def test_model_ready_reruns_what_the_lexical_stand_in_answered():
-    s, eff = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-j>")
+    s, eff = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-m>")
     rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
     s, _ = feed(s, tui.Searched(1, "cena", rows, 2.0, "bm25", 1))
     s, eff = feed(s, tui.ModelStatus("ready"))
@@ -289,14 +320,14 @@ def test_the_selected_path_is_always_on_screen_and_the_help_hint_stays():
     assert "F1 help" in screen(s)[0][0] and "F1 help" in screen(dataclass_replace(s, focus="query"))[0][0]
     long = fake_result(1)
     long.details["rel_path"] = "a-very-long-folder-name/" * 6 + "the-file.png"
-    s, _ = feed(tui.TUIState(), *"x", "<Ctrl-j>", tui.Searched(1, "x", (tui.row_from_result(long, "x"),), 1, "bm25", 1))
+    s, _ = feed(tui.TUIState(), *"x", "<Ctrl-m>", tui.Searched(1, "x", (tui.row_from_result(long, "x"),), 1, "bm25", 1))
     line = screen(s)[0][1]
     assert len(line) == 80 and line.rstrip().endswith("the-file.png") and "…" in line
 
 
 def test_preview_drawn_in_half_blocks():
     s = searched_state()
-    s, eff = feed(s, "<TAB>")
+    s, eff = feed(s, "<Ctrl-/>")
     assert tui.LoadPreview(1) in eff
     text, _ = screen(s)
     assert "loading preview" in text[3]
@@ -322,7 +353,7 @@ def test_hostile_and_wide_text_is_drawn_harmlessly():
     for s_ in (row.name, row.snippet, row.shown_path):
         assert ESC not in s_ and "\x07" not in s_ and "\x9b" not in s_ and "\u202e" not in s_
     assert row.path.endswith(f"bad{ESC}[2Jname.png")  # the real name, for opening/printing only
-    s, _ = feed(tui.TUIState(), *"text", "<Ctrl-j>", tui.Searched(1, "text", (row,) * 10, 1.0, "bm25", 1))
+    s, _ = feed(tui.TUIState(), *"text", "<Ctrl-m>", tui.Searched(1, "text", (row,) * 10, 1.0, "bm25", 1))
     for rows, cols in ((24, 80), (24, 81), (30, 97)):
         _, raw = screen(s, rows, cols)
         assert "pwned" not in raw and f"{ESC}[2J" not in raw and f"{ESC}]" not in raw
@@ -398,7 +429,7 @@ def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
     opener.chmod(0o755)
     child = run_app(fixture_library, "--system", "bm25", env={"MAMBO_OPENER": str(opener)})
     search(child, "john cena", 1)
-    child.send("\t")
+    child.send("\x1f")  # Ctrl-/: the preview
     child.expect(r"\x1b\[38;5;\d+m\x1b\[48;5;\d+m▀")  # a half block in 256 colours
     child.send("\x19")  # Ctrl-Y
     child.expect_exact(f"{ESC}]52;c;{base64.b64encode(paths[0].encode()).decode()}\x07")
@@ -540,7 +571,7 @@ def test_hostile_ocr_text_never_reaches_the_terminal(library_copy: tuple[Path, P
 def _act(child: pexpect.spawn) -> None:
     """search, preview, copy, open, choose."""
     search(child, "john cena", 1)
-    child.send("\t")
+    child.send("\x1f")  # Ctrl-/
     child.expect("▀")
     child.send("\x19")  # Ctrl-Y
     child.expect("copied: ")
@@ -589,7 +620,7 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
     child.expect("model ready", timeout=90)
     # The list shown by the stand-in is asked again of the full system, without a key
     child.expect(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ")
-    assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready", search(child, "john cena", 2))
+    assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready", search(child, "cena", 2))
     child.send("\x1b")
     rc, raw = finish(child)
     assert rc == 130
@@ -704,3 +735,44 @@ def test_bench_tui_takes_turns_between_systems_on_a_topped_up_copy(fixture_libra
     db = DB(fixture_library, create=False, readonly=True)
     assert db.q1("status_counts")[0] == before
     db.close()
+
+
+@pytest.mark.slow
+def test_typing_a_prefix_shows_its_words_and_one_enter_picks(fixture_library: Path):
+    """As in fzf: "ca" (not yet "cat") already lists the cats, Ctrl-S does not freeze the screen,
+    Ctrl-J moves down, and one Enter on the list that answers the typed query picks."""
+    cats = expected_paths(fixture_library, "cat")
+    child = run_app(fixture_library, "--system", "bm25")
+    child.expect("Search:")
+    child.send("\x13")  # Ctrl-S: with XON/XOFF on, the terminal would stop drawing here
+    child.send("ca")
+    child.expect("results for “ca”")
+    child.expect(r"\x1b\[7m \d+ results · ")
+    assert "no match" not in output(child)
+    child.send("\x0a\x0a")  # Ctrl-J: down (fzf), not Enter; the first moves into the list
+    child.expect("› 2. ")
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0
+    assert printed(raw)[0] in cats
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_query_option_opens_with_the_query_and_marked_memes_are_all_printed(fixture_library: Path):
+    paths = expected_paths(fixture_library, "john cena")
+    child = run_app(fixture_library, "--system", "bm25", "--query", "john cena")
+    child.expect("results for “john cena”")
+    child.send("\t\t")  # mark the first two (Tab: mark and move down)
+    child.expect("2 marked")
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0
+    assert printed(raw) == paths[:2]
+    assert_restored(raw)
+
+
+def printed(raw: str) -> list[str]:
+    """The lines the app printed on stdout after leaving the screen (before the wrapper's RC=)."""
+    tail = re.sub(r"\x1b\[[\d;?]*[a-zA-Z]", "", raw[raw.rindex(f"{ESC}[?1049l"):raw.rindex("RC=")])
+    return [line for line in tail.split("\r\n") if line]

@@ -301,6 +301,8 @@ def _fit(inner: Any, outer: Any) -> tuple[Any, float]:
     import numpy as np
 
     best: tuple[float, tuple[float, int, int] | None] = (-2.0, None)
+    if min(*inner.shape, *outer.shape) < 16:
+        return None, best[0]  # a strip or a speck: nothing to align
     half = cv2.resize(outer, (outer.shape[1] // 2, outer.shape[0] // 2), interpolation=cv2.INTER_AREA)
     for k in np.linspace(0.7, 1.0, 16):
         tw, th = round(inner.shape[1] * k / 2), round(inner.shape[0] * k / 2)

@@ -227,7 +227,11 @@ def test_fuzz_search_cli_never_crashes_or_leaks_escapes(fixture_library: Path, q
         for line in result.stdout.splitlines():
             assert json.loads(line)["rank"] >= 1
     elif result.exit_code == 0:
-        assert result.stdout.strip()  # results or "no match"
+        assert result.stdout.strip()  # results
+    elif result.exit_code == 1:  # ripgrep's "no match": said on stderr, nothing but the JSON marker on stdout
+        assert "no match" in result.stderr and "Traceback" not in result.stderr
+        assert all(json.loads(line)["no_match"] for line in result.stdout.splitlines()) if as_json \
+            else not result.stdout.strip()
     else:
         assert "Error:" in result.stderr and "Traceback" not in result.stderr
 

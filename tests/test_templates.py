@@ -325,7 +325,7 @@ def test_templates_list_add_remove_rerecognise(bare_library, tmp_path: Path) -> 
     invoke("--db", copy, "templates", "remove", "-q", "bonked-monkey")
     got = _recognised(copy)
     assert not [f for f in monkey["files"] if got[f][0] is not None]
-    assert "no match" in invoke("--db", copy, "search", "bonked monkey").output
+    assert "no match" in invoke("--db", copy, "search", "bonked monkey", expect=1).stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -364,7 +364,7 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
     shutil.copy(db, copy)
     invoke("--db", copy, "roots", "move", "images", images)
     cena = groups["anvil-champ"]["files"]
-    assert "no match" in invoke("--db", copy, "search", "hephaestus").output
+    assert "no match" in invoke("--db", copy, "search", "hephaestus", expect=1).stderr
     out = invoke("--db", copy, "label", images / "cena-03.png", "--entity", "Hephaestus", "--tag", "forging").output
     assert "labelled" in out
     res = _search(copy, "hephaestus")
@@ -387,7 +387,7 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
     res = _search(copy, "hephaestus")
     assert "cena-02-again.jpg" in {Path(r["path"]).name for r in res}
     invoke("--db", copy, "label", images / "cena-03.png", "--clear")
-    assert "no match" in invoke("--db", copy, "search", "hephaestus").output
+    assert "no match" in invoke("--db", copy, "search", "hephaestus", expect=1).stderr
 
 
 # -- schema 1 files and bare ingest -------------------------------------------------------------------

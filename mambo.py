@@ -21,10 +21,10 @@ import click
 from mambomeme import sqlshell
 from mambomeme.command_line import CONTEXT, as_click, open_library
 from mambomeme.embed import get_embedder, model_id_for, waiting_note, waiting_to_embed
-from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
-from mambomeme.ingest import INGEST_BATCH, Ingester, embed_items, recognise_existing
+from mambomeme.ingest import INGEST_BATCH, Ingester, recognise_existing
 from mambomeme.lab import calibrate, evaluation_commands, nomatch, scale
 from mambomeme.lab.bench import bench
+from mambomeme.labels import SCOPES, label_meme, resolve_item
 from mambomeme.library import (
     DB,
     FIXTURE_DIR,
@@ -36,11 +36,9 @@ from mambomeme.library import (
     db_error_message,
     default_db_path,
     disk_full_message,
-    file_sha256,
     json_line,
     show_path,
 )
-from mambomeme.ocr import get_ocr
 from mambomeme.safety_picture import REASON as PICTURE_REASON
 from mambomeme.safety_review import decide, recheck, recheck_if_stale, review_counts, review_list, withdraw
 from mambomeme.safety_text import RULES_VERSION, detect_safety
@@ -54,14 +52,11 @@ from mambomeme.search import (
     sync_systems,
 )
 from mambomeme.templates import (
-    derive,
-    fingerprint_rgb,
-    fingerprint_view,
-    forget_template,
-    insert_template_view,
-    next_templates_revision,
-    slugify,
+    add_user_template,
+    read_template_picture,
+    remove_user_template,
     sync_catalogue,
+    user_template_slug,
 )
 from mambomeme.terminal import run_tui
 from mambomeme.upkeep import (
@@ -69,9 +64,9 @@ from mambomeme.upkeep import (
     check_library,
     finish_pending,
     library_status,
+    move_root,
     prune,
     raw_integrity,
-    root_matches,
 )
 from mambomeme.vectors import IVF_MIN_VECTORS
 
@@ -472,17 +467,8 @@ def roots_list(ctx: click.Context) -> None:
 @click.pass_context
 def roots_move(ctx: click.Context, name: str, new_path: Path, force: bool) -> None:
     """Re-point root NAME at NEW_PATH (the images were moved or the database copied)."""
-    db = open_library(ctx)
-    if not db.q1("root_by_name", {"name": name}):
-        raise MamboError(f"no root named {clean_line(name)!r}: see `mambo roots list`")
-    present, sampled, other_images = root_matches(db, name, new_path.resolve())
-    if sampled and 2 * present < sampled and other_images and not force:
-        raise MamboError(f"{show_path(new_path.resolve())} holds only {present} of {sampled} sampled files of root "
-                         f"{clean_line(name)!r} (same name and size): is it the right folder? To move anyway, add "
-                         "--force")
-    with db.write():
-        db.q("move_root", {"name": name, "path": str(new_path.resolve())})
-    click.echo(f"{clean_line(name)} -> {show_path(new_path.resolve())}")
+    moved = move_root(open_library(ctx), name, new_path, force=force)
+    click.echo(f"{clean_line(name)} -> {show_path(moved)}")
 
 
 # -- Templates and group labels -----------------------------------------------------------------
@@ -542,44 +528,10 @@ def templates_list(ctx: click.Context, source: str | None, as_json: bool) -> Non
 def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str, ...], description: str,
                   quiet: bool) -> None:
     """Add IMAGE (a blank template picture, or any meme on it) as a template named NAME."""
-    from PIL import Image, UnidentifiedImageError
-
-    name = clean_line(name)[:200]
-    slug = slugify(name)
-    if not slug:
-        raise MamboError("--name needs at least one letter or digit")
-    try:
-        Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
-        if image.stat().st_size > MAX_FILE_BYTES:
-            raise MamboError(f"{show_path(image)} is over {MAX_FILE_BYTES // 1_000_000} MB: not a template picture")
-        with Image.open(image) as img:
-            check_shape(*img.size)
-            rgb = fingerprint_rgb(img)
-    except FileNotFoundError as e:
-        raise MamboError(f"no such file: {show_path(image)}") from e
-    except BadInput as e:
-        raise MamboError(f"{show_path(image)}: {e.message}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
-        raise MamboError(f"cannot read {show_path(image)} as an image (png, jpg, gif, webp)") from e
-    try:
-        view = fingerprint_view(rgb, get_ocr().read_boxes(rgb)[1])
-    except Exception as e:  # noqa: BLE001 - OpenCV or the OCR engine failing on this picture
-        raise MamboError(f"cannot fingerprint {show_path(image)} ({type(e).__name__}); try another picture of "
-                         "the template") from None
-    if len(view["orb_desc"]) < 32 * 20:
-        raise MamboError(f"{show_path(image)} has too little texture to recognise (under 20 ORB features)")
+    user_template_slug(name)
+    view = read_template_picture(image)
     db = _open_templates(ctx)
-    if db.q1("template_by_slug", {"slug": slug}):
-        raise MamboError(f"a template {slug!r} already exists: choose another --name or remove it first")
-    alias_list = list(dict.fromkeys(a for a in (" ".join(clean_line(x).lower().split()) for x in aliases) if a))
-    view["origin"] |= {"file": image.name, "sha256": file_sha256(image)}
-    with db.write():
-        rev = next_templates_revision(db)
-        tid = int(db.q1("insert_template", {
-            "slug": slug, "name": name, "aliases": json.dumps(alias_list, ensure_ascii=False),
-            "description": clean_line(description)[:2000], "source": "user", "source_url": "",
-            "entry_sha256": "", "revision": rev, "anchors": "[]"})[0])
-        insert_template_view(db, tid, view)
+    slug = add_user_template(db, name, view, aliases, description)
     click.echo(f"added template {slug} ({len(view['orb_desc']) // 32} ORB features)")
     _rerecognise(db, quiet)
 
@@ -591,33 +543,9 @@ def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str
 def templates_remove(ctx: click.Context, template_id: str, quiet: bool) -> None:
     """Remove a template by its id (see `mambo templates list`); its memes are recognised again."""
     db = _open_templates(ctx)
-    row = db.q1("template_by_slug", {"slug": template_id})
-    if not row:
-        raise MamboError(f"no template {clean_line(template_id)!r}: see `mambo templates list`")
-    if row[3] == "catalogue":
-        raise MamboError(f"{clean_line(template_id)!r} is from the bundled catalogue and cannot be removed")
-    with db.write():
-        forget_template(db, int(row[0]))
-        next_templates_revision(db)
+    remove_user_template(db, template_id)
     click.echo(f"removed template {clean_line(template_id)}")
     _rerecognise(db, quiet)
-
-
-def resolve_item(db: DB, ref: str) -> int:
-    """An item by id (search --json's asset_id) or by the path of one of its files."""
-    if ref.isdigit() and db.q1("item_groups", {"item_id": int(ref)}):
-        return int(ref)
-    p = Path(ref)
-    if p.exists():
-        p = p.resolve()
-        for _rid, _name, rpath, _n in db.q("roots"):
-            root = Path(rpath)
-            if root in p.parents:
-                row = db.q1("item_by_file", {"root_path": rpath, "rel_path": p.relative_to(root).as_posix()})
-                if row:
-                    return int(row[0])
-    raise MamboError(f"no meme {clean_line(ref)!r} in the library: give an item id (`search --json` asset_id) "
-                     "or the path of an indexed file")
 
 
 @cli.command()
@@ -626,7 +554,7 @@ def resolve_item(db: DB, ref: str) -> int:
               "or any name).")
 @click.option("--entity", "entities", multiple=True, help="Name a person, character or thing in it (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="A topic (repeatable).")
-@click.option("--group", "scope", type=click.Choice(["template", "perceptual", "item"]), default="template",
+@click.option("--group", "scope", type=click.Choice(SCOPES), default="template",
               show_default=True, help="Apply to its template group, its near-identical copies, or this meme.")
 @click.option("--clear", is_flag=True, help="Remove the labels given from this meme (and so from its group).")
 @click.pass_context
@@ -643,38 +571,10 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
     """
     db = open_library(ctx)
     item_id = resolve_item(db, item)
-    if not clear and not (template_name or entities or tags):
-        raise MamboError("nothing to label: give --template, --entity or --tag (or --clear)")
-    _it, perceptual, template_group = db.q1("item_groups", {"item_id": item_id})
-    if scope == "template" and template_group is None:
-        scope = "perceptual"  # no template group yet: its near-identical copies are its group
-    group = {"item": None, "perceptual": perceptual, "template": template_group}[scope]
-    # One transaction: the labels, the word indexes (triggers), the vectors and the vocabulary, so
-    # a meme is found by its new words in every route or in none. The model loads first (0.5-2 s),
-    # before the write lock is taken.
-    embedder = get_embedder()
-    with db.write():
-        affected: set[int] = set()
-        if clear:
-            for old_scope, old_group in db.q("delete_labels_of_item", {"item_id": item_id}):
-                affected |= {r[0] for r in db.q("items_in_scope", {"scope": old_scope, "item_id": item_id,
-                                                                    "group_id": old_group})}
-        else:
-            values = {"template": clean_line(template_name or "")[:200],
-                      "entities": json.dumps([clean_line(e)[:200] for e in entities if clean_line(e)]),
-                      "tags": json.dumps([clean_line(t)[:200] for t in tags if clean_line(t)])}
-            for fld, value in values.items():
-                if value and value != "[]":
-                    db.q("insert_label", {"item_id": item_id, "scope": scope, "group_id": group, "field": fld,
-                                          "value": value})
-            affected = {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id, "group_id": group})}
-        changed = derive(db, sorted(affected | {item_id}))
-        if changed:
-            embed_items(db, changed, embedder, model_id_for(db))
-            db.q("refresh_vocabulary")
+    done = label_meme(db, item_id, template=template_name, entities=entities, tags=tags, scope=scope, clear=clear,
+                      load_model=lambda: (get_embedder(), model_id_for(db)))
     what = "cleared labels of" if clear else "labelled"
-    click.echo(f"{what} {len(affected | {item_id})} meme(s) ({scope if not clear else 'its groups'}); "
-               f"{len(changed)} changed")
+    click.echo(f"{what} {done.reached} meme(s) ({done.scope if not clear else 'its groups'}); {done.changed} changed")
 
 
 @cli.group(context_settings=CONTEXT, invoke_without_command=True)

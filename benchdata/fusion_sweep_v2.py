@@ -1,5 +1,5 @@
 """The sweep behind mambomeme.search.LEXICAL_EVIDENCE (boost, partial), KEEP_FULL_MATCHES, DENSE_FEEDBACK
-and the evidence vectors (issue 18): hybrid's ranking on the DEVELOPMENT partition 2 only
+and the evidence vectors: hybrid's ranking on the DEVELOPMENT partition 2 only
 (benchdata/v1/dev-v2.jsonl, the graders' judged labels), on the annotated and the bare library.
 
     .venv/bin/python benchdata/fusion_sweep_v2.py LIBRARY.sqlite BARE.sqlite [VARIANT ...]
@@ -28,7 +28,7 @@ from mambomeme.library import DB  # noqa: E402
 from mambomeme.search import DEFAULT_SYSTEMS, Searcher  # noqa: E402
 
 V2 = Path(__file__).parent / "v1"
-GRID = ["hybrid:dense_feedback=null,lexical_evidence.partial=0",  # session 6 (before DENSE_FEEDBACK, partial)
+GRID = ["hybrid:dense_feedback=null,lexical_evidence.partial=0",  # without DENSE_FEEDBACK and partial
         "hybrid:dense_feedback=null,lexical_evidence.partial=0,lexical_evidence.boost=30,keep_full_matches=false",
         "hybrid:dense_feedback=null,lexical_evidence.partial=0,lexical_evidence.boost=1",
         "hybrid:dense_feedback=null,lexical_evidence.partial=1", "hybrid:dense_feedback=null",

@@ -23,10 +23,6 @@ SELECT value FROM settings WHERE key = :key;
 -- name: set_setting
 INSERT INTO settings(key, value) VALUES (:key, :value) ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 
--- name: item_by_file
-SELECT f.item_id FROM files f JOIN library_roots r ON r.root_id = f.root_id
-WHERE r.path = :root_path AND f.rel_path = :rel_path;
-
 -- name: first_read
 -- The first read of a connection: where a file that is not a database, or not readable, shows.
 SELECT count(*) FROM sqlite_schema;

@@ -136,9 +136,9 @@ class Result:
     item_id: int
     rank: int
     score: float
-    lex_rank: int | None
+    lexical_rank: int | None
     fuzzy_rank: int | None
-    vec_rank: int | None
+    dense_rank: int | None
     similarity: float | None
     coverage: float
     details: dict[str, Any]
@@ -425,7 +425,7 @@ def evidence_features(results: list[Result]) -> dict[str, float]:
     # no meme of (queries.absent_templates).
     full = float(cov >= 0.999)
     return {"similarity": best, "margin": margin, "coverage": cov, "full": full,
-            "lexical": float(any(r.lex_rank is not None for r in results[:10])),
+            "lexical": float(any(r.lexical_rank is not None for r in results[:10])),
             "unknown": q.unknown_share if q else 0.0, "whole": whole,
             "corrected": (q.corrected_share if q else 0.0) * (1.0 - full),
             "absent": float(q.absent_template) if q else 0.0}
@@ -460,8 +460,9 @@ def describe_empty_rule(rule: dict[str, Any]) -> str:
 def result_json(r: Result) -> dict[str, Any]:
     d = r.details
     return {
-        "asset_id": r.item_id, "rank": r.rank, "score": round(r.score, 6),
-        "route_ranks": {"lexical": r.lex_rank, "fuzzy": r.fuzzy_rank, "dense": r.vec_rank},
+        # "asset_id" is the old name of "meme_id", kept for scripts written against it
+        "meme_id": r.item_id, "asset_id": r.item_id, "rank": r.rank, "score": round(r.score, 6),
+        "route_ranks": {"lexical": r.lexical_rank, "fuzzy": r.fuzzy_rank, "dense": r.dense_rank},
         "similarity": None if r.similarity is None else round(r.similarity, 4),
         "coverage": round(r.coverage, 3),
         "title": d["title"], "template": d["template"], "entities": json.loads(d["entities"]),
@@ -489,7 +490,7 @@ def format_result(r: Result) -> str:
         badges.append(f"+{d['duplicate_count']} dup")
     if d["template"] and d["template_source"] not in (None, "sidecar"):
         badges.append(f"template: {d['template_source']}")
-    routes = "".join(x for x, v in (("L", r.lex_rank), ("F", r.fuzzy_rank), ("D", r.vec_rank)) if v is not None)
+    routes = "".join(x for x, v in (("L", r.lexical_rank), ("F", r.fuzzy_rank), ("D", r.dense_rank)) if v is not None)
     text = " ".join(d["ocr_text"].split())
     line = f"{r.rank:>2}. {clean_line(name)[:40]:<40} [{routes}] {' '.join(badges)}"
     return line.rstrip() + f"\n    {clean_line(text)[:72]}\n    {show_path(Path(d['root_path']) / d['rel_path'])}"

@@ -112,21 +112,21 @@ WITH lex AS (
 )
 SELECT item_id,
        sum(score) AS score,
-       max(lex_rank) AS lex_rank,
+       max(lexical_rank) AS lexical_rank,
        max(fuzzy_rank) AS fuzzy_rank,
        max(dense_rank) AS dense_rank,
        max(sim) AS sim,
        max(sim_all) AS sim_all
 FROM (
     SELECT item_id, :w_lexical * weight / (:rrf_k + rank) AS score,
-           rank AS lex_rank, NULL AS fuzzy_rank, NULL AS dense_rank, NULL AS sim, NULL AS sim_all FROM lex
+           rank AS lexical_rank, NULL AS fuzzy_rank, NULL AS dense_rank, NULL AS sim, NULL AS sim_all FROM lex
     UNION ALL
     SELECT item_id, :w_fuzzy / (:rrf_k + rank), NULL, rank, NULL, NULL, NULL FROM fuzzy
     UNION ALL
     SELECT item_id, :w_dense / (:rrf_k + rank), NULL, NULL, rank, sim, sim_all FROM dense
 )
 GROUP BY item_id
-ORDER BY score DESC, coalesce(max(lex_rank), max(fuzzy_rank), 1e9), item_id
+ORDER BY score DESC, coalesce(max(lexical_rank), max(fuzzy_rank), 1e9), item_id
 LIMIT :pool;
 
 -- name: common_words

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, data_path
+from mambomeme.library import DB, MamboError, clean_line, data_path, file_sha256, show_path
 from mambomeme.query_plan import normalise_query
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -530,6 +530,74 @@ def forget_template(db: DB, template_id: int) -> None:
     """Delete a template; the items it was recognised on are recognised again from scratch."""
     db.q("reset_items_of_template", {"template_id": template_id})
     db.q("delete_template", {"template_id": template_id})
+
+
+def read_template_picture(image: Path) -> dict[str, Any]:
+    """The fingerprint of a picture a person gives as a template (a blank template or any meme on
+    it), with its caption boxes masked; a picture that cannot be one is a MamboError."""
+    from PIL import Image, UnidentifiedImageError
+
+    from mambomeme.images import MAX_FILE_BYTES, MAX_IMAGE_PIXELS, BadInput, check_shape
+    from mambomeme.ocr import get_ocr
+
+    try:
+        Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+        if image.stat().st_size > MAX_FILE_BYTES:
+            raise MamboError(f"{show_path(image)} is over {MAX_FILE_BYTES // 1_000_000} MB: not a template picture")
+        with Image.open(image) as img:
+            check_shape(*img.size)
+            rgb = fingerprint_rgb(img)
+    except FileNotFoundError as e:
+        raise MamboError(f"no such file: {show_path(image)}") from e
+    except BadInput as e:
+        raise MamboError(f"{show_path(image)}: {e.message}") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
+        raise MamboError(f"cannot read {show_path(image)} as an image (png, jpg, gif, webp)") from e
+    try:
+        view = fingerprint_view(rgb, get_ocr().read_boxes(rgb)[1])
+    except Exception as e:  # noqa: BLE001 - OpenCV or the OCR engine failing on this picture
+        raise MamboError(f"cannot fingerprint {show_path(image)} ({type(e).__name__}); try another picture of "
+                         "the template") from None
+    if len(view["orb_desc"]) < 32 * 20:
+        raise MamboError(f"{show_path(image)} has too little texture to recognise (under 20 ORB features)")
+    view["origin"] |= {"file": image.name, "sha256": file_sha256(image)}
+    return view
+
+
+def user_template_slug(name: str) -> str:
+    """The id a person's template named `name` gets."""
+    if not (slug := slugify(clean_line(name)[:200])):
+        raise MamboError("--name needs at least one letter or digit")
+    return slug
+
+
+def add_user_template(db: DB, name: str, view: dict[str, Any], aliases: tuple[str, ...], description: str) -> str:
+    """Add the picture read as `view` as the person's template `name`; returns its id (slug)."""
+    name = clean_line(name)[:200]
+    slug = user_template_slug(name)
+    if db.q1("template_by_slug", {"slug": slug}):
+        raise MamboError(f"a template {slug!r} already exists: choose another --name or remove it first")
+    alias_list = list(dict.fromkeys(a for a in (" ".join(clean_line(x).lower().split()) for x in aliases) if a))
+    with db.write():
+        rev = next_templates_revision(db)
+        tid = int(db.q1("insert_template", {
+            "slug": slug, "name": name, "aliases": json.dumps(alias_list, ensure_ascii=False),
+            "description": clean_line(description)[:2000], "source": "user", "source_url": "",
+            "entry_sha256": "", "revision": rev, "anchors": "[]"})[0])
+        insert_template_view(db, tid, view)
+    return slug
+
+
+def remove_user_template(db: DB, slug: str) -> None:
+    """Remove the person's template `slug` (a catalogue entry cannot be removed)."""
+    row = db.q1("template_by_slug", {"slug": slug})
+    if not row:
+        raise MamboError(f"no template {clean_line(slug)!r}: see `mambo templates list`")
+    if row[3] == "catalogue":
+        raise MamboError(f"{clean_line(slug)!r} is from the bundled catalogue and cannot be removed")
+    with db.write():
+        forget_template(db, int(row[0]))
+        next_templates_revision(db)
 
 
 def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:

@@ -94,13 +94,6 @@ WHERE (scope = 'item' AND item_id = :item_id)
 UPDATE items SET derived = :derived, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE item_id = :item_id;
 
--- name: insert_label
-INSERT INTO labels(item_id, scope, group_id, field, value) VALUES (:item_id, :scope, :group_id, :field, :value)
-RETURNING label_id;
-
--- name: delete_labels_of_item
-DELETE FROM labels WHERE item_id = :item_id RETURNING scope, group_id;
-
 -- name: items_in_scope
 SELECT item_id FROM items
 WHERE (:scope = 'item' AND item_id = :item_id)

@@ -113,7 +113,7 @@ def row_from_result(r: Result, query: str) -> Row:
         text = "…" + text[cut:]
         spans = tuple((a - cut + 1, b - cut + 1) for a, b in spans if a >= cut)
     path = str(Path(str(d["root_path"])) / str(d["rel_path"]))
-    routes = "".join(x for x, v in (("L", r.lex_rank), ("F", getattr(r, "fuzzy_rank", None)), ("D", r.vec_rank))
+    routes = "".join(x for x, v in (("L", r.lexical_rank), ("F", getattr(r, "fuzzy_rank", None)), ("D", r.dense_rank))
                      if v is not None)
     return Row(
         item_id=int(r.item_id), rank=int(r.rank), name=name, name_spans=_match_spans(name, tokens),

@@ -13,7 +13,7 @@ from typing import Any
 
 from mambomeme.embed import Embedder, items_with_changed_text, waiting_note
 from mambomeme.ingest import INGEST_BATCH, embed_items
-from mambomeme.library import DB, SCHEMA_FILE, Q, clean_line, load_sqlite_vec, show_path
+from mambomeme.library import DB, SCHEMA_FILE, MamboError, Q, clean_line, load_sqlite_vec, show_path
 from mambomeme.state import restate
 from mambomeme.vectors import maintain_vector_index
 
@@ -349,3 +349,19 @@ def root_matches(db: DB, name: str, new_path: Path) -> tuple[int, int, bool]:
         present += same
         differ += not same
     return present, len(sample), bool(differ) or _holds_images(new_path)
+
+
+def move_root(db: DB, name: str, new_path: Path, *, force: bool = False) -> Path:
+    """Point root `name` at `new_path` (its images were moved, or the database was copied); a folder
+    that does not hold the root's files is refused unless `force`. Returns the resolved path."""
+    if not db.q1("root_by_name", {"name": name}):
+        raise MamboError(f"no root named {clean_line(name)!r}: see `mambo roots list`")
+    target = new_path.resolve()
+    present, sampled, other_images = root_matches(db, name, target)
+    if sampled and 2 * present < sampled and other_images and not force:
+        raise MamboError(f"{show_path(target)} holds only {present} of {sampled} sampled files of root "
+                         f"{clean_line(name)!r} (same name and size): is it the right folder? To move anyway, add "
+                         "--force")
+    with db.write():
+        db.q("move_root", {"name": name, "path": str(target)})
+    return target

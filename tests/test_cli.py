@@ -44,8 +44,9 @@ def test_search_prints_results_and_json(fixture_library: Path) -> None:
     lines = invoke("--db", fixture_library, "search", "--json", "-n", "3", "john cena").output.splitlines()
     assert 1 <= len(lines) <= 3
     first = json.loads(lines[0])
-    for key in ("asset_id", "rank", "score", "route_ranks", "has_preview", "has_attribution", "path"):
+    for key in ("meme_id", "rank", "score", "route_ranks", "has_preview", "has_attribution", "path"):
         assert key in first
+    assert first["asset_id"] == first["meme_id"]  # the old name, kept as an alias
 
 
 def test_search_exit_codes_are_ripgreps(fixture_library: Path) -> None:

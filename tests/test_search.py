@@ -248,12 +248,12 @@ def test_hybrid_fusion_depends_on_lexical_evidence(searcher: Searcher) -> None:
     """Hybrid's lexical route stays out when its own top results hold under half of the query's
     words (dense answers alone), and leads when they hold most of them (LEXICAL_EVIDENCE)."""
     full = searcher.search("john cena", "hybrid", 10, empty_rule=False)
-    lexical = [r for r in full if r.lex_rank is not None]
+    lexical = [r for r in full if r.lexical_rank is not None]
     assert lexical and full[: len(lexical)] == lexical  # every lexical result before dense-only ones
     weak = searcher.search("zeppelin quartermaster john", "hybrid", 10, empty_rule=False)
-    assert weak and all(r.lex_rank is None for r in weak)
+    assert weak and all(r.lexical_rank is None for r in weak)
     plain = DEFAULT_SYSTEMS["hybrid"] | {"lexical_evidence": None}
-    assert any(r.lex_rank is not None for r in searcher.search("zeppelin quartermaster john", plain, 10,
+    assert any(r.lexical_rank is not None for r in searcher.search("zeppelin quartermaster john", plain, 10,
                                                                  empty_rule=False))
 
 
@@ -325,8 +325,8 @@ def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixtur
     for q, system in itertools.product(("john cena", "pets acting like they own the house", "coffee", "u cant c me",
                                         "zzzz qqqq"), ("hybrid", "dense")):
         a, b = parallel.search(q, system), serial.search(q, system)
-        assert [(r.item_id, r.lex_rank, r.vec_rank, r.similarity) for r in a] == \
-               [(r.item_id, r.lex_rank, r.vec_rank, r.similarity) for r in b]
+        assert [(r.item_id, r.lexical_rank, r.dense_rank, r.similarity) for r in a] == \
+               [(r.item_id, r.lexical_rank, r.dense_rank, r.similarity) for r in b]
     reader = db.reader()
     # one reader connection and one thread per library, however many searchers and searches (the
     # TUI makes a Searcher per query: a connection each once mapped the file 1,100 times over)
@@ -349,7 +349,7 @@ def _same_ranking(a: list[Result], b: list[Result]) -> None:
             assert x.similarity is not None and y.similarity is not None
             assert abs(x.similarity - y.similarity) < 1e-6, (x, y)
         else:
-            assert (x.lex_rank, x.vec_rank) == (y.lex_rank, y.vec_rank)
+            assert (x.lexical_rank, x.dense_rank) == (y.lexical_rank, y.dense_rank)
             assert x.similarity == pytest.approx(y.similarity, abs=1e-6)
             assert (x.all_similarity is None) == (y.all_similarity is None)
 

@@ -58,11 +58,11 @@ def test_a_partial_lexical_hit_counts_by_the_share_of_the_query_it_holds(searche
     idf = idf_weights(searcher.db, plan)
     partial = 0
     for r in searcher.search(query, plain, 30, empty_rule=False):
-        if r.item_id not in weighted or r.lex_rank is None:
+        if r.item_id not in weighted or r.lexical_rank is None:
             continue
         w = weighted[r.item_id]
-        assert (w.lex_rank, w.vec_rank) == (r.lex_rank, r.vec_rank)
-        dense = 1.0 / (rrf_k + r.vec_rank) if r.vec_rank else 0.0
+        assert (w.lexical_rank, w.dense_rank) == (r.lexical_rank, r.dense_rank)
+        dense = 1.0 / (rrf_k + r.dense_rank) if r.dense_rank else 0.0
         tier = FULL_MATCH_TIER if r.score >= FULL_MATCH_TIER else 0.0
         share = coverage(plan, item_words(r.details), idf) ** 2
         assert w.score - tier - dense == pytest.approx((r.score - tier - dense) * share, rel=1e-4, abs=1e-6)
@@ -96,8 +96,8 @@ def test_kept_memes_come_by_what_they_hold_of_the_typed_words_then_by_meaning(se
     kept = [r for r in head if r.score >= FULL_MATCH_TIER]
     assert kept and head[:len(kept)] == kept, query
     assert all(full_match(plan, r.details) for r in kept)
-    assert not any(full_match(plan, r.details) and r.lex_rank is not None for r in head[len(kept):])
-    order = [(-typed_share(plan, r.details), r.vec_rank or 10**6) for r in kept]
+    assert not any(full_match(plan, r.details) and r.lexical_rank is not None for r in head[len(kept):])
+    order = [(-typed_share(plan, r.details), r.dense_rank or 10**6) for r in kept]
     assert order == sorted(order), query
     scores = [r.score for r in results]
     assert scores == sorted(scores, reverse=True), query
@@ -141,7 +141,7 @@ def test_dense_feedback_reranks_the_candidates_by_the_moved_query(searcher: Sear
                                DENSE_FEEDBACK["best"])
     order = [moved[r.item_id] for r in again]
     assert all(a >= b - 1e-5 for a, b in zip(order, order[1:], strict=False)), order
-    assert [r.vec_rank for r in again] == list(range(1, len(again) + 1))
+    assert [r.dense_rank for r in again] == list(range(1, len(again) + 1))
 
 
 def test_each_top_item_gives_the_vector_that_matched_the_query(searcher: Searcher) -> None:

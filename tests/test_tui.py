@@ -87,7 +87,7 @@ def fake_result(n: int, *, title: str = "", ocr: str = "", safety: str = "safe",
                "tags": '["wrestling"]', "description": "", "ocr_text": ocr or f"you can't see me {n}",
                "safety": safety, "root_path": "/memes", "rel_path": f"cena-{n:02}.png",
                "duplicate_count": dups, "has_preview": 1}
-    return SimpleNamespace(item_id=n, rank=n, lex_rank=lex, fuzzy_rank=None, vec_rank=vec, details=details)
+    return SimpleNamespace(item_id=n, rank=n, lexical_rank=lex, fuzzy_rank=None, dense_rank=vec, details=details)
 
 
 def screen(state: tui.TUIState, rows: int = 24, cols: int = 80) -> tuple[list[str], str]:
@@ -687,7 +687,7 @@ def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
     plain, early = Searcher(db, embedder), Searcher(db, ahead)
 
     def ranking(results):
-        return [(r.item_id, r.score, r.lex_rank, r.vec_rank, r.similarity, r.coverage) for r in results]
+        return [(r.item_id, r.score, r.lexical_rank, r.dense_rank, r.similarity, r.coverage) for r in results]
 
     try:
         for q in queries:

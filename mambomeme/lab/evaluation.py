@@ -1018,7 +1018,7 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
                 d = r.details
                 db.q("insert_run_result", {
                     "run_id": run_id, "query_id": q["query_id"], "rank": r.rank, "item_id": r.item_id,
-                    "score": r.score, "lex": r.lex_rank, "fuzzy": r.fuzzy_rank, "dense": r.vec_rank,
+                    "score": r.score, "lex": r.lexical_rank, "fuzzy": r.fuzzy_rank, "dense": r.dense_rank,
                     "has_preview": int(bool(d["has_preview"])),
                     "attribution": f"{d['creator']} ({d['licence']})" if d["creator"] and d["licence"] else ""})
         db.q("finish_eval_run", {"run_id": run_id})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -24,7 +25,7 @@ from mambomeme.embed import get_embedder, model_id_for, waiting_note, waiting_to
 from mambomeme.ingest import INGEST_BATCH, Ingester, recognise_existing
 from mambomeme.lab import calibrate, evaluation_commands, nomatch, scale
 from mambomeme.lab.bench import bench
-from mambomeme.labels import SCOPES, label_meme, resolve_item
+from mambomeme.labels import SCOPES, item_file, label_meme, resolve_item
 from mambomeme.library import (
     DB,
     FIXTURE_DIR,
@@ -40,7 +41,15 @@ from mambomeme.library import (
     show_path,
 )
 from mambomeme.safety_picture import REASON as PICTURE_REASON
-from mambomeme.safety_review import decide, recheck, recheck_if_stale, review_counts, review_list, withdraw
+from mambomeme.safety_review import (
+    decide,
+    recheck,
+    recheck_if_stale,
+    review_counts,
+    review_list,
+    withdraw,
+    withheld_matches,
+)
 from mambomeme.safety_text import RULES_VERSION, detect_safety
 from mambomeme.search import (
     DEFAULT_SYSTEM,
@@ -306,8 +315,15 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
     if not results:
         if as_json:
             click.echo(json_line({"query": clean_line(query), "no_match": True}))
-        click.echo("no match", err=True)
+        click.echo(no_match_message(db, query), err=True)
         ctx.exit(1)
+
+
+def no_match_message(db: DB, query: str) -> str:
+    """"no match", and how many withheld memes hold the query's words (a count, never which)."""
+    n = withheld_matches(db, query)
+    return f"no match ({n} meme{'s' if n != 1 else ''} that hold{'s' if n == 1 else ''} these words "\
+        f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`)" if n else "no match"
 
 
 def result_path(r: Any) -> str:
@@ -346,7 +362,8 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
-        click.echo(f"{len(results) or 'no match'}{' results' if results else ''} in {ms:.0f} ms ({clean_line(system)})")
+        said = f"{len(results)} results" if results else no_match_message(db, query)
+        click.echo(f"{said} in {ms:.0f} ms ({clean_line(system)})")
 
 
 @cli.command()
@@ -557,9 +574,11 @@ def templates_remove(ctx: click.Context, template_id: str, quiet: bool) -> None:
 @click.option("--group", "scope", type=click.Choice(SCOPES), default="template",
               show_default=True, help="Apply to its template group, its near-identical copies, or this meme.")
 @click.option("--clear", is_flag=True, help="Remove the labels given from this meme (and so from its group).")
+@click.option("--as-template", is_flag=True, help="Make this meme's picture the template --template names (as "
+              "`mambo templates add` does), so every meme on that template is found by its name.")
 @click.pass_context
 def label(ctx: click.Context, item: str, template_name: str | None, entities: tuple[str, ...], tags: tuple[str, ...],
-          scope: str, clear: bool) -> None:
+          scope: str, clear: bool, as_template: bool) -> None:
     """Label one meme (ITEM: its id or file path), and with it its whole group.
 
     \b
@@ -567,14 +586,37 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
       mambo label ~/memes/IMG_2144.jpg --template "Anvil Champ" --entity "john cena"
       mambo label 42 --tag work --group perceptual
       mambo label 42 --clear
+      mambo label 42 --template "Office Cat" --as-template   its lookalikes follow
     Labels are derived fields (shown as such); a sidecar's own values always win.
     """
     db = open_library(ctx)
     item_id = resolve_item(db, item)
+    if as_template:
+        if not template_name or clear:
+            raise MamboError("--as-template needs --template NAME (the new template's name), without --clear")
+        if (path := item_file(db, item_id)) is None:
+            raise MamboError("none of this meme's files is on this machine: point its root at them (`mambo roots "
+                             "move`) or give a picture (`mambo templates add FILE --name NAME`)")
+        user_template_slug(template_name)
+        view = read_template_picture(path)
+        sync_catalogue(db)
+        slug = add_user_template(db, template_name, view, (), "")
+        click.echo(f"added template {slug} from this meme ({len(view['orb_desc']) // 32} ORB features)")
+        _rerecognise(db, quiet=True)
+        if not (entities or tags):
+            return
+        template_name = None  # the template itself now names every meme recognised on it
     done = label_meme(db, item_id, template=template_name, entities=entities, tags=tags, scope=scope, clear=clear,
                       load_model=lambda: (get_embedder(), model_id_for(db)))
     what = "cleared labels of" if clear else "labelled"
     click.echo(f"{what} {done.reached} meme(s) ({done.scope if not clear else 'its groups'}); {done.changed} changed")
+    if template_name and scope == "template" and done.scope != "template":
+        click.echo(f"note: this meme's template is not recognised, so the label reaches only it and its "
+                   f"near-identical copies; to name every meme on that template, run `mambo label {item_id} "
+                   f"--template {shlex.quote(clean_line(template_name))} --as-template`", err=True)
+    for fld, n in done.sidecar_wins.items():
+        click.echo(f"note: {n} of them show their sidecar's {fld} (a sidecar's values win over labels): change "
+                   f"\"{fld}\" in the sidecar to let the label show", err=True)
 
 
 @cli.group(context_settings=CONTEXT, invoke_without_command=True)

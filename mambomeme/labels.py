@@ -37,11 +37,21 @@ def resolve_item(db: DB, ref: str) -> int:
                      "or the path of an indexed file")
 
 
+def item_file(db: DB, item_id: int) -> Path | None:
+    """A file of the meme that is on this machine (the first one found)."""
+    for root_path, rel_path in db.q("item_files", {"item_id": item_id}):
+        if (path := Path(root_path) / rel_path).is_file():
+            return path
+    return None
+
+
 @dataclass(frozen=True)
 class Labelled:
     scope: str  # the scope the labels went to ("perceptual" when a meme has no template group)
     reached: int  # memes the labels reach, the labelled one included
     changed: int  # memes whose derived fields changed (embedded again)
+    # field -> memes whose sidecar gives that field, so the label does not show on them
+    sidecar_wins: dict[str, int]
 
 
 def label_meme(db: DB, item_id: int, *, template: str | None, entities: tuple[str, ...], tags: tuple[str, ...],
@@ -73,8 +83,12 @@ def label_meme(db: DB, item_id: int, *, template: str | None, entities: tuple[st
                     db.q("insert_label", {"item_id": item_id, "scope": scope, "group_id": group, "field": fld,
                                           "value": value})
             affected = {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id, "group_id": group})}
-        changed = derive(db, sorted(affected | {item_id}))
+        reached = sorted(affected | {item_id})
+        changed = derive(db, reached)
         if changed:
             embed_items(db, changed, embedder, model)
             db.q("refresh_vocabulary")
-    return Labelled(scope, len(affected | {item_id}), len(changed))
+    given = [] if clear else [f for f, v in (("template", template), ("entities", entities), ("tags", tags)) if v]
+    wins = {f: sum(1 for i in reached if db.q1("field_source", {"item_id": i, "field": f})[0] == "sidecar")
+            for f in given}
+    return Labelled(scope, len(reached), len(changed), {f: n for f, n in wins.items() if n})

@@ -12,3 +12,9 @@ RETURNING label_id;
 
 -- name: delete_labels_of_item
 DELETE FROM labels WHERE item_id = :item_id RETURNING scope, group_id;
+
+-- name: field_source
+-- Where a meme's shown value of a label field comes from ("sidecar" wins over any label).
+SELECT CASE :field WHEN 'template' THEN template_source WHEN 'entities' THEN entities_source
+                   WHEN 'tags' THEN tags_source END
+FROM item_effective WHERE item_id = :item_id;

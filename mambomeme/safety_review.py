@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line
+from mambomeme.query_plan import plan_query
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
 from mambomeme.state import restate
 
@@ -119,3 +120,18 @@ def review_counts(db: DB) -> dict[str, Any]:
     counts["text_rules_stale"] = bool(row is None or row[0] != RULES_VERSION) and counts["items"] > 0
     counts["engines"] = db.rows("safety_engines_in_use")
     return counts
+
+
+def withheld_matches(db: DB, query: str) -> int:
+    """How many withheld memes hold every content word of `query` (each word or one of its aliases),
+    for a "no match" answer to say that the library holds matches it does not show."""
+    if not db.q1("any_withheld")[0]:
+        return 0
+    plan = plan_query(db, query, correct=False)
+
+    def quoted(words: list[str]) -> str:
+        return '"' + " ".join(words).replace('"', '""') + '"'
+
+    each = [" OR ".join(dict.fromkeys([quoted([t]), *(quoted(a) for a in plan.alternatives.get(t, []) if a)]))
+            for t in plan.content]
+    return int(db.q1("withheld_matches", {"all_words": " AND ".join(f"({e})" for e in each)})[0]) if each else 0

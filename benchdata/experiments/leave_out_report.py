@@ -26,15 +26,36 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from mambomeme.embed import get_embedder  # noqa: E402
 from mambomeme.lab.bench import judged_queries  # noqa: E402
 from mambomeme.lab.calibrate import evaluate_runs  # noqa: E402
-from mambomeme.lab.nomatch import FEATURES, Condition, apply, choose, condition, false_empty  # noqa: E402
+from mambomeme.lab.nomatch import (  # noqa: E402  # noqa: E402
+    FEATURES,
+    MAX_FALSE_EMPTY,
+    MAX_HIT_LOSS,
+    Condition,
+    apply,
+    as_rule,
+    choose,
+    condition,
+    false_empty,
+    fit_logistic,
+)
 from mambomeme.library import DB  # noqa: E402
-from mambomeme.search import Searcher, sync_systems, system_config  # noqa: E402
+from mambomeme.query_plan import FILLER_WORDS, coverage, holds_word, idf_weights, item_words  # noqa: E402
+from mambomeme.search import (  # noqa: E402
+    Searcher,
+    evidence_features,
+    evidence_score,
+    plan_for,
+    sync_systems,
+    system_config,
+)
 from mambomeme.state import restate  # noqa: E402
 from mambomeme.vectors import maintain_vector_index  # noqa: E402
 
@@ -96,6 +117,51 @@ def measure(c: Condition, rule: dict[str, Any], subset: list[dict[str, Any]]) ->
             "hit10": round(m["hit10"], 3), "hit10_loss": round(m0["hit10"] - m["hit10"], 3)}
 
 
+# Features a person would use, tried beside today's (search.evidence_features): the idf-weighted word
+# coverage of the top three, whether one of them holds the query's rarest word, and the query's shape
+# (it holds a filler word: "X meme", "X pic").
+EXTRA = ("idf_coverage", "rare_held", "shape")
+
+
+def extras(db: DB, cfg: dict[str, Any], query: str, results: list[Any]) -> dict[str, float]:
+    plan = plan_for(db, query, cfg)
+    if not plan.content or not results:
+        return dict.fromkeys(EXTRA, 0.0)
+    idf = idf_weights(db, plan)
+    rare = max(plan.content, key=lambda t: idf[t])
+    words = [item_words(r.details) for r in results[:3]]
+    return {"idf_coverage": max(coverage(plan, w, idf) for w in words),
+            "rare_held": float(any(holds_word(plan, rare, w) for w in words)),
+            "shape": float(any(t in FILLER_WORDS for t in plan.tokens))}
+
+
+def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any]], train: set[str],
+               x: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """nomatch.choose over features `x` (qid -> features): fit, then the threshold with the most
+    CorrectEmpty within the false "no match" and Hit@10 bounds."""
+    sub = [q for q in queries if q["id"] in train and c.raw[q["id"]]]
+    w = fit_logistic(np.array([[x[q["id"]][n] for n in names] for q in sub]),
+                     np.array([float(q["slice"] != "no-match") for q in sub]))
+    subset = [q for q in queries if q["id"] in train]
+    unruled = {q["id"]: c.raw[q["id"]] for q in subset}
+    h0 = evaluate_runs(c.db, subset, unruled)["hit10"]
+    best = None
+    for t in [round(0.02 * i, 2) for i in range(1, 50)]:
+        rule = as_rule(names, w, t)
+        runs = runs_x(rule, unruled, x)
+        m = evaluate_runs(c.db, subset, runs)
+        ok = false_empty(c, subset, runs) <= MAX_FALSE_EMPTY and m["hit10"] >= h0 - MAX_HIT_LOSS
+        key = (ok, round(m["correct_empty"], 4), m["hit10"])
+        if best is None or key > best[0]:
+            best = (key, rule)
+    assert best is not None
+    return best[1]
+
+
+def runs_x(rule: dict[str, Any], raw: dict[str, list[Any]], x: dict[str, dict[str, float]]) -> dict[str, list[Any]]:
+    return {k: v if v and evidence_score(rule, x[k]) >= rule["threshold"] else [] for k, v in raw.items()}
+
+
 def rate(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 3) if xs else None
 
@@ -155,6 +221,11 @@ def main() -> int:
                 fold_of.update({q["id"]: k for q in mine})
                 fold_of.update({q["id"]: dev_fold[q["id"].split("@")[0]] for q in kept})
             allc = Condition(full, raw, useful)
+            where = {q["id"]: full for q in dev} | {q["id"]: views[int(q["id"].split("@")[1])] for q in queries
+                                                     if "@" in q["id"]}
+            where |= {q["id"]: views[fold_of[q["id"]]] for q in queries if q["id"] in {r["id"] for r in lo}}
+            x = {q["id"]: (evidence_features(raw[q["id"]]) if raw[q["id"]] else {})
+                 | extras(where[q["id"]], cfg, q["query"], raw[q["id"]]) for q in queries}
             rule = cfg["empty_rule"]
             in_views = [q for q in queries if "@" in q["id"]]
             lo_ids = {q["id"] for q in lo_queries}
@@ -186,6 +257,20 @@ def main() -> int:
                 out["current_rule_on_same_folds"] = measure(allc, rule, queries)
                 refit = choose(FEATURES[name], {cond: allc}, queries, {q["id"] for q in queries})
                 out["refit_all"] = {"rule": refit["rule"], "metrics": refit["metrics"][cond]}
+            if name in FEATURES:
+                # today's features alone, each extra beside them, and all together, held out by template
+                for label, names in [("today", FEATURES[name])] + [
+                        (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)]:
+                    ce, fe = [], []
+                    for k in folds:
+                        train = {q["id"] for q in queries if fold_of[q["id"]] != k}
+                        test = [q for q in queries if fold_of[q["id"]] == k]
+                        rule_k = fit_choose(names, allc, queries, train, x)
+                        runs = runs_x(rule_k, {q["id"]: raw[q["id"]] for q in test}, x)
+                        ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
+                        fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
+                    out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce),
+                                                                      "false_empty": rate(fe)}
             report.setdefault(name, {})[cond] = out
             print(name, cond, json.dumps({k: v for k, v in out.items() if k != "refit_all"}), flush=True)
     print(json.dumps(report, indent=1))

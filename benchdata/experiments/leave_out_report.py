@@ -1,0 +1,281 @@
+"""The "no match" rules on leave-out libraries and on folds held out by template group.
+
+For each library condition (annotated, bare) and each fold of `v1/leave-out.jsonl`, a copy of the
+library has the fold's units pruned the way `mambo prune` forgets files (files deleted, orphan items
+and their words, vectors and states removed, vocabulary refreshed, vector index maintained): the
+library as if those memes were never added. In that view the fold's leave-out queries must be
+answered "no match" and every dev v2 answerable query whose useful memes remain must stay answered.
+
+Reports per system and condition: (a) dev v2 on the whole library, (b) the leave-out set (CorrectEmpty
+on its queries, false "no match" on the dev v2 answerable queries run in the views), (c) held out by
+template: the evidence model fitted and thresholded by `lab.nomatch.choose` on the other folds'
+queries (leave-out queries and the dev v2 queries whose judged memes' groups sit in those folds;
+dev v2 no-match queries dealt to folds by family), measured on the fold's. Hit@10 loss is against
+the same lists without a rule.
+
+    .venv/bin/python benchdata/experiments/leave_out_report.py --lib LIB --bare BARE --scratch DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+
+from mambomeme.embed import get_embedder  # noqa: E402
+from mambomeme.lab.bench import judged_queries  # noqa: E402
+from mambomeme.lab.calibrate import evaluate_runs  # noqa: E402
+from mambomeme.lab.nomatch import (  # noqa: E402  # noqa: E402
+    FEATURES,
+    MAX_FALSE_EMPTY,
+    MAX_HIT_LOSS,
+    Condition,
+    apply,
+    as_rule,
+    choose,
+    condition,
+    false_empty,
+    fit_logistic,
+)
+from mambomeme.library import DB  # noqa: E402
+from mambomeme.query_plan import FILLER_WORDS, coverage, holds_word, idf_weights, item_words  # noqa: E402
+from mambomeme.search import (  # noqa: E402
+    Searcher,
+    evidence_features,
+    evidence_score,
+    plan_for,
+    sync_systems,
+    system_config,
+)
+from mambomeme.state import restate  # noqa: E402
+from mambomeme.vectors import maintain_vector_index  # noqa: E402
+
+V1 = HERE.parent / "v1"
+FOLD_SEED = 35
+
+
+class CachedEmbedder:
+    """The model, each distinct text encoded once: the same queries run in every view."""
+
+    def __init__(self, inner: Any):
+        self.inner, self.cache = inner, {}
+
+    def encode(self, texts: list[str]) -> Any:
+        missing = [t for t in texts if t not in self.cache]
+        if missing:
+            for t, v in zip(missing, self.inner.encode(missing), strict=True):
+                self.cache[t] = v
+        import numpy as np
+        return np.stack([self.cache[t] for t in texts])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def view(source: Path, dest: Path, paths: set[str]) -> DB:
+    """A copy of the library without the files at `paths` (relative to their root), pruned as
+    upkeep.prune forgets files that are gone."""
+    if not dest.exists():
+        tmp = dest.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)
+        src = sqlite3.connect(source)
+        out = sqlite3.connect(tmp)
+        src.backup(out)
+        out.close()
+        src.close()
+        db = DB(tmp, create=False)
+        gone = [int(fid) for fid, _item, _root, _rp, rel, _sha, _size in db.q("all_files") if rel in paths]
+        with db.write():
+            touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid in gone}
+            for fid in gone:
+                db.q("delete_file", {"file_id": fid})
+            db.q("delete_orphan_items")
+            restate(db, sorted(touched))
+            restate(db, None)
+            db.q("refresh_vocabulary")
+        maintain_vector_index(db)
+        db.close()
+        tmp.rename(dest)
+    return DB(dest, create=False)
+
+
+def measure(c: Condition, rule: dict[str, Any], subset: list[dict[str, Any]]) -> dict[str, Any]:
+    """CorrectEmpty, false "no match", Hit@10 and its loss against the unruled lists, of `rule` on `subset`."""
+    unruled = {q["id"]: c.raw[q["id"]] for q in subset}
+    runs = apply(rule, unruled)
+    m, m0 = evaluate_runs(c.db, subset, runs), evaluate_runs(c.db, subset, unruled)
+    return {"correct_empty": round(m["correct_empty"], 3), "false_empty": round(false_empty(c, subset, runs), 3),
+            "hit10": round(m["hit10"], 3), "hit10_loss": round(m0["hit10"] - m["hit10"], 3)}
+
+
+# Features a person would use, tried beside today's (search.evidence_features): the idf-weighted word
+# coverage of the top three, whether one of them holds the query's rarest word, and the query's shape
+# (it holds a filler word: "X meme", "X pic").
+EXTRA = ("idf_coverage", "rare_held", "shape")
+
+
+def extras(db: DB, cfg: dict[str, Any], query: str, results: list[Any]) -> dict[str, float]:
+    plan = plan_for(db, query, cfg)
+    if not plan.content or not results:
+        return dict.fromkeys(EXTRA, 0.0)
+    idf = idf_weights(db, plan)
+    rare = max(plan.content, key=lambda t: idf[t])
+    words = [item_words(r.details) for r in results[:3]]
+    return {"idf_coverage": max(coverage(plan, w, idf) for w in words),
+            "rare_held": float(any(holds_word(plan, rare, w) for w in words)),
+            "shape": float(any(t in FILLER_WORDS for t in plan.tokens))}
+
+
+def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any]], train: set[str],
+               x: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """nomatch.choose over features `x` (qid -> features): fit, then the threshold with the most
+    CorrectEmpty within the false "no match" and Hit@10 bounds."""
+    sub = [q for q in queries if q["id"] in train and c.raw[q["id"]]]
+    w = fit_logistic(np.array([[x[q["id"]][n] for n in names] for q in sub]),
+                     np.array([float(q["slice"] != "no-match") for q in sub]))
+    subset = [q for q in queries if q["id"] in train]
+    unruled = {q["id"]: c.raw[q["id"]] for q in subset}
+    h0 = evaluate_runs(c.db, subset, unruled)["hit10"]
+    best = None
+    for t in [round(0.02 * i, 2) for i in range(1, 50)]:
+        rule = as_rule(names, w, t)
+        runs = runs_x(rule, unruled, x)
+        m = evaluate_runs(c.db, subset, runs)
+        ok = false_empty(c, subset, runs) <= MAX_FALSE_EMPTY and m["hit10"] >= h0 - MAX_HIT_LOSS
+        key = (ok, round(m["correct_empty"], 4), m["hit10"])
+        if best is None or key > best[0]:
+            best = (key, rule)
+    assert best is not None
+    return best[1]
+
+
+def runs_x(rule: dict[str, Any], raw: dict[str, list[Any]], x: dict[str, dict[str, float]]) -> dict[str, list[Any]]:
+    return {k: v if v and evidence_score(rule, x[k]) >= rule["threshold"] else [] for k, v in raw.items()}
+
+
+def rate(xs: list[float]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", type=Path, required=True)
+    ap.add_argument("--bare", type=Path, required=True)
+    ap.add_argument("--scratch", type=Path, required=True, help="where the pruned copies are kept")
+    ap.add_argument("--queries", type=Path, default=V1 / "dev-v2.jsonl")
+    ap.add_argument("--labels", type=Path, default=V1 / "judgements" / "dev-v2-set1.jsonl")
+    ap.add_argument("--leave-out", type=Path, default=V1 / "leave-out.jsonl")
+    ap.add_argument("--system", action="append", default=None)
+    ap.add_argument("--conditions", default="annotated,bare")
+    args = ap.parse_args()
+    systems = args.system or ["bm25", "dense", "hybrid"]
+    dev = judged_queries(args.queries, args.labels)
+    lo = [json.loads(x) for x in args.leave_out.read_text(encoding="utf-8").splitlines() if x.strip()]
+    folds = sorted({r["fold"] for r in lo})
+    removed = {k: {p for r in lo if r["fold"] == k for p in r["leave_out"]} for k in folds}
+    # Dev v2 queries by template fold: an answerable query goes with the fold that removes most of
+    # its judged memes (none removed: dealt by family, as no-match queries are).
+    fams = sorted({q["family"] for q in dev})
+    random.Random(FOLD_SEED).shuffle(fams)
+    fam_fold = {f: folds[i % len(folds)] for i, f in enumerate(fams)}
+    dev_fold = {}
+    for q in dev:
+        useful = {p for p, g in q["relevant"].items() if g >= 2}
+        counts = {k: len(useful & removed[k]) for k in folds}
+        best = max(folds, key=lambda k: (counts[k], -k))
+        dev_fold[q["id"]] = best if counts[best] else fam_fold[q["family"]]
+    lo_queries = [{"id": r["id"], "query": r["query"], "slice": "no-match", "family": r["unit"]["key"],
+                   "relevant": {}, "exact": [], "exact_groups": [], "subsets": []} for r in lo]
+    embedder = CachedEmbedder(get_embedder())
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {}
+    for cond in args.conditions.split(","):
+        path = args.lib if cond == "annotated" else args.bare
+        full = DB(path, create=False)
+        sync_systems(full)
+        views = {k: view(path, args.scratch / f"{cond}-fold{k}.sqlite", removed[k]) for k in folds}
+        for name in systems:
+            cfg = system_config(full, name)
+            whole = condition(full, Searcher(full, embedder), cfg, dev)
+            raw, useful = dict(whole.raw), set(whole.useful)
+            queries = list(dev)
+            fold_of = dict(dev_fold)
+            answerable = [q for q in dev if q["slice"] != "no-match"]
+            for k, vdb in views.items():
+                mine = [q for q in lo_queries if lo[int(q["id"][3:]) - 1]["fold"] == k]
+                kept = [q | {"id": f"{q['id']}@{k}"} for q in answerable
+                        if not ({p for p, g in q["relevant"].items() if g >= 2} & removed[k])]
+                c = condition(vdb, Searcher(vdb, embedder), cfg, mine + kept)
+                raw.update(c.raw)
+                useful |= c.useful
+                queries += mine + kept
+                fold_of.update({q["id"]: k for q in mine})
+                fold_of.update({q["id"]: dev_fold[q["id"].split("@")[0]] for q in kept})
+            allc = Condition(full, raw, useful)
+            where = {q["id"]: full for q in dev} | {q["id"]: views[int(q["id"].split("@")[1])] for q in queries
+                                                     if "@" in q["id"]}
+            where |= {q["id"]: views[fold_of[q["id"]]] for q in queries if q["id"] in {r["id"] for r in lo}}
+            x = {q["id"]: (evidence_features(raw[q["id"]]) if raw[q["id"]] else {})
+                 | extras(where[q["id"]], cfg, q["query"], raw[q["id"]]) for q in queries}
+            rule = cfg["empty_rule"]
+            in_views = [q for q in queries if "@" in q["id"]]
+            lo_ids = {q["id"] for q in lo_queries}
+
+            out: dict[str, Any] = {
+                "dev_v2": measure(allc, rule, dev),
+                "leave_out": {"correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])[
+                    "correct_empty"], **{k: v for k, v in measure(allc, rule, in_views).items()
+                                         if k != "correct_empty"}},
+            }
+            # (c) held out by template group: fit on the other folds, measure on the fold
+            if name in FEATURES:
+                ce, fe, hit, hit0 = [], [], [], []
+                for k in folds:
+                    train = {q["id"] for q in queries if fold_of[q["id"]] != k}
+                    test = [q for q in queries if fold_of[q["id"]] == k]
+                    fitted = choose(FEATURES[name], {cond: allc}, queries, train)["rule"]
+                    runs = apply(fitted, {q["id"]: raw[q["id"]] for q in test})
+                    ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
+                    fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
+                    m = evaluate_runs(full, test, runs)
+                    m0 = evaluate_runs(full, test, {q["id"]: raw[q["id"]] for q in test})
+                    n_ans = sum(1 for q in test if q["slice"] != "no-match")
+                    hit.append(m["hit10"] * n_ans)
+                    hit0.append(m0["hit10"] * n_ans)
+                n_ans = sum(1 for q in queries if q["slice"] != "no-match")
+                out["held_out_template"] = {"correct_empty": rate(ce), "false_empty": rate(fe),
+                                            "hit10_loss": round((sum(hit0) - sum(hit)) / n_ans, 3)}
+                out["current_rule_on_same_folds"] = measure(allc, rule, queries)
+                refit = choose(FEATURES[name], {cond: allc}, queries, {q["id"] for q in queries})
+                out["refit_all"] = {"rule": refit["rule"], "metrics": refit["metrics"][cond]}
+            if name in FEATURES:
+                # today's features alone, each extra beside them, and all together, held out by template
+                for label, names in [("today", FEATURES[name])] + [
+                        (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)]:
+                    ce, fe = [], []
+                    for k in folds:
+                        train = {q["id"] for q in queries if fold_of[q["id"]] != k}
+                        test = [q for q in queries if fold_of[q["id"]] == k]
+                        rule_k = fit_choose(names, allc, queries, train, x)
+                        runs = runs_x(rule_k, {q["id"]: raw[q["id"]] for q in test}, x)
+                        ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
+                        fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
+                    out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce),
+                                                                      "false_empty": rate(fe)}
+            report.setdefault(name, {})[cond] = out
+            print(name, cond, json.dumps({k: v for k, v in out.items() if k != "refit_all"}), flush=True)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

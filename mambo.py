@@ -303,6 +303,9 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
         raise MamboError("choose one of --json and --paths")
     if query is None and typed is not None and not sys.stdin.isatty():
         query = typed  # no terminal for the screen: the typed query is the query
+    if query is None and as_json and sys.stdin.isatty():
+        raise MamboError("--json prints the results of a QUERY (or of queries piped in); the screen prints the "
+                         "chosen paths: give a QUERY, as `mambo search --json cat`")
     from mambomeme.embed import waiting_note, waiting_to_embed
     from mambomeme.search import format_result, result_json, searcher_for, sync_systems
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """MamboMeme's command line: the click group and its commands, thin (parse, call, print).
 
-The work is done in the mambomeme package (README, "How it is built"): library (the file), ingest,
-templates, search, upkeep, then the features (tui and terminal, bench, calibrate, evaluation,
-scoring). The benchmark and evaluation commands are gathered here from those modules."""
+The work is done in the mambomeme package (docs/architecture.md): library (the file), ingest,
+templates, search, upkeep, then the features (tui and terminal, sqlshell) and the lab (benchmarks,
+evaluation), whose commands are gathered under `mambo eval`. A command imports the modules it
+needs when it runs, so that `mambo --help`, `--version` and completion load none of them."""
 
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import shlex
@@ -15,20 +17,12 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from mambomeme import sqlshell
-from mambomeme.command_line import CONTEXT, as_click, open_library
-from mambomeme.embed import get_embedder, model_id_for, waiting_note, waiting_to_embed
-from mambomeme.ingest import INGEST_BATCH, Ingester, recognise_existing
-from mambomeme.lab import calibrate, evaluation_commands, nomatch, scale
-from mambomeme.lab.bench import bench
-from mambomeme.labels import SCOPES, item_file, label_meme, resolve_item
+from mambomeme.command_line import CONTEXT, FullHelpGroup, LazyChoice, LazyDefault, as_click, open_library
 from mambomeme.library import (
-    DB,
-    FIXTURE_DIR,
     MamboError,
     NoLibrary,
     __version__,
@@ -36,55 +30,32 @@ from mambomeme.library import (
     clean_text,
     db_error_message,
     default_db_path,
-    disk_full_message,
     json_line,
     show_path,
 )
-from mambomeme.safety_picture import REASON as PICTURE_REASON
-from mambomeme.safety_review import (
-    decide,
-    recheck,
-    recheck_if_stale,
-    review_counts,
-    review_list,
-    withdraw,
-    withheld_matches,
-)
-from mambomeme.safety_text import RULES_VERSION, detect_safety
-from mambomeme.search import (
-    DEFAULT_SYSTEM,
-    DEFAULT_SYSTEMS,
-    describe_empty_rule,
-    format_result,
-    result_json,
-    searcher_for,
-    sync_systems,
-)
-from mambomeme.templates import (
-    add_user_template,
-    read_template_picture,
-    remove_user_template,
-    sync_catalogue,
-    user_template_slug,
-)
-from mambomeme.terminal import run_tui
-from mambomeme.upkeep import (
-    PruneRefused,
-    check_library,
-    finish_pending,
-    library_status,
-    move_root,
-    prune,
-    raw_integrity,
-)
-from mambomeme.vectors import IVF_MIN_VECTORS
+
+if TYPE_CHECKING:
+    from mambomeme.library import DB
+
+# The user's commands in the order `mambo --help` lists them: finding, filling, fixing, then the rest.
+USER_COMMANDS = ("search", "add", "status", "label", "templates", "safety", "demo", "sql", "systems", "settings",
+                 "roots", "check", "prune", "help")
+# The lab's commands, under `mambo eval`; their old top-level names still run them (unlisted).
+EVAL_COMMANDS = ("bench", "judge", "run", "score", "interactions")
 
 
-class MamboGroup(click.Group):
+class MamboGroup(FullHelpGroup):
     """The top-level group: an SQLite failure anywhere below (disk full, read-only file, a lock held
     too long) becomes one line on stderr and exit status 1, never a traceback. `--db` is accepted
     anywhere before a `--` (`mambo search x --db lib.sqlite`, as people type it), not only before
-    the command."""
+    the command. `mambo bench ...`, `mambo judge ...` (each of EVAL_COMMANDS) run `mambo eval`'s
+    command of that name without being listed."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in EVAL_COMMANDS:
+            return evaluation_commands().get(cmd_name)
+        return found
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         front: list[str] = []
@@ -118,7 +89,8 @@ class MamboGroup(click.Group):
             raise as_click(MamboError(db_error_message(e, path))) from e
 
 
-@click.group(cls=MamboGroup, context_settings=CONTEXT)
+@click.group(cls=MamboGroup, context_settings=CONTEXT, order=USER_COMMANDS,
+             sections={"Evaluation (benchmarks, judging, scorecards)": ["eval"]})
 @click.version_option(__version__, "--version", prog_name="mambo")
 @click.option("--db", "db_path", envvar="MAMBO_DB", type=click.Path(dir_okay=False, path_type=Path),
               help="Library file (default: $MAMBO_DB, else the per-user data folder).")
@@ -140,8 +112,8 @@ def cli(ctx: click.Context, db_path: Path | None) -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@click.option("--batch-size", default=INGEST_BATCH, show_default=True, type=click.IntRange(1, 1000),
-              help="Images per committed transaction.")
+@click.option("--batch-size", cls=LazyDefault, load_default=lambda: _ingest_batch(), show_default=True,
+              type=click.IntRange(1, 1000), help="Images per committed transaction.")
 @click.option("--workers", type=click.IntRange(1, 64), help="OCR worker processes (default: one per core, max 4).")
 @click.option("--no-sidecars", is_flag=True,
               help="Ignore sidecars and mambo.jsonl manifests: index the folder bare (as a downloads folder).")
@@ -161,6 +133,17 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
         what = ", ".join(show_path(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
         raise MamboError(f"nothing to add: {what} {'does' if len(paths) == 1 else 'do'} not exist or cannot be "
                          "read; give an image file or a folder of images")
+    if not quiet and sys.stderr.isatty():
+        # Said before the engines load (seconds on a cold machine): the progress bar follows.
+        click.echo(f"mambo: adding {', '.join(show_path(p) for p in readable[:3])}"
+                   f"{' ...' if len(readable) > 3 else ''} to {show_path(ctx.obj['db_path'] or default_db_path())}",
+                   err=True)
+    from mambomeme.ingest import Ingester
+    from mambomeme.library import disk_full_message
+    from mambomeme.safety_review import recheck_if_stale
+    from mambomeme.safety_text import RULES_VERSION
+    from mambomeme.upkeep import finish_pending
+
     db = open_library(ctx, create=True)
     if db.full_disk:
         raise MamboError(disk_full_message(db.path))
@@ -188,6 +171,12 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
         click.echo(f"mambo: {s.unread} file(s) skipped, each named above (`mambo status` lists recent errors); "
                    "the rest is indexed", err=True)
         ctx.exit(2)
+
+
+def _ingest_batch() -> int:
+    from mambomeme.ingest import INGEST_BATCH
+
+    return INGEST_BATCH
 
 
 class QueryCommand(click.Command):
@@ -236,9 +225,24 @@ class QueryCommand(click.Command):
         return super().parse_args(ctx, keep + (["--", *queries] if queries else []))
 
 
-class SystemChoice(click.Choice):
+def _default_systems() -> list[str]:
+    from mambomeme.search import DEFAULT_SYSTEMS
+
+    return sorted(DEFAULT_SYSTEMS)
+
+
+def _default_system() -> str:
+    from mambomeme.search import DEFAULT_SYSTEM
+
+    return DEFAULT_SYSTEM
+
+
+class SystemChoice(LazyChoice):
     """The search systems as choices (listed in the help, completed by the shell); a wrong value is
     echoed through the sanitiser, as every text from outside is."""
+
+    def __init__(self) -> None:
+        super().__init__(_default_systems)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
@@ -254,8 +258,8 @@ SYSTEM_HELP = ("Search system: hybrid (words and meaning, the default), bm25 (wo
 
 @cli.command(cls=QueryCommand)
 @click.argument("words", nargs=-1, metavar="[QUERY]...")
-@click.option("--system", "-s", default=DEFAULT_SYSTEM, show_default=True, type=SystemChoice(sorted(DEFAULT_SYSTEMS)),
-              help=SYSTEM_HELP)
+@click.option("--system", "-s", cls=LazyDefault, load_default=_default_system, show_default=True,
+              type=SystemChoice(), help=SYSTEM_HELP)
 @click.option("-n", "limit", default=10, show_default=True, type=click.IntRange(1, 100),
               help="How many results.")
 @click.option("--json", "as_json", is_flag=True,
@@ -268,7 +272,9 @@ SYSTEM_HELP = ("Search system: hybrid (words and meaning, the default), bm25 (wo
 @click.pass_context
 def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, as_json: bool, paths_only: bool,
            typed: str | None, record_events: bool, wait_ready: bool) -> None:
-    """Search the library: the words after `search` are one query (no quotes needed).
+    """Search the library; the words after `search` are one query.
+
+    No quotes needed.
 
     \b
     With a QUERY: print the results; exit 0, or 1 and "no match" on stderr, as grep and ripgrep do
@@ -297,10 +303,18 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
         raise MamboError("choose one of --json and --paths")
     if query is None and typed is not None and not sys.stdin.isatty():
         query = typed  # no terminal for the screen: the typed query is the query
+    if query is None and as_json and sys.stdin.isatty():
+        raise MamboError("--json prints the results of a QUERY (or of queries piped in); the screen prints the "
+                         "chosen paths: give a QUERY, as `mambo search --json cat`")
+    from mambomeme.embed import waiting_note, waiting_to_embed
+    from mambomeme.search import format_result, result_json, searcher_for, sync_systems
+
     db = open_library(ctx)
     sync_systems(db)
     if query is None:
         if sys.stdin.isatty():
+            from mambomeme.terminal import run_tui
+
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready,
                              query=typed or ""))
         prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only)
@@ -321,6 +335,8 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
 
 def no_match_message(db: DB, query: str) -> str:
     """"no match", and how many withheld memes hold the query's words (a count, never which)."""
+    from mambomeme.safety_review import withheld_matches
+
     n = withheld_matches(db, query)
     return f"no match ({n} meme{'s' if n != 1 else ''} that hold{'s' if n == 1 else ''} these words "\
         f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`)" if n else "no match"
@@ -328,6 +344,8 @@ def no_match_message(db: DB, query: str) -> str:
 
 def result_path(r: Any) -> str:
     """A result's absolute path as it is on disk (what `-l` prints, for xargs and xdg-open)."""
+    from mambomeme.search import result_json
+
     return result_json(r)["path"]
 
 
@@ -335,6 +353,8 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
     """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
     at a prompt, a blank line quits.
     With --json: each query's results as JSON lines (each with its query), nothing else."""
+    from mambomeme.search import format_result, result_json, searcher_for
+
     searcher = searcher_for(db, system)
     interactive = sys.stdin.isatty()
     while True:
@@ -371,6 +391,12 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, size, models, schema version and recent ingest errors."""
+    from mambomeme.embed import waiting_note, waiting_to_embed
+    from mambomeme.safety_review import review_counts
+    from mambomeme.safety_text import RULES_VERSION
+    from mambomeme.upkeep import library_status
+    from mambomeme.vectors import IVF_MIN_VECTORS
+
     db = open_library(ctx)
     st = library_status(db)
     st["safety_review"] = review_counts(db)
@@ -418,8 +444,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @click.option("--no-files", is_flag=True, help="Skip re-hashing the image files.")
 @click.pass_context
 def check(ctx: click.Context, no_files: bool) -> None:
-    """Integrity check, and stored checksums against the files where present."""
+    """Integrity check, and stored checksums against the files."""
     import apsw
+
+    from mambomeme.upkeep import check_library, raw_integrity
 
     try:
         db = open_library(ctx)
@@ -451,6 +479,8 @@ def prune_cmd(ctx: click.Context, force: bool) -> None:
     A root that would lose more than half of its files (an unmounted drive, an emptied folder)
     stops the prune unless --force. Labels of pruned memes are kept and come back with the file.
     """
+    from mambomeme.upkeep import PruneRefused, prune
+
     try:
         files, items, skipped = prune(open_library(ctx), force=force)
     except PruneRefused as e:
@@ -484,6 +514,8 @@ def roots_list(ctx: click.Context) -> None:
 @click.pass_context
 def roots_move(ctx: click.Context, name: str, new_path: Path, force: bool) -> None:
     """Re-point root NAME at NEW_PATH (the images were moved or the database copied)."""
+    from mambomeme.upkeep import move_root
+
     moved = move_root(open_library(ctx), name, new_path, force=force)
     click.echo(f"{clean_line(name)} -> {show_path(moved)}")
 
@@ -505,6 +537,8 @@ def templates() -> None:
 
 
 def _open_templates(ctx: click.Context, *, create: bool = True) -> DB:
+    from mambomeme.templates import sync_catalogue
+
     db = open_library(ctx, create=create)
     sync_catalogue(db)
     return db
@@ -514,6 +548,9 @@ def _rerecognise(db: DB, quiet: bool = False) -> None:
     # Each batch recognises, derives and embeds in one transaction: the model is loaded before the
     # first one takes the write lock. What an interruption leaves is finished by the next `mambo add`
     # (the items' recognised revision; the vocabulary, finish_pending).
+    from mambomeme.embed import get_embedder, model_id_for
+    from mambomeme.ingest import recognise_existing
+
     embedder = get_embedder()
     checked, changed, missing = recognise_existing(db, lambda: (embedder, model_id_for(db)), quiet=quiet)
     if checked:
@@ -527,11 +564,13 @@ def _rerecognise(db: DB, quiet: bool = False) -> None:
 @click.pass_context
 def templates_list(ctx: click.Context, source: str | None, as_json: bool) -> None:
     """List known templates: id, source, views, memes recognised, name."""
-    for r in _open_templates(ctx, create=False).rows("list_templates", {"source": source}):
+    rows = _open_templates(ctx, create=False).rows("list_templates", {"source": source})
+    width = max((len(clean_line(r["slug"])) for r in rows), default=0)  # the whole id: `templates remove` takes it
+    for r in rows:
         if as_json:
             click.echo(json.dumps(r | {"aliases": json.loads(r["aliases"])}, ensure_ascii=False))
         else:
-            click.echo(f"{clean_line(r['slug'])[:40]:<40} {r['source']:<9} {r['views']} view(s) "
+            click.echo(f"{clean_line(r['slug']):<{width}} {r['source']:<9} {r['views']} view(s) "
                        f"{r['items']:>4} meme(s)  {clean_line(r['name'])}")
 
 
@@ -545,6 +584,8 @@ def templates_list(ctx: click.Context, source: str | None, as_json: bool) -> Non
 def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str, ...], description: str,
                   quiet: bool) -> None:
     """Add IMAGE (a blank template picture, or any meme on it) as a template named NAME."""
+    from mambomeme.templates import add_user_template, read_template_picture, user_template_slug
+
     user_template_slug(name)
     view = read_template_picture(image)
     db = _open_templates(ctx)
@@ -559,6 +600,8 @@ def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str
 @click.pass_context
 def templates_remove(ctx: click.Context, template_id: str, quiet: bool) -> None:
     """Remove a template by its id (see `mambo templates list`); its memes are recognised again."""
+    from mambomeme.templates import remove_user_template
+
     db = _open_templates(ctx)
     remove_user_template(db, template_id)
     click.echo(f"removed template {clean_line(template_id)}")
@@ -571,7 +614,7 @@ def templates_remove(ctx: click.Context, template_id: str, quiet: bool) -> None:
               "or any name).")
 @click.option("--entity", "entities", multiple=True, help="Name a person, character or thing in it (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="A topic (repeatable).")
-@click.option("--group", "scope", type=click.Choice(SCOPES), default="template",
+@click.option("--group", "scope", type=LazyChoice(lambda: _labels().SCOPES), default="template",
               show_default=True, help="Apply to its template group, its near-identical copies, or this meme.")
 @click.option("--clear", is_flag=True, help="Remove the labels given from this meme (and so from its group).")
 @click.option("--as-template", is_flag=True, help="Make this meme's picture the template --template names (as "
@@ -579,7 +622,7 @@ def templates_remove(ctx: click.Context, template_id: str, quiet: bool) -> None:
 @click.pass_context
 def label(ctx: click.Context, item: str, template_name: str | None, entities: tuple[str, ...], tags: tuple[str, ...],
           scope: str, clear: bool, as_template: bool) -> None:
-    """Label one meme (ITEM: its id or file path), and with it its whole group.
+    """Label one meme (ITEM: its id or path), and with it its group.
 
     \b
     Examples:
@@ -589,6 +632,10 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
       mambo label 42 --template "Office Cat" --as-template   its lookalikes follow
     Labels are derived fields (shown as such); a sidecar's own values always win.
     """
+    from mambomeme.embed import get_embedder, model_id_for
+    from mambomeme.labels import item_file, label_meme, resolve_item
+    from mambomeme.templates import add_user_template, read_template_picture, sync_catalogue, user_template_slug
+
     db = open_library(ctx)
     item_id = resolve_item(db, item)
     if as_template:
@@ -623,7 +670,9 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
 @click.option("--json", "as_json", is_flag=True, help="As JSON lines.")
 @click.pass_context
 def safety(ctx: click.Context, as_json: bool) -> None:
-    """Review what the safety signals marked, and decide (policy mambo-safety-v1).
+    """Review what the safety signals marked, and decide.
+
+    The policy is mambo-safety-v1.
 
     \b
     With no subcommand: every meme a signal marked or a person decided, with
@@ -639,6 +688,9 @@ def safety(ctx: click.Context, as_json: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
+    from mambomeme.safety_picture import REASON as PICTURE_REASON
+    from mambomeme.safety_review import review_list
+
     rows = review_list(open_library(ctx))
     for r in rows:
         if as_json:
@@ -670,6 +722,9 @@ def safety(ctx: click.Context, as_json: bool) -> None:
 def safety_set(ctx: click.Context, item: str, klass: str, decided_by: str, note: str) -> None:
     """A person's decision on ITEM (its id or file path): wins over the detector and the picture signal,
     applies to its exact and near-identical copies, and survives re-ingest; wins over sidecars too."""
+    from mambomeme.labels import resolve_item
+    from mambomeme.safety_review import decide
+
     db = open_library(ctx)
     d = decide(db, resolve_item(db, item), klass, decided_by, note)
     click.echo(f"meme {d['item_id']}: {d['decided']} (was {d['before']}, {clean_line(d['before_source'])}), "
@@ -681,6 +736,9 @@ def safety_set(ctx: click.Context, item: str, klass: str, decided_by: str, note:
 @click.pass_context
 def safety_clear(ctx: click.Context, item: str) -> None:
     """Take back the decision on ITEM: the automatic class (sidecar, detector, picture) returns."""
+    from mambomeme.labels import resolve_item
+    from mambomeme.safety_review import withdraw
+
     db = open_library(ctx)
     d = withdraw(db, resolve_item(db, item))
     click.echo(f"meme {d['item_id']}: {d['safety']} ({clean_line(d['source'])}), was {d['before']} by decision")
@@ -690,6 +748,9 @@ def safety_clear(ctx: click.Context, item: str) -> None:
 @click.pass_context
 def safety_recheck(ctx: click.Context) -> None:
     """Re-run the current text rules on every meme's stored OCR text (decisions stay in force)."""
+    from mambomeme.safety_review import recheck
+    from mambomeme.safety_text import RULES_VERSION
+
     c = recheck(open_library(ctx))
     click.echo(f"re-checked {c['items']} meme(s) with {RULES_VERSION}: {c['changed']} changed class")
 
@@ -701,6 +762,8 @@ def safety_recheck(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="As JSON lines.")
 def safety_detect(texts: tuple[str, ...], file: Any, as_json: bool) -> None:
     """What the text rules say about TEXTS (or each line of --file): class, rule, words that fired."""
+    from mambomeme.safety_text import detect_safety
+
     lines = list(texts) + ([ln.strip() for ln in file if ln.strip() and not ln.startswith("#")] if file else [])
     if not lines:
         raise MamboError("nothing to check: give a caption, or --file FILE with one caption per line")
@@ -741,28 +804,50 @@ def settings(ctx: click.Context, key: str | None, value: str | None) -> None:
             click.echo(f"{name} = {clean_line(row[0]) if row else default}    # {doc}")
 
 
+# What each default system is for, in a line (`mambo systems`; its configuration with -v).
+SYSTEM_PURPOSES = {
+    "hybrid": "words and meaning: the typed words (typos corrected) and what they mean; loads the model",
+    "bm25": "words only: the typed words (typos corrected); no model to load, the fastest start",
+    "dense": "meaning only: memes whose text means what the query says, without sharing a word",
+}
+
+
 @cli.command()
+@click.option("--verbose", "-v", is_flag=True, help="Each system's configuration: routes, depth, \"no match\" model.")
 @click.pass_context
-def systems(ctx: click.Context) -> None:
-    """List search systems and their configuration versions."""
+def systems(ctx: click.Context, verbose: bool) -> None:
+    """List the search systems, which one is the default, and what each is for."""
+    from mambomeme.search import DEFAULT_SYSTEM, describe_empty_rule, sync_systems
+
     db = open_library(ctx)
     sync_systems(db)
-    for name, version, sha, created, _notes, config in db.q("list_systems"):
+    rows = db.q("list_systems")
+    width = max((len(r[0]) for r in rows), default=0)
+    for name, version, sha, created, _notes, config in rows:
+        mark = "*" if name == DEFAULT_SYSTEM else " "
+        # Rows of a library file are data from elsewhere too: printed through the sanitiser.
+        click.echo(clean_text(f"{mark} {name:<{width}} v{version}  {SYSTEM_PURPOSES.get(name, _notes or '')}"))
+        if not verbose:
+            continue
         cfg = json.loads(config)
         routes = "+".join(f"{k}:{v:g}" for k, v in cfg["route_weights"].items() if v)
-        rule = cfg["empty_rule"]
         probe = f"(probe {cfg['ivf_probe']})" if cfg["dense_index"] == "ivf" else ""
-        # Rows of a library file are data from elsewhere too: printed through the sanitiser.
-        click.echo(clean_text(f"{name} v{version}  {sha[:12]}  {created[:19]}  routes={routes} "
-                              f"dense={cfg['dense_index']}{probe} depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']} "
-                              f"empty: {describe_empty_rule(rule)}"))
+        click.echo(clean_text(f"    {sha[:12]}  {created[:19]}  routes={routes} dense={cfg['dense_index']}{probe} "
+                              f"depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']}"))
+        click.echo(clean_text(f"    no match: {describe_empty_rule(cfg['empty_rule'])}"))
+    click.echo(f"* the default; another: mambo search -s NAME{'' if verbose else ' (its configuration: -v)'}")
 
 
 @cli.command()
 @click.option("--fresh", is_flag=True, help="Rebuild the demo library from scratch.")
 @click.pass_context
 def demo(ctx: click.Context, fresh: bool) -> None:
-    """Build a library from the built-in fixture memes and open search on it."""
+    """Build the demo library from the built-in memes and search it."""
+    from mambomeme.ingest import Ingester
+    from mambomeme.library import DB, FIXTURE_DIR
+    from mambomeme.search import DEFAULT_SYSTEM, sync_systems
+    from mambomeme.terminal import run_tui
+
     path = ctx.obj["db_path"] or default_db_path().with_name("demo.sqlite")
     images = FIXTURE_DIR / "images"
     if not images.is_dir():
@@ -790,7 +875,9 @@ def demo(ctx: click.Context, fresh: bool) -> None:
 @click.option("--write", is_flag=True, help="Open the library for writing (read-only otherwise).")
 @click.pass_context
 def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, write: bool) -> None:
-    """SQL on the library, with sqlite-vec loaded (vec0 tables and KNN work).
+    """SQL on the library; start with the `library` view.
+
+    sqlite-vec is loaded (vec0 tables and KNN work).
 
     \b
     With a STATEMENT: run it and print the rows as a table (or --json, --csv).
@@ -804,6 +891,8 @@ def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, 
       mambo sql --json "SELECT * FROM slice_metrics WHERE run_id = (SELECT max(run_id) FROM runs)"
       mambo sql < report.sql
     """
+    from mambomeme import sqlshell
+
     if as_json and as_csv:
         raise MamboError("choose one of --json and --csv")
     if (as_json or as_csv) and statement is None:
@@ -825,7 +914,9 @@ def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, 
 @click.argument("names", nargs=-1, metavar="[COMMAND]...")
 @click.pass_context
 def help_cmd(ctx: click.Context, names: tuple[str, ...]) -> None:
-    """Show the help of mambo, or of COMMAND (`mambo help search`, `mambo help templates add`)."""
+    """Show the help of mambo, or of COMMAND.
+
+    `mambo help search`, `mambo help templates add`."""
     command: click.Command = cli
     parent = ctx.find_root()
     for name in names:
@@ -837,13 +928,51 @@ def help_cmd(ctx: click.Context, names: tuple[str, ...]) -> None:
     click.echo(command.get_help(parent))
 
 
-# The benchmark and evaluation commands live in the feature modules; the command line gathers them.
-for _command in (*scale.BENCH_COMMANDS, *calibrate.BENCH_COMMANDS, *nomatch.BENCH_COMMANDS,
-                 *evaluation_commands.BENCH_COMMANDS):
-    bench.add_command(_command)
-cli.add_command(bench)
-for _command in evaluation_commands.COMMANDS:
-    cli.add_command(_command)
+def _labels() -> Any:
+    from mambomeme import labels
+
+    return labels
+
+
+@functools.cache
+def evaluation_commands() -> dict[str, click.Command]:
+    """The lab's commands, gathered from its modules the first time one is asked for: `mambo bench`
+    (every benchmark), judge, run, score, interactions."""
+    from mambomeme.lab import bench, calibrate, evaluation_commands, nomatch, scale
+
+    group = FullHelpGroup(name="bench", help=bench.bench.help, context_settings=CONTEXT,
+                          commands=bench.bench.commands)
+    for command in (*scale.BENCH_COMMANDS, *calibrate.BENCH_COMMANDS, *nomatch.BENCH_COMMANDS,
+                    *evaluation_commands.BENCH_COMMANDS):
+        group.add_command(command)
+    found = {"bench": group} | {c.name: c for c in evaluation_commands.COMMANDS if c.name}
+    assert set(found) == set(EVAL_COMMANDS), sorted(found)
+    return found
+
+
+class EvalGroup(FullHelpGroup):
+    """`mambo eval`: its commands are the lab's, imported only when one of them is used or listed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(EVAL_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return evaluation_commands().get(cmd_name) if cmd_name in EVAL_COMMANDS else None
+
+
+@cli.group(name="eval", cls=EvalGroup, context_settings=CONTEXT)
+def eval_group() -> None:
+    """Benchmarks, judging and scorecards (for developers).
+
+    How well and how fast search does.
+
+    \b
+    Examples:
+      mambo eval bench cold --db demo.sqlite      start-up and first-search times
+      mambo eval run dev --system hybrid          one system over a benchmark partition
+      mambo eval score --bare bare.sqlite         the scorecard
+    The old names (`mambo bench ...`, `mambo score ...`) run the same commands.
+    """
 
 
 def main() -> None:

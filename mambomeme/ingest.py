@@ -497,6 +497,8 @@ class Ingester:
                 self.revision = templates_revision(db)
                 self.templates = TemplateIndex.load(db)
             progress = Progress(len(found), enabled=self.progress_enabled)
+            # The bar from the first file: the first batch waits for the OCR engine and the model.
+            progress.update(0, "starting the OCR engine and the model")
             # A two-stage pipeline: batch N+1 is read, hashed and handed to the OCR workers before
             # batch N is embedded and written.
             inflight: Batch | None = None

@@ -5,6 +5,7 @@ Everything else in the package builds on this module, and it imports none of the
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -162,11 +163,21 @@ SCHEMA_VERSION = max(n for n, _, _ in migrations())
 
 def load_sqlite_vec(con: Any) -> None:
     """Load sqlite-vec into an apsw connection (the vec0 tables need it, the schema's triggers too)."""
-    import sqlite_vec
-
     con.enable_load_extension(True)
-    con.load_extension(sqlite_vec.loadable_path())
+    con.load_extension(sqlite_vec_path())
     con.enable_load_extension(False)
+
+
+@functools.cache
+def sqlite_vec_path() -> str:
+    """The sqlite-vec extension's file, found without importing the package: its __init__ imports
+    numpy (~0.1 s), which a lexical search never needs."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise MamboError("sqlite-vec is not installed: reinstall mambo (`pip install sqlite-vec`)")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
 # SQLite reads a WAL-mode file through its -shm file: 32 KiB (8 pages of 4 KiB), made by the first

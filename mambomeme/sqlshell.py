@@ -340,6 +340,16 @@ class _TerminalSafe:
         return getattr(self._stream, name)
 
 
+# The plain-named views README.md documents (its "SQL" table; tests/test_sqlshell.py keeps the two
+# equal): what `.tables` lists, the ~100 FTS5 shadow, vec0 and benchmark tables only with --all.
+DOCUMENTED_VIEWS = (
+    "library", "item_effective", "item_search_text", "duplicate_files", "servable_items", "hidden_items",
+    "recent_errors", "current_systems", "current_corpus_version", "no_match_audit_status", "current_judgement_sets",
+    "judgement_pairs", "final_judgements", "adjudication_queue", "runs_needing_rescore", "run_judged_results",
+    "query_ideal_dcg", "query_metrics", "slice_metrics", "run_diagnostics", "run_components", "published_scorecard",
+)
+
+
 class LibraryShell(apsw.shell.Shell):
     """apsw's SQLite shell on one library connection, with the library's named queries as dot-commands."""
 
@@ -393,6 +403,22 @@ class LibraryShell(apsw.shell.Shell):
             raise self.Error(f"no named query {cmd[0]!r}: `.queries` lists them")
         self.process_sql(Q[cmd[0]], self.bindings)
 
+    def command_tables(self, cmd: list[str]) -> None:
+        """tables ?--all? ?PATTERN?: The library's documented views (--all: every table and view)
+
+        Without --all: the views README.md describes, one a line (start with `library`, a meme a
+        row). With --all: every table and view, the full-text and vector indexes' own tables too.
+        """
+        if cmd and cmd[0] == "--all":
+            return super().command_tables(cmd[1:])
+        pattern = cmd[0].lower() if cmd else ""
+        have = {r[0] for r in self.db.execute("SELECT name FROM sqlite_schema WHERE type = 'view'")}
+        for name in DOCUMENTED_VIEWS:
+            if name in have and pattern in name:
+                self.write(self.stdout, name + "\n")
+        total = self.db.execute("SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view')").fetchone()[0]
+        self.write(self.stdout, f"(.tables --all lists all {total} tables and views)\n")
+
     def command_open(self, cmd: list[str]) -> None:
         """open FILE: Not here: `mambo sql` works on its one library
 
@@ -417,8 +443,9 @@ class LibraryShell(apsw.shell.Shell):
         mode = "read-write" if self.writable else "read-only"
         lines = [f"MamboMeme library {show_path(self.library_path)} ({mode}), SQLite {apsw.sqlite_lib_version()}, "
                  f"sqlite-vec {sqlite_vec.__version__}",
-                 "Views: .tables; named queries: .queries, .query NAME, or SELECT * FROM mambo_queries; "
-                 "help: .help"]
+                 "Start with the library view, a meme a row: SELECT * FROM library LIMIT 5;",
+                 "views: .tables (.tables --all: everything); named queries: .queries, .query NAME, or "
+                 "SELECT * FROM mambo_queries; help: .help"]
         return "\n".join(([note] if note else []) + lines) + "\n"
 
 

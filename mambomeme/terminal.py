@@ -334,6 +334,11 @@ def _raw_keys(fin: Any) -> None:
         termios.tcsetattr(fin, termios.TCSANOW, attrs)
 
 
+# How long Ctrl-O waits to hear whether the opener failed (xdg-open fails in ~0.1 s; a viewer it
+# starts keeps running and is not waited for).
+OPENER_WATCH_S = 5.0
+
+
 class _Shell:
     def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
                  query: str = ""):
@@ -359,6 +364,7 @@ class _Shell:
         self.state = TUIState(
             system=system, model="loading" if self.needs_model else "unused", wait_ready=wait_ready,
             truecolor=os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"),
+            color=not os.environ.get("NO_COLOR"),  # no-color.org: set and not empty
             message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)))
         self.chosen: tuple[str, ...] | None = None
         self.quit = False
@@ -460,12 +466,27 @@ class _Shell:
         self.children = [c for c in self.children if c.poll() is None]  # reap finished openers
         try:
             cmd = shlex.split(opener)
-            self.children.append(subprocess.Popen(
+            child = subprocess.Popen(
                 [*cmd, path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, close_fds=True))
+                start_new_session=True, close_fds=True)
         except (OSError, ValueError) as e:
             return Message(f"cannot open with {clean_line(opener)!r}: {clean_line(str(e))}")
-        return Message(f"opened: {shown}")
+        self.children.append(child)
+        threading.Thread(target=self._watch_opener, args=(child, opener, shown), name="mambo-opener",
+                         daemon=True).start()
+        return Message(f"opening: {shown}")
+
+    def _watch_opener(self, child: subprocess.Popen, opener: str, shown: str) -> None:
+        """Say whether the opener worked: xdg-open without a handler (or a wrong $MAMBO_OPENER)
+        exits non-zero at once; one that keeps running (a viewer) has done its job."""
+        try:
+            code = child.wait(timeout=OPENER_WATCH_S)
+        except subprocess.TimeoutExpired:
+            return
+        text = (f"opened: {shown}" if code == 0 else
+                f"the opener failed (`{clean_line(opener)}` exit {code}): set $MAMBO_OPENER, or Ctrl-Y copies the path")
+        with contextlib.suppress(Exception):  # the screen may be gone already
+            self.post(event=Message(text))
 
     def copy(self, path: str) -> None:
         # OSC 52: the terminal puts the text on the clipboard (where it allows it); the status line

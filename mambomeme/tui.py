@@ -39,8 +39,11 @@ from mambomeme.search import DEFAULT_SYSTEM, Result
 
 # Recorded with every interaction event; bump when the UI changes in a way that could change
 # how people interact with results (layout, keys, what is shown).
-TUI_INTERFACE_VERSION = f"mambo-tui/3 ({__version__})"  # 3: one Enter picks, marks, prefixes; 2: fzf keys
-TUI_MIN_ROWS, TUI_MIN_COLS = 24, 80
+TUI_INTERFACE_VERSION = f"mambo-tui/4 ({__version__})"  # 4: compact layout, NO_COLOR; 3: one Enter picks
+# Below 80x24 the screen is compact (the list without a preview, two lines a result); below this it
+# only says what it needs (a tmux split of 40x10 still searches).
+TUI_MIN_ROWS, TUI_MIN_COLS = 10, 40
+TUI_FULL_ROWS, TUI_FULL_COLS = 24, 80
 # The lexical-only system used while the embedding model is still loading.
 TUI_LOADING_SYSTEM = "bm25"
 # How long typing must pause before the results follow the query. People type with 120-200 ms
@@ -278,6 +281,7 @@ class TUIState:
     previews: dict[int, Preview | None] = field(default_factory=dict)
     pending: str | None = None  # a query waiting for the model (--wait-ready)
     message: str = ""
+    color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (nor a preview)
 
 
 def _selected_row(s: TUIState) -> Row | None:
@@ -422,6 +426,10 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
     if edited is None:
         return s, []
     edited = dataclasses.replace(edited, focus="query", message="" if s.focus == "list" else edited.message)
+    if key == "<Ctrl-u>" and not edited.query:
+        # The whole query gone: so is its list (fzf shows the start again), and any answer on its way.
+        edited = dataclasses.replace(edited, rows=(), searched_query=None, selected=0, search_ms=None,
+                                     live=s.live + 1, asked=(s.seq, s.live + 1), asked_query="")
     if edited.query == s.query:
         return edited, []
     edits = s.edits + 1
@@ -516,6 +524,16 @@ def _clip(text: str, width: int) -> str:
         out.append(ch)
         w += cw
     return "".join(out) + "…"
+
+
+def _clip_middle(text: str, width: int) -> str:
+    """text cut to width columns in its middle (its start and its end stay), with …."""
+    if _width(text) <= width:
+        return text
+    if width <= 2:
+        return _clip(text, width)
+    tail = _clip_left(text, (width - 1) // 2)
+    return _clip(text, width - _width(tail)).removesuffix("…") + "…" + tail
 
 
 def _clip_left(text: str, width: int) -> str:
@@ -748,6 +766,8 @@ def _preview_pane(s: TUIState, height: int, width: int) -> list:
     if row is None:
         return [_plain("(preview: no result selected)", width, dark=True)]
     caption = _plain(row.name, width, bold=True)
+    if not s.color:
+        return [caption, _plain("no preview without colour (NO_COLOR is set)", width, dark=True)]
     if row.item_id not in s.previews:
         msg = "loading preview…" if row.has_preview else "no preview stored"
         return [caption, _plain(msg, width, dark=True)]
@@ -809,7 +829,8 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     start = cur  # scrolled so that the cursor stays visible
     while start > 0 and _width(q[start - 1:cur]) <= qw - 2:
         start -= 1
-    shown = q[start:]
+    # A scrolled query says that its start is hidden: "…" in place of its first shown character.
+    shown = q[start:] if start == 0 or cur == start else "…" + q[start + 1:]
     cpos = cur - start
     qline = _fs(label, bold=True)
     if s.focus == "query":
@@ -827,22 +848,30 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
         title = f" results for “{clean_line(s.searched_query)}” "
     # The selected result's path, always on screen (result rows show paths only when there is room),
     # cut at its start so the file name stays.
+    # The counter (N/10) always stays; the query keeps its start and end (… in its middle), the path
+    # its end (the file name).
     row = _selected_row(s) if not s.show_help else None
-    path = f" {row.rank}/{len(s.rows)} {row.shown_path} " if row else ""
-    if row and _width(title) + _width(path) > cols - 4:
-        title = _clip(title, max(12, (cols - 4) // 3))
-        room = cols - 4 - _width(title)
+    counter = f" {row.rank}/{len(s.rows)}" if row else ""
+    path = f" {row.shown_path} " if row else ""
+    if row and _width(title) + _width(counter) + _width(path) > cols - 4:
+        budget = max(8, (cols - 4) // 2)
+        frame = (" “", "” ")
+        inner = _clip_middle(clean_line(s.searched_query or ""), max(3, budget - _width("".join(frame))))
+        title = frame[0] + inner + frame[1]
+        room = cols - 4 - _width(title) - _width(counter)
         if _width(path) > room:
-            path = " …" + _clip_left(path, room - 2)
-    title = _clip(title, cols - 2)
+            path = " …" + _clip_left(path, room - 2) if room > 3 else " "
+    path = counter + path
+    title = _clip_middle(title, cols - 2)
     fill = max(0, cols - 2 - _width(title) - _width(path))
     lines.append(_fs("─" * 2) + _plain(title, _width(title), bold=True) + _fs("─" * fill)
                  + (_plain(path, _width(path), fg="blue") if path else _fs("")))
 
     body_h = rows - 4
+    compact = rows < TUI_FULL_ROWS or cols < TUI_FULL_COLS  # the list alone, no preview pane
     if s.show_help:
         body = [_plain("  " + t, cols) for t in HELP_LINES[:body_h]]
-    elif s.show_preview:
+    elif s.show_preview and not compact:
         lw = cols // 2
         pw = cols - lw - 1
         left = _list_lines(s, body_h, lw)
@@ -859,6 +888,8 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
 
     if s.message:
         msg = _plain(" " + clean_line(s.message), cols, fg="green")
+    elif s.show_preview and compact:
+        msg = _plain(f" the preview needs {TUI_FULL_COLS}x{TUI_FULL_ROWS} (Ctrl-/ hides it)", cols, dark=True)
     elif s.focus == "list" and s.rows:
         msg = _plain(" Enter choose · Tab mark · Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help",
                      cols, dark=True)
@@ -874,10 +905,13 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     status = _clip(_status_text(s), cols - len(counter) - 1)
     lines.append(_fs(status + " " * (cols - _width(status) - len(counter)) + counter, invert=True))
 
-    from curtsies.formatstring import FmtStr
+    from curtsies.formatstring import Chunk, FmtStr
 
     arr = FSArray(rows, cols)
     for i, line in enumerate(lines[:rows]):
+        if not s.color:  # NO_COLOR: the same screen without colour (bold, dim and inverse stay)
+            line = FmtStr(*[Chunk(c.s, {k: v for k, v in c.atts.items() if k not in ("fg", "bg")})
+                            for c in line.chunks])
         if len(line) <= cols:  # what FSArray's slice assignment makes of it (splicing into the
             arr.rows[i] = FmtStr(*[c for c in line.chunks if c.s])  # empty row), at ~1/10 the cost
         else:  # too long: FSArray's own slice assignment refuses it

@@ -9,19 +9,100 @@ import pytest
 
 from helpers import REPO, invoke, run_process
 
-COMMANDS = ["help", "add", "search", "status", "check", "prune", "roots", "templates", "label", "systems", "settings",
-            "demo",
-            "bench", "judge", "run", "score", "interactions", "sql", "safety"]
+USER_COMMANDS = ["search", "add", "status", "label", "templates", "safety", "demo", "sql", "systems", "settings",
+                 "roots", "check", "prune", "help"]
+EVAL_COMMANDS = ["bench", "judge", "run", "score", "interactions"]
+COMMANDS = [*USER_COMMANDS, "eval", *EVAL_COMMANDS]
 
 
 def test_help_and_version() -> None:
     out = invoke("-h").output
-    for name in COMMANDS:
-        assert name in out
+    listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ") and
+              not line.startswith("   ")]
+    assert listed[:len(USER_COMMANDS)] == USER_COMMANDS  # the user's commands first, in this order
+    assert "eval" in out.split("Evaluation")[1] and "..." not in out.split("Commands:")[1]  # never cut
+    assert not set(EVAL_COMMANDS) & set(listed)
     assert "MAMBO_DB" in out
     assert invoke("--version").output.strip() == "mambo, version 0.1.0"
     for name in COMMANDS:
         assert "Usage:" in invoke(name, "-h").output
+    evaluation = invoke("eval", "-h").output
+    assert all(name in evaluation for name in EVAL_COMMANDS) and "..." not in evaluation.split("Commands:")[1]
+
+
+def test_evaluation_commands_answer_under_eval_and_their_old_names() -> None:
+    for name in EVAL_COMMANDS:
+        assert invoke("eval", name, "-h").output.replace("cli eval ", "cli ") == invoke(name, "-h").output
+    assert "cold" in invoke("eval", "bench", "-h").output
+    assert "..." not in invoke("eval", "bench", "-h").output.split("Commands:")[1]
+
+
+# What a start imports: `--help`, `--version` and completion load no command's work; a lexical
+# search loads no model, no numpy, no lab (counted in a fresh process, never timed).
+START = """import sys, runpy
+sys.argv = ["mambo", *sys.argv[1:]]
+try:
+    runpy.run_path({script!r}, run_name="__main__")
+except SystemExit:
+    pass
+heavy = ("numpy", "apsw.shell", "onnxruntime", "PIL", "cv2", "mambomeme.ingest", "mambomeme.lab", "mambomeme.search",
+         "mambomeme.sqlshell", "mambomeme.terminal")
+print("LOADED", sorted(m for m in sys.modules if m in heavy or m.startswith("mambomeme.lab")), file=sys.stderr)
+"""
+
+
+def loaded_by(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", START.format(script=str(REPO / "mambo.py")), *args],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)
+    line = [x for x in proc.stderr.splitlines() if x.startswith("LOADED ")]
+    assert line, proc.stderr
+    return ast.literal_eval(line[0].removeprefix("LOADED "))
+
+
+def test_help_version_and_completion_import_no_commands_work() -> None:
+    assert loaded_by("--version") == []
+    assert loaded_by("--help") == []
+    assert loaded_by(env={"_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo se", "COMP_CWORD": "1"}) == []
+    # completing a system name reads the systems, and nothing of the lab or a model
+    assert "mambomeme.lab" not in " ".join(loaded_by(env={"_MAMBO_COMPLETE": "bash_complete",
+                                                          "COMP_WORDS": "mambo search -s b", "COMP_CWORD": "3"}))
+
+
+def test_shell_completion_completes_commands_and_system_names() -> None:
+    from click.shell_completion import ShellComplete
+
+    import mambo
+
+    complete = ShellComplete(mambo.cli, {}, "mambo", "_MAMBO_COMPLETE")
+    assert [c.value for c in complete.get_completions(["search", "-s"], "")] == ["bm25", "dense", "hybrid"]
+    assert [c.value for c in complete.get_completions([], "se")] == ["search", "settings"]
+    assert [c.value for c in complete.get_completions([], "ev")] == ["eval"]  # the old names are not offered
+    assert [c.value for c in complete.get_completions([], "be")] == []
+
+
+def test_a_lexical_search_loads_no_model_nor_numpy(fixture_library: Path) -> None:
+    loaded = loaded_by("--db", str(fixture_library), "search", "-s", "bm25", "john", "cena")
+    assert "mambomeme.search" in loaded  # the check sees real imports
+    assert not {"numpy", "onnxruntime", "apsw.shell", "mambomeme.ingest"} & set(loaded)
+    assert not [m for m in loaded if m.startswith("mambomeme.lab")]
+
+
+def test_the_launcher_works_through_a_symlink_on_path(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mambo").symlink_to(REPO / "mambo")
+    proc = subprocess.run(["mambo", "--version"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "mambo, version 0.1.0" and "pyproject" not in proc.stderr
 
 
 def test_every_command_is_documented_in_readme() -> None:
@@ -154,3 +235,22 @@ def test_settings_opt_in_and_validation(tmp_path: Path) -> None:
     assert "takes one of: on, off" in invoke("--db", db, "settings", "interaction_events", "yes", expect=1).output
     assert "interaction_events = on" in invoke("--db", db, "settings", "interaction_events", "on").output
     assert "interaction_events = on" in invoke("--db", db, "settings").output
+
+
+def test_systems_name_the_default_and_each_purpose(tmp_path: Path) -> None:
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "settings", "interaction_events", "off")  # a new, empty library
+    lines = invoke("--db", db, "systems").stdout.splitlines()
+    assert [ln.split()[:2] for ln in lines[:3]] == [["bm25", "v1"], ["dense", "v1"], ["*", "hybrid"]]
+    assert "words only" in lines[0] and "meaning only" in lines[1] and "the default" in lines[-1]
+    assert "logit" not in "\n".join(lines) and "rrf_k" not in "\n".join(lines)  # the configuration only with -v
+    verbose = invoke("--db", db, "systems", "-v").stdout
+    assert "rrf_k=60" in verbose and "no match:" in verbose and verbose.count("routes=") == 3
+
+
+def test_templates_list_never_cuts_the_id(tmp_path: Path) -> None:
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "settings", "interaction_events", "off")
+    listed = invoke("--db", db, "templates", "list").stdout.splitlines()
+    ids = [json.loads(x)["slug"] for x in invoke("--db", db, "templates", "list", "--json").stdout.splitlines()]
+    assert ids and [ln.split()[0] for ln in listed] == ids

@@ -211,3 +211,29 @@ def test_the_interactive_shell_in_a_real_terminal(fixture_library: Path, tmp_pat
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+def test_tables_lists_the_documented_views_and_all_with_all(tmp_path: Path) -> None:
+    import io
+    import re
+
+    from mambomeme.sqlshell import DOCUMENTED_VIEWS, LibraryShell, open_for_sql
+
+    readme = (REPO / "README.md").read_text().split("The plain-named views")[1].split("```")[0]
+    documented = [v for cell in re.findall(r"^\| `([^|]+)` \|", readme, re.M) for v in re.findall(r"\w+", cell)]
+    assert tuple(documented) == DOCUMENTED_VIEWS  # the README's table is the list
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "settings", "interaction_events", "off")  # a new, empty library
+    listed = invoke("--db", db, "sql", input=".tables\n").stdout.splitlines()
+    assert listed[:-1] == list(DOCUMENTED_VIEWS) and "--all" in listed[-1]
+    everything = invoke("--db", db, "sql", input=".tables --all\n").stdout.split()
+    assert {"items", "files", "item_vectors", "library"} <= set(everything) and len(everything) > 60
+    assert invoke("--db", db, "sql", input=".tables judge\n").stdout.splitlines()[:-1] == [
+        v for v in DOCUMENTED_VIEWS if "judge" in v] != []
+    con, _note = open_for_sql(db, write=False)
+    try:
+        banner = LibraryShell(con, db, writable=False, stdin=io.StringIO(), stdout=io.StringIO(),
+                              stderr=io.StringIO()).intro(None)
+    finally:
+        con.close()
+    assert "SELECT * FROM library" in banner and ".tables --all" in banner

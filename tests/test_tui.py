@@ -144,12 +144,62 @@ def test_no_match_and_start_screen():
     assert s.focus == "query"
 
 
-@pytest.mark.parametrize("rows,cols", [(23, 80), (24, 79), (10, 30), (3, 5), (1, 1), (0, 0), (1, 200)])
-def test_smaller_than_80x24_says_so(rows, cols):
+@pytest.mark.parametrize("rows,cols", [(9, 40), (10, 39), (8, 30), (3, 5), (1, 1), (0, 0), (1, 200)])
+def test_smaller_than_40x10_says_so(rows, cols):
     arr = tui.paint(searched_state(), rows, cols)
     assert (arr.height, arr.width) == (rows, cols)
     if rows >= 3 and cols >= 30:
-        assert "needs a terminal of at least 80x24" in " ".join(line.s for line in arr).replace("  ", " ")
+        assert "needs a terminal of at least 40x10" in re.sub(r"\s+", " ", " ".join(line.s for line in arr))
+
+
+@pytest.mark.parametrize("rows,cols", [(10, 40), (20, 100), (23, 80), (24, 79)])
+def test_a_small_terminal_gets_the_compact_list(rows, cols):
+    s, _ = feed(searched_state(), "<DOWN>", "<DOWN>", "<Ctrl-/>")  # the preview asked for: no room for it
+    text, _ = screen(s, rows, cols)
+    assert text[0].startswith(" Search: see me") and "search #1" in text[-1]
+    assert "3/10" in text[1] and "› 3. Meme number 3" in "\n".join(text)  # the selected row is on screen
+    assert "▀" not in "\n".join(text) and "preview needs 80x24" in text[-2]
+    assert "▀" in "\n".join(screen(dataclass_replace(s, previews={3: tui.Preview(2, 2, bytes(12))}), 24, 80)[0])
+
+
+def test_the_header_keeps_the_counter_and_the_querys_start_and_end():
+    query = "the quick brown fox jumps over the lazy dog and then some more words at the end"
+    results = tuple(tui.row_from_result(fake_result(i), query) for i in range(1, 11))
+    s, _ = feed(tui.TUIState(), *query.replace(" ", "\0"), "<Ctrl-m>")
+    s = dataclass_replace(s, query=query)
+    s, _ = feed(s, tui.Searched(1, query, results, 1.0, "bm25", 1))
+    for cols in (80, 40):
+        header = screen(s, 24 if cols == 80 else 10, cols)[0][1]
+        assert len(header) == cols and "1/10" in header
+        assert "“the" in header and "end”" in header and "…" in header, header
+
+
+def test_a_scrolled_query_marks_its_hidden_start():
+    query = "x" * 30 + " the end of a long query that does not fit on the line"
+    s = tui.TUIState(query=query, cursor=len(query))
+    line = screen(s, 10, 40)[0][0]
+    assert line.startswith(" Search: …") and "fit on the line" in line
+    assert screen(tui.TUIState(query="short", cursor=5), 10, 40)[0][0].startswith(" Search: short")
+
+
+def test_ctrl_u_clears_the_list_too():
+    s = searched_state()
+    s, effects = feed(s, "<Ctrl-u>")
+    assert s.query == "" and s.rows == () and s.searched_query is None
+    assert "Type what you remember" in "\n".join(screen(s)[0])
+    # an answer to the cleared query, arriving late, is dropped
+    late, _ = feed(s, tui.Searched(1, "see me", (tui.row_from_result(fake_result(1), "see me"),), 1.0, "bm25", 1))
+    assert late.rows == ()
+
+
+def test_no_color_paints_no_colour():
+    s = searched_state()
+    coloured = screen(s)[1]
+    plain_state = dataclass_replace(s, color=False, show_preview=True, previews={1: tui.Preview(2, 2, bytes(12))})
+    text, raw = screen(plain_state)
+    assert re.search(r"\x1b\[3\dm", coloured) and not re.search(r"\x1b\[(3|4)\d(;|m)", raw)
+    assert f"{ESC}[7m" in raw  # inverse stays: the status line
+    assert "NO_COLOR" in "\n".join(text) and "▀" not in raw
 
 
 def test_larger_terminal_adds_paths():
@@ -535,8 +585,9 @@ def test_resize(fixture_library: Path):
     search(child, "john cena", 1)
     child.setwinsize(30, 100)
     child.expect(r"\x1b\[30;1H[^\n]*search #1 ")  # the status line, now on row 30
-    child.setwinsize(20, 60)
-    child.expect("needs a terminal of at least 80x24")
+    child.setwinsize(20, 60)  # the compact list (tests/test_tui.py::test_a_40x10_split...)
+    child.setwinsize(8, 30)
+    child.expect("needs a terminal")
     child.setwinsize(24, 80)
     child.expect(r"\x1b\[24;1H[^\n]*search #1 ")
     search(child, "cat", 2)
@@ -776,3 +827,36 @@ def printed(raw: str) -> list[str]:
     """The lines the app printed on stdout after leaving the screen (before the wrapper's RC=)."""
     tail = re.sub(r"\x1b\[[\d;?]*[a-zA-Z]", "", raw[raw.rindex(f"{ESC}[?1049l"):raw.rindex("RC=")])
     return [line for line in tail.split("\r\n") if line]
+
+
+@pytest.mark.slow
+def test_a_40x10_split_searches_in_the_compact_layout(fixture_library: Path):
+    child = run_app(fixture_library, "--system", "bm25")
+    child.expect("Search:")
+    child.setwinsize(10, 40)
+    child.expect(r"\x1b\[10;1H")  # redrawn for 10 rows
+    search(child, "john cena", 1)
+    assert re.search(r"1/\d+ ", output(child).rsplit("\x1b[10;1H", 1)[0])  # the header keeps the counter
+    child.send("\x1f")  # Ctrl-/: no room for the preview, and it says so
+    child.expect("preview needs 80x24")
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130 and "needs a terminal of at least" not in raw and "▀" not in raw
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_no_color_on_the_real_screen(fixture_library: Path):
+    child = run_app(fixture_library, "--system", "bm25", env={"NO_COLOR": "1"})
+    search(child, "john cena", 1)
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130 and not re.search(r"\x1b\[(3|4)\dm|\x1b\[38;5;", raw)  # no colour at all
+    assert f"{ESC}[7m" in raw  # inverse still marks the status line
+
+
+def test_json_with_the_screen_is_an_error(tmp_path: Path):
+    child = run_app(tmp_path / "lib.sqlite", "--json")
+    rc, raw = finish(child)
+    assert rc == 2 and "--json prints the results of a QUERY" in raw
+    assert not (tmp_path / "lib.sqlite").exists()

@@ -22,7 +22,7 @@ from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts
 from mambomeme.ingest import Ingester
 from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
-from mambomeme.search import DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
+from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
 from mambomeme.sidecars import Metadata
 from mambomeme.state import file_params
 from mambomeme.vectormatrix import InMemoryVectors
@@ -356,6 +356,36 @@ def rss_mb(field: str = "VmRSS") -> float:
     return 0.0
 
 
+def start_times(runs: int) -> dict[str, dict[str, float]]:
+    """What starting mambo costs before any work: `python -c pass` (the floor, in the same run),
+    `mambo --version`, `mambo --help` and one shell-completion request (a Tab after `mambo se`),
+    each a fresh process, interleaved; wall and CPU seconds (children's user + system time)."""
+    import statistics
+
+    script = str(ROOT / "mambo.py")
+    cases = {"python -c pass": ([sys.executable, "-c", "pass"], {}),
+             "mambo --version": ([sys.executable, script, "--version"], {}),
+             "mambo --help": ([sys.executable, script, "--help"], {}),
+             "completion (mambo se<Tab>)": ([sys.executable, script], {
+                 "_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo se", "COMP_CWORD": "1"}),
+             "completion (mambo search -s b<Tab>)": ([sys.executable, script], {
+                 "_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo search -s b", "COMP_CWORD": "3"})}
+    wall: dict[str, list[float]] = {k: [] for k in cases}
+    cpu: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(runs):
+        for name, (argv, env) in cases.items():
+            t0 = time.perf_counter()
+            child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, **env})
+            _, status, usage = os.wait4(child.pid, 0)
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(usage.ru_utime + usage.ru_stime)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise MamboError(f"`{name}` failed (exit {os.waitstatus_to_exitcode(status)}): run it to see why")
+    return {k: {"wall_s_median": round(statistics.median(wall[k]), 3), "wall_s_min": round(min(wall[k]), 3),
+                "cpu_s_median": round(statistics.median(cpu[k]), 3)} for k in cases}
+
+
 @click.command(name="cold")
 @click.option("--query", "queries", multiple=True, default=("john cena",), show_default=True,
               help="Query to search (repeatable).")
@@ -380,6 +410,7 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
     ensure_onnx()  # the ONNX export exists before anything is timed (made once per machine)
     wall: dict[str, list[float]] = {s: [] for s in systems_}
     rss: dict[str, list[float]] = {s: [] for s in systems_}
+    start = start_times(runs)
     for i in range(runs):
         for system in systems_:
             argv = [sys.executable, str(ROOT / "mambo.py"), "--db", str(db_path), "search", "-s", system,
@@ -393,6 +424,7 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
                 raise MamboError(f"`mambo {' '.join(argv[2:])}` failed (exit {child.returncode}): run it to see why")
             rss[system].append(usage.ru_maxrss / 1024)  # KiB on Linux
     report: dict[str, Any] = {"benchmark": "cold", "library": str(db_path), "runs": runs, "queries": list(queries),
+                              "start": start,
                               "search": {s: {"wall_s_median": round(statistics.median(wall[s]), 3),
                                              "wall_s_max": round(max(wall[s]), 3),
                                              "rss_mb_median": round(statistics.median(rss[s]), 1)}
@@ -401,14 +433,24 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
         a, b = systems_[0], systems_[1]
         report["ratio"] = {f"{a}/{b}": round(statistics.median(wall[a]) / statistics.median(wall[b]), 2)}
     if tui:
-        from mambomeme.lab.pty import time_to_model_ready
+        from mambomeme.lab.pty import MeasuredTUI, time_to_model_ready
 
         ready = [time_to_model_ready(db_path) for _ in range(runs)]
         report["tui_model_ready_s"] = {"median": round(statistics.median(ready), 3), "max": round(max(ready), 3)}
+        painted = []
+        for _ in range(runs):
+            app = MeasuredTUI(db_path, DEFAULT_SYSTEM, wait_ready=False, ready="Search:")
+            painted.append(app.ready_s)
+            app.close()
+        report["tui_first_paint_s"] = {"median": round(statistics.median(painted), 3),
+                                       "max": round(max(painted), 3)}
     report["machine"] = machine_info() | {"load_average": [round(x, 2) for x in os.getloadavg()]}
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
+    for name, r in report["start"].items():
+        click.echo(f"{name}: {r['wall_s_median']} s median ({r['wall_s_min']} min) wall, "
+                   f"{r['cpu_s_median']} s CPU, {runs} runs")
     for s, r in report["search"].items():
         click.echo(f"mambo search -s {s}: {r['wall_s_median']} s median ({r['wall_s_max']} max) wall, "
                    f"{r['rss_mb_median']} MB peak RSS, {runs} cold runs")
@@ -417,6 +459,8 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
     if tui:
         t = report["tui_model_ready_s"]
         click.echo(f"full-screen search, launch to \"model ready\": {t['median']} s median ({t['max']} max)")
+        t = report["tui_first_paint_s"]
+        click.echo(f"full-screen search, launch to first paint: {t['median']} s median ({t['max']} max)")
     m = report["machine"]
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}, "
                f"load average {' '.join(map(str, m['load_average']))}")

@@ -293,6 +293,18 @@ def _window_class() -> type:
     return Window
 
 
+def _without_no_color(window: type, fout: Any) -> Any:
+    """The window, made while NO_COLOR is out of the environment: blessed reads NO_COLOR as "no
+    terminal capabilities at all", so the screen would neither enter nor leave the alternate screen
+    nor hide its cursor. The screen's own colour switch (TUIState.color) honours NO_COLOR."""
+    saved = os.environ.pop("NO_COLOR", None)
+    try:
+        return window(fout)
+    finally:
+        if saved is not None:
+            os.environ["NO_COLOR"] = saved
+
+
 def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
     """Enter cm on stack; on the way out, a terminal that is gone (SIGHUP: writes and tcsetattr
     fail) must not replace the reason we are leaving."""
@@ -567,7 +579,7 @@ class _Shell:
             with _stderr_aside(), contextlib.ExitStack() as stack:
                 for sig in (signal.SIGTERM, signal.SIGHUP):
                     handlers[sig] = signal.signal(sig, on_signal)
-                self.win = _enter_quietly(stack, _window_class()(fout))
+                self.win = _enter_quietly(stack, _without_no_color(_window_class(), fout))
                 inp = self.inp = _enter_quietly(stack, Input(fin, sigint_event=True))
                 _raw_keys(fin)
                 self.post = inp.threadsafe_event_trigger(_Envelope)

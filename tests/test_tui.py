@@ -853,6 +853,7 @@ def test_no_color_on_the_real_screen(fixture_library: Path):
     rc, raw = finish(child)
     assert rc == 130 and not re.search(r"\x1b\[(3|4)\dm|\x1b\[38;5;", raw)  # no colour at all
     assert f"{ESC}[7m" in raw  # inverse still marks the status line
+    assert_restored(raw)  # NO_COLOR is no colour, not no terminal: the alternate screen is left
 
 
 def test_json_with_the_screen_is_an_error(tmp_path: Path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -228,9 +229,11 @@ def test_huge_and_nul_queries(searcher: Searcher, system: str) -> None:
 
 def test_systems_command_lists_configurations(fixture_library: Path) -> None:
     out = invoke("--db", fixture_library, "systems").output
+    assert re.search(r"^\* hybrid +v1 ", out, re.M) and "logit" not in out  # the default, marked; no coefficients
+    out = invoke("--db", fixture_library, "systems", "-v").output
     for name in SYSTEMS:
-        assert f"{name} v1" in out
-    assert "rrf_k=60" in out and "empty: sim<" in out
+        assert re.search(rf"{name} +v1 ", out)
+    assert "rrf_k=60" in out and "no match: sim<" in out
 
 
 def test_bench_search_reports_routes_floor_and_recall(fixture_library: Path) -> None:
@@ -555,13 +558,13 @@ def test_a_bare_library_answers_no_match_by_the_bare_model(fixture_library: Path
         assert (searcher.search("zorblax meme", "hybrid") == []) == (
             evidence_score(model, evidence_features(raw)) < model["threshold"])
         db.close()
-    assert "bare (described < 0.5)" in invoke("--db", bare, "systems").output
+    assert "bare (described < 0.5)" in invoke("--db", bare, "systems", "-v").output
 
 
 def test_the_evidence_model_is_the_systems_no_match_rule(fixture_library: Path) -> None:
-    out = invoke("--db", fixture_library, "systems").output
-    assert "hybrid v" in out and "P(answerable)<" in out and "unknown" in out
-    assert "bm25 v" in out and "empty: sim<" in out
+    out = invoke("--db", fixture_library, "systems", "-v").output
+    assert re.search(r"hybrid +v", out) and "P(answerable)<" in out and "unknown" in out
+    assert re.search(r"bm25 +v", out) and "no match: sim<" in out
 
 
 @pytest.mark.slow

@@ -278,9 +278,16 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str]]:
     if risky and not force:
         raise PruneRefused(risky)
     before = int(db.scalar("SELECT count(*) FROM items"))
+    forget_files(db, [fid for fid, _root in gone])
+    return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots
+
+
+def forget_files(db: DB, file_ids: list[int]) -> None:
+    """Forget these files (and the items left without one), in one transaction, as if they were
+    never added: states, the vocabulary and the vector index follow."""
     with db.write():
-        touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid, _root in gone}
-        for fid, _root in gone:
+        touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid in file_ids}
+        for fid in file_ids:
             db.q("delete_file", {"file_id": fid})
         db.q("delete_orphan_items")
         # A removed copy may have held its item or its group: every state is computed again.
@@ -288,7 +295,6 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str]]:
         restate(db, None)
         db.q("refresh_vocabulary")
     maintain_vector_index(db)
-    return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots
 
 
 def raw_integrity(path: Path) -> list[str]:

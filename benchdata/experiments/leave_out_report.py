@@ -56,8 +56,7 @@ from mambomeme.search import (  # noqa: E402
     sync_systems,
     system_config,
 )
-from mambomeme.state import restate  # noqa: E402
-from mambomeme.vectors import maintain_vector_index  # noqa: E402
+from mambomeme.upkeep import forget_files  # noqa: E402
 
 V1 = HERE.parent / "v1"
 FOLD_SEED = 35
@@ -83,7 +82,7 @@ class CachedEmbedder:
 
 def view(source: Path, dest: Path, paths: set[str]) -> DB:
     """A copy of the library without the files at `paths` (relative to their root), pruned as
-    upkeep.prune forgets files that are gone."""
+    upkeep.prune forgets files that are gone (upkeep.forget_files)."""
     if not dest.exists():
         tmp = dest.with_suffix(".tmp")
         tmp.unlink(missing_ok=True)
@@ -93,16 +92,7 @@ def view(source: Path, dest: Path, paths: set[str]) -> DB:
         out.close()
         src.close()
         db = DB(tmp, create=False)
-        gone = [int(fid) for fid, _item, _root, _rp, rel, _sha, _size in db.q("all_files") if rel in paths]
-        with db.write():
-            touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid in gone}
-            for fid in gone:
-                db.q("delete_file", {"file_id": fid})
-            db.q("delete_orphan_items")
-            restate(db, sorted(touched))
-            restate(db, None)
-            db.q("refresh_vocabulary")
-        maintain_vector_index(db)
+        forget_files(db, [int(fid) for fid, _item, _root, _rp, rel, _sha, _size in db.q("all_files") if rel in paths])
         db.close()
         tmp.rename(dest)
     return DB(dest, create=False)

@@ -335,11 +335,10 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
 
 def no_match_message(db: DB, query: str) -> str:
     """"no match", and how many withheld memes hold the query's words (a count, never which)."""
-    from mambomeme.safety_review import withheld_matches
+    from mambomeme.safety_review import withheld_matches, withheld_note
 
     n = withheld_matches(db, query)
-    return f"no match ({n} meme{'s' if n != 1 else ''} that hold{'s' if n == 1 else ''} these words "\
-        f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`)" if n else "no match"
+    return f"no match ({withheld_note(n)})" if n else "no match"
 
 
 def result_path(r: Any) -> str:

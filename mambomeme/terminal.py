@@ -428,13 +428,22 @@ class _Shell:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
             version = self.versions[system]
+            withheld = "" if results else self.withheld(db, query)
         except MamboError as e:
             return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()), live=live)
         except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
             return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path), live=live)
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
-        return Searched(seq, query, rows, ms, system, version, live=live)
+        return Searched(seq, query, rows, ms, system, version, live=live, withheld=withheld)
+
+    @staticmethod
+    def withheld(db: DB, query: str) -> str:
+        """A "no match" says, as the command line does, how many withheld memes hold the words."""
+        from mambomeme.safety_review import withheld_matches, withheld_note
+
+        n = withheld_matches(db, query)
+        return withheld_note(n) if n else ""
 
     def typed(self, gen: int) -> None:
         """The query changed: tell the state when typing has paused for TUI_LIVE_PAUSE_S."""

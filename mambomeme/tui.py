@@ -24,6 +24,7 @@ import functools
 import io
 import json
 import re
+import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,7 @@ class Searched:
     system_version: int | None
     error: str = ""
     live: int = 0
+    withheld: str = ""  # no rows: what the policy withholds that holds the words (a count, never which)
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,7 @@ class TUIState:
     previews: dict[int, Preview | None] = field(default_factory=dict)
     pending: str | None = None  # a query waiting for the model (--wait-ready)
     message: str = ""
+    withheld: str = ""  # the shown "no match": safety_review.withheld_note, or ""
     color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (nor a preview)
 
 
@@ -463,17 +466,20 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
         if event.error:
             s = dataclasses.replace(s, message=f"search failed: {event.error}", shown_seq=event.seq)
         elif event.live:
-            # The list follows the typing: the focus stays where it is (the query, usually).
+            # The list follows the typing: the focus stays where it is (the query, usually). The
+            # same query answered again (the model became ready) keeps the status line's message:
+            # "the opener failed" posted a moment before is still news.
+            same = event.query == s.searched_query and not s.message.startswith("search failed")
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
                 used_system=event.system, used_version=event.system_version, selected=0,
-                focus=s.focus if event.rows else "query", message="",
+                focus=s.focus if event.rows else "query", message=s.message if same else "", withheld=event.withheld,
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
         else:
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
                 used_system=event.system, used_version=event.system_version, selected=0,
-                focus="list" if event.rows else "query", cursor=len(s.query), message="",
+                focus="list" if event.rows else "query", cursor=len(s.query), message="", withheld=event.withheld,
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
             effects = [Record("render", event.query)]
     elif isinstance(event, ModelStatus):
@@ -749,8 +755,10 @@ def _list_lines(s: TUIState, height: int, width: int) -> list:
                  "the results follow your typing; Enter searches at once. F1 shows the keys."]
         return [_plain(t, width) for t in intro]
     if not s.rows:
-        return [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True),
-                _plain("Nothing in the library is close enough; try other words.", width)]
+        said = [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True)]
+        if s.withheld:  # wrapped: the count and what to do both stay on a 40-column screen
+            return said + [_plain(line, width) for line in textwrap.wrap(s.withheld + ".", width)]
+        return said + [_plain("Nothing in the library is close enough; try other words.", width)]
     per = 3 if height >= 3 * len(s.rows) else 2
     visible = max(1, height // per)
     first = max(0, min(s.selected - visible + 1, len(s.rows) - visible))

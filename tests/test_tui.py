@@ -504,7 +504,7 @@ def test_no_match(fixture_library: Path):
 
 @pytest.mark.slow
 def test_no_match_on_the_screen_counts_the_withheld(fixture_library: Path):
-    # "Debt collection" is private in the fixture (its sidecar): the screen says one is withheld
+    # "Debt collection" (its sidecar says critical) names him: the screen says one meme is withheld
     child = run_app(fixture_library, "--system", "bm25")
     assert search(child, "morris tandlewick", 1).startswith(" no match · ")
     child.expect("1 meme that holds these words is withheld")

@@ -268,11 +268,13 @@ SYSTEM_HELP = ("Search system: hybrid (words and meaning, the default), bm25 (wo
 @click.option("--paths", "-l", "--files-with-matches", "paths_only", is_flag=True,
               help="Print only each result's absolute path, one a line.")
 @click.option("--query", "-q", "typed", metavar="TEXT", help="Open the full-screen search with TEXT typed in.")
+@click.option("--multi", "-m", is_flag=True,
+              help="The full-screen search: Tab / Shift-Tab mark several memes, and Enter prints each path (fzf's -m).")
 @click.option("--record-events", is_flag=True, help="TUI: record interaction events (off unless asked).")
 @click.option("--wait-ready", is_flag=True, help="TUI: accept searches only once the model is loaded.")
 @click.pass_context
 def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, as_json: bool, paths_only: bool,
-           typed: str | None, record_events: bool, wait_ready: bool) -> None:
+           typed: str | None, multi: bool, record_events: bool, wait_ready: bool) -> None:
     """Search the library; the words after `search` are one query.
 
     No quotes needed.
@@ -280,9 +282,10 @@ def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, 
     \b
     With a QUERY: print the results; exit 0, or 1 and "no match" on stderr, as grep and ripgrep do
     (2: an error).
-    Without one, on a terminal: the full-screen search; choosing prints the path (each marked
-    one with Tab, one a line), so it works like a picker:
+    Without one, on a terminal: the full-screen search; choosing prints the path (with -m, each
+    one marked with Tab, one a line), so it works like a picker:
       xdg-open "$(mambo search)"
+      mambo search -m | xargs -r -d '\\n' cp -t ~/picked
       mambo search -q "john cena"         the screen, with the query typed in
     With queries piped in: one query a line, results after each.
     \b
@@ -293,13 +296,13 @@ def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, 
     """
     try:
         _search(ctx, " ".join(words) if words else None, system, limit, as_json, paths_only, typed, record_events,
-                wait_ready)
+                wait_ready, multi)
     except MamboError as e:  # ripgrep's codes: 1 is "no match", so an error is 2
         raise as_click(e, code=2) from e
 
 
 def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_json: bool, paths_only: bool,
-            typed: str | None, record_events: bool, wait_ready: bool) -> None:
+            typed: str | None, record_events: bool, wait_ready: bool, multi: bool = False) -> None:
     if as_json and paths_only:
         raise MamboError("choose one of --json and --paths")
     if query is None and typed is not None and not sys.stdin.isatty():
@@ -317,7 +320,7 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
             from mambomeme.terminal import run_tui
 
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready,
-                             query=typed or ""))
+                             query=typed or "", multi=multi))
         prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only)
         return
     waiting = waiting_to_embed(db)

@@ -353,7 +353,7 @@ OPENER_WATCH_S = 5.0
 
 class _Shell:
     def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
-                 query: str = ""):
+                 query: str = "", multi: bool = False):
         self.db, self.system, self.limit = db, system, limit
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
@@ -377,7 +377,8 @@ class _Shell:
             system=system, model="loading" if self.needs_model else "unused", wait_ready=wait_ready,
             truecolor=os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"),
             color=not os.environ.get("NO_COLOR"),  # no-color.org: set and not empty
-            message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)))
+            message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)),
+            multi=multi)
         self.chosen: tuple[str, ...] | None = None
         self.quit = False
         self._records: list[Record] = []
@@ -666,8 +667,9 @@ class _Shell:
 
 
 def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_events: bool = False,
-            wait_ready: bool = False, query: str = "") -> int:
+            wait_ready: bool = False, query: str = "", multi: bool = False) -> int:
     """The full-screen search, opened with `query` typed in (fzf's --query). Returns the exit
     status: 0 when results were chosen (their paths are printed on stdout, one a line), 130 when
     the user quit, 128+N after signal N."""
-    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query).run()
+    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query,
+                  multi=multi).run()

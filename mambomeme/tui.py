@@ -279,6 +279,7 @@ class TUIState:
     selected: int = 0
     show_preview: bool = False
     show_help: bool = False
+    multi: bool = False  # `mambo search -m` (fzf's -m): Tab / Shift-Tab mark several memes
     marked: tuple[Row, ...] = ()  # memes marked with Tab (fzf's multi-select), in the order marked
     previews: dict[int, Preview | None] = field(default_factory=dict)
     pending: str | None = None  # a query waiting for the model (--wait-ready)
@@ -378,6 +379,8 @@ def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
 
 def _toggle_mark(s: TUIState, step: int) -> TUIState:
     """Tab / Shift-Tab: mark or unmark the highlighted meme, then move down / up (fzf)."""
+    if not s.multi:  # as in fzf, marking is asked for: say how rather than do nothing
+        return dataclasses.replace(s, message="to mark several memes with Tab, open the screen with `mambo search -m`")
     row = _selected_row(s)
     if row is None or s.searched_query is None:
         return s
@@ -704,7 +707,7 @@ HELP_LINES = (
     "                      print the paths on stdout); searches first if the list",
     "                      does not show the typed query yet",
     "  Up/Down Ctrl-P/N    move through the results (Ctrl-K/J too; PgUp/PgDn)",
-    "  Tab / Shift-Tab     mark or unmark the result, move down / up",
+    "  Tab / Shift-Tab     with -m: mark or unmark the result, move down / up",
     "  Ctrl-/ or F2        show or hide the preview",
     "  Ctrl-O open ($MAMBO_OPENER, else xdg-open) · Ctrl-Y copy its path (OSC 52)",
     "  F1 help · Ctrl-Z suspend · Esc / Ctrl-C / Ctrl-G / Ctrl-D quit",
@@ -714,7 +717,7 @@ HELP_LINES = (
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
     "        D by meaning (dense); * marked (Tab);",
     "        sensitive, +N dup = N more copies of the file.",
-    "Picker: xdg-open \"$(mambo search)\"; marked: mambo search | xargs -d '\\n' ls",
+    "Picker: xdg-open \"$(mambo search)\"; marked: mambo search -m | xargs -d '\\n' ls",
     "",
     "Press any key to close this help.",
 )
@@ -899,11 +902,11 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     elif s.show_preview and compact:
         msg = _plain(f" the preview needs {TUI_FULL_COLS}x{TUI_FULL_ROWS} (Ctrl-/ hides it)", cols, dark=True)
     elif s.focus == "list" and s.rows:
-        msg = _plain(" Enter choose · Tab mark · Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help",
-                     cols, dark=True)
+        msg = _plain(" Enter choose · " + ("Tab mark · " if s.multi else "")
+                     + "Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help", cols, dark=True)
     elif s.rows and s.searched_query == s.query:
-        msg = _plain(" Enter choose · Down results · Tab mark · Ctrl-/ preview · F1 help · Esc quit",
-                     cols, dark=True)
+        msg = _plain(" Enter choose · Down results · " + ("Tab mark · " if s.multi else "")
+                     + "Ctrl-/ preview · F1 help · Esc quit", cols, dark=True)
     else:
         msg = _plain(" Enter search · Down results · Ctrl-O open · Ctrl-Y copy · F1 help · Esc quit",
                      cols, dark=True)

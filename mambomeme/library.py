@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import re
 import time
 import unicodedata
-import urllib.parse
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -325,6 +323,8 @@ class DB:
         if self.immutable:
             # mambo folds the WAL back into the file when a command ends, and read_as_immutable
             # refused a -wal holding changes: the file alone is the whole library.
+            import urllib.parse
+
             uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + "?immutable=1"
             con = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
             if self.full_disk:
@@ -518,6 +518,8 @@ def db_error_message(e: Exception, path: Path | str | None) -> str:
 
 
 def file_sha256(path: Path) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

@@ -122,12 +122,21 @@ def review_counts(db: DB) -> dict[str, Any]:
     return counts
 
 
+# A query counts withheld memes only when one of its words has 3 or more characters: "-n" alone (read
+# as "n", whose slang alias is "and") counted 6 of the fixture's 7 withheld memes, "me" 1; such
+# counts say nothing of what was asked. "u cant c me" still counts (by "cant").
+WITHHELD_MIN_WORD = 3
+
+
 def withheld_matches(db: DB, query: str) -> int:
     """How many withheld memes hold every content word of `query` (each word or one of its aliases),
-    for a "no match" answer to say that the library holds matches it does not show."""
+    for a "no match" answer to say that the library holds matches it does not show; 0 when no word
+    has WITHHELD_MIN_WORD characters."""
     if not db.q1("any_withheld")[0]:
         return 0
     plan = plan_query(db, query, correct=False)
+    if not any(len(t) >= WITHHELD_MIN_WORD for t in plan.content):
+        return 0
 
     def quoted(words: list[str]) -> str:
         return '"' + " ".join(words).replace('"', '""') + '"'
@@ -135,3 +144,10 @@ def withheld_matches(db: DB, query: str) -> int:
     each = [" OR ".join(dict.fromkeys([quoted([t]), *(quoted(a) for a in plan.alternatives.get(t, []) if a)]))
             for t in plan.content]
     return int(db.q1("withheld_matches", {"all_words": " AND ".join(f"({e})" for e in each)})[0]) if each else 0
+
+
+def withheld_note(n: int) -> str:
+    """What a "no match" answer adds when n withheld memes hold the query's words (a count, never
+    which): the command line prints it in brackets, the search screen under its "no match" line."""
+    return (f"{n} meme{'s' if n != 1 else ''} that hold{'s' if n == 1 else ''} these words "
+            f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`")

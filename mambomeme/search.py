@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import array
 import dataclasses
-import hashlib
 import json
 import math
 import weakref
@@ -147,6 +146,8 @@ class Result:
 
 
 def config_sha(config: dict[str, Any]) -> str:
+    import hashlib
+
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
 

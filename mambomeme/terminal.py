@@ -353,7 +353,7 @@ OPENER_WATCH_S = 5.0
 
 class _Shell:
     def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
-                 query: str = ""):
+                 query: str = "", multi: bool = False):
         self.db, self.system, self.limit = db, system, limit
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
@@ -377,7 +377,8 @@ class _Shell:
             system=system, model="loading" if self.needs_model else "unused", wait_ready=wait_ready,
             truecolor=os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"),
             color=not os.environ.get("NO_COLOR"),  # no-color.org: set and not empty
-            message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)))
+            message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)),
+            multi=multi)
         self.chosen: tuple[str, ...] | None = None
         self.quit = False
         self._records: list[Record] = []
@@ -428,13 +429,22 @@ class _Shell:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
             version = self.versions[system]
+            withheld = "" if results else self.withheld(db, query)
         except MamboError as e:
             return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()), live=live)
         except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
             return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path), live=live)
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
-        return Searched(seq, query, rows, ms, system, version, live=live)
+        return Searched(seq, query, rows, ms, system, version, live=live, withheld=withheld)
+
+    @staticmethod
+    def withheld(db: DB, query: str) -> str:
+        """A "no match" says, as the command line does, how many withheld memes hold the words."""
+        from mambomeme.safety_review import withheld_matches, withheld_note
+
+        n = withheld_matches(db, query)
+        return withheld_note(n) if n else ""
 
     def typed(self, gen: int) -> None:
         """The query changed: tell the state when typing has paused for TUI_LIVE_PAUSE_S."""
@@ -657,8 +667,9 @@ class _Shell:
 
 
 def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_events: bool = False,
-            wait_ready: bool = False, query: str = "") -> int:
+            wait_ready: bool = False, query: str = "", multi: bool = False) -> int:
     """The full-screen search, opened with `query` typed in (fzf's --query). Returns the exit
     status: 0 when results were chosen (their paths are printed on stdout, one a line), 130 when
     the user quit, 128+N after signal N."""
-    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query).run()
+    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query,
+                  multi=multi).run()

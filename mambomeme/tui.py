@@ -24,6 +24,7 @@ import functools
 import io
 import json
 import re
+import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,7 @@ class Searched:
     system_version: int | None
     error: str = ""
     live: int = 0
+    withheld: str = ""  # no rows: what the policy withholds that holds the words (a count, never which)
 
 
 @dataclass(frozen=True)
@@ -277,10 +279,12 @@ class TUIState:
     selected: int = 0
     show_preview: bool = False
     show_help: bool = False
+    multi: bool = False  # `mambo search -m` (fzf's -m): Tab / Shift-Tab mark several memes
     marked: tuple[Row, ...] = ()  # memes marked with Tab (fzf's multi-select), in the order marked
     previews: dict[int, Preview | None] = field(default_factory=dict)
     pending: str | None = None  # a query waiting for the model (--wait-ready)
     message: str = ""
+    withheld: str = ""  # the shown "no match": safety_review.withheld_note, or ""
     color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (nor a preview)
 
 
@@ -375,6 +379,8 @@ def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
 
 def _toggle_mark(s: TUIState, step: int) -> TUIState:
     """Tab / Shift-Tab: mark or unmark the highlighted meme, then move down / up (fzf)."""
+    if not s.multi:  # as in fzf, marking is asked for: say how rather than do nothing
+        return dataclasses.replace(s, message="to mark several memes with Tab, open the screen with `mambo search -m`")
     row = _selected_row(s)
     if row is None or s.searched_query is None:
         return s
@@ -463,17 +469,20 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
         if event.error:
             s = dataclasses.replace(s, message=f"search failed: {event.error}", shown_seq=event.seq)
         elif event.live:
-            # The list follows the typing: the focus stays where it is (the query, usually).
+            # The list follows the typing: the focus stays where it is (the query, usually). The
+            # same query answered again (the model became ready) keeps the status line's message:
+            # "the opener failed" posted a moment before is still news.
+            same = event.query == s.searched_query and not s.message.startswith("search failed")
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
                 used_system=event.system, used_version=event.system_version, selected=0,
-                focus=s.focus if event.rows else "query", message="",
+                focus=s.focus if event.rows else "query", message=s.message if same else "", withheld=event.withheld,
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
         else:
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
                 used_system=event.system, used_version=event.system_version, selected=0,
-                focus="list" if event.rows else "query", cursor=len(s.query), message="",
+                focus="list" if event.rows else "query", cursor=len(s.query), message="", withheld=event.withheld,
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
             effects = [Record("render", event.query)]
     elif isinstance(event, ModelStatus):
@@ -698,7 +707,7 @@ HELP_LINES = (
     "                      print the paths on stdout); searches first if the list",
     "                      does not show the typed query yet",
     "  Up/Down Ctrl-P/N    move through the results (Ctrl-K/J too; PgUp/PgDn)",
-    "  Tab / Shift-Tab     mark or unmark the result, move down / up",
+    "  Tab / Shift-Tab     with -m: mark or unmark the result, move down / up",
     "  Ctrl-/ or F2        show or hide the preview",
     "  Ctrl-O open ($MAMBO_OPENER, else xdg-open) · Ctrl-Y copy its path (OSC 52)",
     "  F1 help · Ctrl-Z suspend · Esc / Ctrl-C / Ctrl-G / Ctrl-D quit",
@@ -708,7 +717,7 @@ HELP_LINES = (
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
     "        D by meaning (dense); * marked (Tab);",
     "        sensitive, +N dup = N more copies of the file.",
-    "Picker: xdg-open \"$(mambo search)\"; marked: mambo search | xargs -d '\\n' ls",
+    "Picker: xdg-open \"$(mambo search)\"; marked: mambo search -m | xargs -d '\\n' ls",
     "",
     "Press any key to close this help.",
 )
@@ -749,8 +758,10 @@ def _list_lines(s: TUIState, height: int, width: int) -> list:
                  "the results follow your typing; Enter searches at once. F1 shows the keys."]
         return [_plain(t, width) for t in intro]
     if not s.rows:
-        return [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True),
-                _plain("Nothing in the library is close enough; try other words.", width)]
+        said = [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True)]
+        if s.withheld:  # wrapped: the count and what to do both stay on a 40-column screen
+            return said + [_plain(line, width) for line in textwrap.wrap(s.withheld + ".", width)]
+        return said + [_plain("Nothing in the library is close enough; try other words.", width)]
     per = 3 if height >= 3 * len(s.rows) else 2
     visible = max(1, height // per)
     first = max(0, min(s.selected - visible + 1, len(s.rows) - visible))
@@ -891,11 +902,11 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     elif s.show_preview and compact:
         msg = _plain(f" the preview needs {TUI_FULL_COLS}x{TUI_FULL_ROWS} (Ctrl-/ hides it)", cols, dark=True)
     elif s.focus == "list" and s.rows:
-        msg = _plain(" Enter choose · Tab mark · Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help",
-                     cols, dark=True)
+        msg = _plain(" Enter choose · " + ("Tab mark · " if s.multi else "")
+                     + "Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help", cols, dark=True)
     elif s.rows and s.searched_query == s.query:
-        msg = _plain(" Enter choose · Down results · Tab mark · Ctrl-/ preview · F1 help · Esc quit",
-                     cols, dark=True)
+        msg = _plain(" Enter choose · Down results · " + ("Tab mark · " if s.multi else "")
+                     + "Ctrl-/ preview · F1 help · Esc quit", cols, dark=True)
     else:
         msg = _plain(" Enter search · Down results · Ctrl-O open · Ctrl-Y copy · F1 help · Esc quit",
                      cols, dark=True)

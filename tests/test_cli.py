@@ -176,8 +176,9 @@ def test_a_query_that_starts_with_a_dash_is_searched(fixture_library: Path) -> N
                  ["-cena", "-n", "2"], ["--", "-n"], ["-nope"], ["-no way"], ["-5", "degrees"]):
         res = invoke("--db", fixture_library, "search", *args, expect=None)  # a query, not a usage error
         assert res.exit_code in (0, 1), args
-        # "no match", and how many withheld memes hold the words ("-n": withheld fixture memes hold "n")
         assert res.stdout.startswith((" 1.", "{")) or res.stderr.startswith("no match"), args
+    # a one-letter query counts no withheld meme (its alias "and" is in 6 of the fixture's 7)
+    assert invoke("--db", fixture_library, "search", "--", "-n", expect=1).stderr.strip() == "no match"
     top = json.loads(invoke("--db", fixture_library, "search", "--json", "-n", "1", "-cena").output.splitlines()[0])
     assert "john cena" in top["entities"]
     # an option still takes its value, even one that starts with "-"

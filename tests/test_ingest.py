@@ -437,3 +437,31 @@ def test_regrouping_splits_different_memes_and_labels_stay_with_their_item(tmp_p
     found = {Path(r["path"]).name for r in map(json.loads, invoke(
         "--db", path, "search", "--json", "-s", "bm25", "fridgewatcher").output.splitlines())}
     assert found == {"think-02.jpg"}
+
+
+@pytest.mark.slow
+def test_add_on_a_terminal_says_so_at_once_and_draws_the_bar_from_the_first_file(tmp_path: Path):
+    """Before the engines load (seconds), a line names what is added where, and the bar is drawn at
+    0/N; then it counts, and ends with the summary. Piped, the 0/N line states no rate or time left."""
+    import pexpect
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("cena-01.png", "cat-01.png", "bot-01.png"):
+        shutil.copy(IMAGES / name, images / name)
+    db = tmp_path / "lib.sqlite"
+    child = pexpect.spawn(sys.executable, [str(REPO / "mambo.py"), "--db", str(db), "add", str(images)],
+                          env={**os.environ, "TERM": "xterm-256color"}, dimensions=(24, 100), encoding="utf-8",
+                          timeout=240, cwd=str(REPO))
+    child.expect(r"mambo: adding \S*images to \S*lib\.sqlite\r\n")
+    assert child.before.strip() == ""  # the first thing said
+    child.expect(r"\r\x1b\[2K\[-{24}\] 0/3  starting the OCR engine and the model")
+    child.expect(r"\[#{24}\] 3/3  [\d.]+/s  done in \d+s  3 new, 0 errors\r\n")
+    child.expect("added 3, updated 0, exact duplicates 0, unchanged 0, errors 0")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    piped = run_process("--db", tmp_path / "piped.sqlite", "add", images)
+    first = piped.stderr.splitlines()[0]
+    assert first == "[" + "-" * 24 + "] 0/3  starting the OCR engine and the model", piped.stderr
+    assert "mambo: adding" not in piped.stderr and "left 0s" not in piped.stderr

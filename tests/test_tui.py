@@ -150,6 +150,18 @@ def test_no_match_and_start_screen():
     assert s.focus == "query"
 
 
+def test_no_match_says_how_many_memes_are_withheld_never_which():
+    note = "1 meme that holds these words is withheld: private, withdrawn or unsafe; see `mambo safety`"
+    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"tandlewick", "<Ctrl-m>",
+                tui.Searched(1, "tandlewick", (), 1.0, "bm25", 1, withheld=note))
+    text, _ = screen(s)
+    assert "no match for “tandlewick”" in text[2] and text[3].strip() + " " + text[4].strip() == note + "."
+    text, _ = screen(s, 10, 40)  # the compact list wraps it
+    assert re.sub(r"\s+", " ", " ".join(text[3:7])).startswith(note)
+    s, _ = feed(s, "<Ctrl-u>", *"zzqx", "<Ctrl-m>", tui.Searched(2, "zzqx", (), 1.0, "bm25", 1))
+    assert "withheld" not in "\n".join(screen(s)[0]) and "close enough" in screen(s)[0][3]
+
+
 @pytest.mark.parametrize("rows,cols", [(9, 40), (10, 39), (8, 30), (3, 5), (1, 1), (0, 0), (1, 200)])
 def test_smaller_than_40x10_says_so(rows, cols):
     arr = tui.paint(searched_state(), rows, cols)
@@ -257,11 +269,17 @@ def test_focus_and_keys():
 
 
 def test_fzf_keys_move_mark_and_pick_with_one_enter():
-    """Ctrl-J/Ctrl-N and Ctrl-K/Ctrl-P move as Down and Up; Tab marks and moves down, Shift-Tab
-    marks and moves up; Enter picks at once when the list shows the typed query (every marked
-    meme, in the order marked), and searches first when it does not; Ctrl-G quits."""
+    """Ctrl-J/Ctrl-N and Ctrl-K/Ctrl-P move as Down and Up; with -m, Tab marks and moves down,
+    Shift-Tab marks and moves up; Enter picks at once when the list shows the typed query (every
+    marked meme, in the order marked), and searches first when it does not; Ctrl-G quits."""
     rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 6))
-    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"cena", tui.Paused(4))
+    single, _ = feed(tui.TUIState(system="bm25", model="unused"), *"cena", tui.Paused(4),
+                     tui.Searched(0, "cena", rows, 1.0, "bm25", 1, live=1), "<DOWN>")
+    hints = screen(single)[0][22]
+    assert "Enter choose" in hints and "Tab mark" not in hints
+    single, _ = feed(single, "<TAB>")
+    assert single.marked == () and "mambo search -m" in screen(single)[0][22]  # as fzf: marks need -m
+    s, _ = feed(tui.TUIState(system="bm25", model="unused", multi=True), *"cena", tui.Paused(4))
     s, eff = feed(s, tui.Searched(0, "cena", rows, 1.0, "bm25", 1, live=1))
     assert s.focus == "query" and s.rows == rows
     s, eff = feed(s, "<Ctrl-m>")  # one Enter: the list already answers "cena"
@@ -364,6 +382,20 @@ def test_model_ready_reruns_what_the_lexical_stand_in_answered():
     s, eff = feed(s, tui.Searched(1, "cena", rows[::-1], 2.0, "hybrid", 2, live=1))
     assert s.used_system == "hybrid" and s.rows == rows[::-1] and s.focus == "list"
     assert feed(tui.TUIState(system="hybrid"), tui.ModelStatus("ready"))[1] == []  # nothing asked yet
+
+
+def test_the_model_ready_answer_keeps_the_openers_news():
+    """Ctrl-O while the model loads: the opener fails, then the model-ready answer to the same
+    query arrives; the status line still says the opener failed. A new query's answer clears it."""
+    s, _ = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-m>")
+    rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
+    s, eff = feed(s, tui.Searched(1, "cena", rows, 2.0, "bm25", 1), "<Ctrl-o>")
+    assert any(isinstance(e, tui.OpenFile) for e in eff)
+    s, eff = feed(s, tui.Message("the opener failed (`false` exit 1)"), tui.ModelStatus("ready"))
+    s, _ = feed(s, tui.Searched(1, "cena", rows, 2.0, "hybrid", 2, live=1))
+    assert s.used_system == "hybrid" and screen(s)[0][22].startswith(" the opener failed")
+    s, _ = feed(s, *" x", tui.Paused(s.edits), tui.Searched(1, "cena x", rows, 2.0, "hybrid", 2, live=2))
+    assert s.message == ""
 
 
 def test_the_selected_path_is_always_on_screen_and_the_help_hint_stays():
@@ -474,6 +506,17 @@ def test_no_match(fixture_library: Path):
     rc, raw = finish(child)
     assert rc == 130
     assert "no match for “qwzx vbnm”" in raw
+
+
+@pytest.mark.slow
+def test_no_match_on_the_screen_counts_the_withheld(fixture_library: Path):
+    # "Debt collection" (its sidecar says critical) names him: the screen says one meme is withheld
+    child = run_app(fixture_library, "--system", "bm25")
+    assert search(child, "morris tandlewick", 1).startswith(" no match · ")
+    assert "1 meme that holds these words is withheld" in output(child)  # drawn before the status line
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130 and "Debt collection" not in raw and "owes me" not in raw
 
 
 @pytest.mark.slow
@@ -818,7 +861,7 @@ def test_typing_a_prefix_shows_its_words_and_one_enter_picks(fixture_library: Pa
 @pytest.mark.slow
 def test_query_option_opens_with_the_query_and_marked_memes_are_all_printed(fixture_library: Path):
     paths = expected_paths(fixture_library, "john cena")
-    child = run_app(fixture_library, "--system", "bm25", "--query", "john cena")
+    child = run_app(fixture_library, "--system", "bm25", "--query", "john cena", "-m")
     child.expect(header("john cena"))
     child.send("\t\t")  # mark the first two (Tab: mark and move down)
     child.expect("2 marked")
@@ -860,6 +903,24 @@ def test_no_color_on_the_real_screen(fixture_library: Path):
     assert rc == 130 and not re.search(r"\x1b\[(3|4)\dm|\x1b\[38;5;", raw)  # no colour at all
     assert f"{ESC}[7m" in raw  # inverse still marks the status line
     assert_restored(raw)  # NO_COLOR is no colour, not no terminal: the alternate screen is left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["bm25", "hybrid"])
+def test_a_failed_opener_is_said_on_the_status_line(fixture_library: Path, system: str):
+    child = run_app(fixture_library, "--system", system, env={"MAMBO_OPENER": "false"})
+    search(child, "john cena", 1)  # hybrid: at once, while the model may still be loading
+    child.send("\x0f")  # Ctrl-O with an opener that exits 1
+    child.expect(r"the opener failed \(`false` exit 1\)")
+    if system == "hybrid":
+        child.expect(r"hybrid v\d+ · model ready")  # the model-ready answer (or Enter's, if it was ready)
+        time.sleep(0.5)
+        later = output(child)[output(child).rindex("the opener failed"):]
+        assert "Enter choose" not in later  # the status line was not given back to the key hints
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130 and "opened:" not in raw
+    assert_restored(raw)
 
 
 def test_json_with_the_screen_is_an_error(tmp_path: Path):

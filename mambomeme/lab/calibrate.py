@@ -1,6 +1,6 @@
 """Choices made on development queries: the ablation of retrieval's parts, which text an item embeds,
 the "nothing matches" thresholds and route weights (`mambo bench calibrate`), and the TUI's latency
-(`mambo bench tui`). Registered under `mambo bench` by mambo.py."""
+(`mambo bench tui`). Registered under `mambo bench` by mambomeme/commands.py."""
 
 from __future__ import annotations
 
@@ -301,5 +301,5 @@ def bench_calibrate(ctx: click.Context, queries_path: Path, systems_: tuple[str,
                    f"CorrectEmpty {b['correct_empty']:.3f}  C {b['C']:.3f}  objective {b['objective']:.4f}")
 
 
-# Registered under `mambo bench` by mambo.py.
+# Registered under `mambo bench` by mambomeme/commands.py.
 BENCH_COMMANDS = [bench_tui, bench_ablation, bench_embed_text, bench_calibrate]

@@ -204,5 +204,5 @@ def bench_no_match(ctx: click.Context, queries_path: Path, labels_path: Path | N
                        f"({FOLDS} family folds)")
 
 
-# Registered under `mambo bench` by mambo.py.
+# Registered under `mambo bench` by mambomeme/commands.py.
 BENCH_COMMANDS = [bench_no_match]

@@ -19,6 +19,7 @@ the same lists without a rule.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import sqlite3
@@ -149,7 +150,9 @@ def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any
 
 
 def runs_x(rule: dict[str, Any], raw: dict[str, list[Any]], x: dict[str, dict[str, float]]) -> dict[str, list[Any]]:
-    return {k: v if v and evidence_score(rule, x[k]) >= rule["threshold"] else [] for k, v in raw.items()}
+    """A fitted rule over features `x`; a list whose words are there (holds_query) is never emptied."""
+    return {k: v if v and (any(r.holds_query for r in v) or evidence_score(rule, x[k]) >= rule["threshold"]) else []
+            for k, v in raw.items()}
 
 
 def rate(xs: list[float]) -> float | None:
@@ -166,6 +169,7 @@ def main() -> int:
     ap.add_argument("--leave-out", type=Path, default=V1 / "leave-out.jsonl")
     ap.add_argument("--system", action="append", default=None)
     ap.add_argument("--conditions", default="annotated,bare")
+    ap.add_argument("--features", action="store_true", help="also the evidence features tried (EXTRA), held out")
     args = ap.parse_args()
     systems = args.system or ["bm25", "dense", "hybrid"]
     dev = judged_queries(args.queries, args.labels)
@@ -210,61 +214,98 @@ def main() -> int:
                 queries += mine + kept
                 fold_of.update({q["id"]: k for q in mine})
                 fold_of.update({q["id"]: dev_fold[q["id"].split("@")[0]] for q in kept})
-            allc = Condition(full, raw, useful)
             where = {q["id"]: full for q in dev} | {q["id"]: views[int(q["id"].split("@")[1])] for q in queries
                                                      if "@" in q["id"]}
             where |= {q["id"]: views[fold_of[q["id"]]] for q in queries if q["id"] in {r["id"] for r in lo}}
             x = {q["id"]: (evidence_features(raw[q["id"]]) if raw[q["id"]] else {})
                  | extras(where[q["id"]], cfg, q["query"], raw[q["id"]]) for q in queries}
-            rule = cfg["empty_rule"]
-            in_views = [q for q in queries if "@" in q["id"]]
-            lo_ids = {q["id"] for q in lo_queries}
-
-            out: dict[str, Any] = {
-                "dev_v2": measure(allc, rule, dev),
-                "leave_out": {"correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])[
-                    "correct_empty"], **{k: v for k, v in measure(allc, rule, in_views).items()
-                                         if k != "correct_empty"}},
-            }
-            # (c) held out by template group: fit on the other folds, measure on the fold
-            if name in FEATURES:
-                ce, fe, hit, hit0 = [], [], [], []
-                for k in folds:
-                    train = {q["id"] for q in queries if fold_of[q["id"]] != k}
-                    test = [q for q in queries if fold_of[q["id"]] == k]
-                    fitted = choose(FEATURES[name], {cond: allc}, queries, train)["rule"]
-                    runs = apply(fitted, {q["id"]: raw[q["id"]] for q in test})
-                    ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
-                    fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
-                    m = evaluate_runs(full, test, runs)
-                    m0 = evaluate_runs(full, test, {q["id"]: raw[q["id"]] for q in test})
-                    n_ans = sum(1 for q in test if q["slice"] != "no-match")
-                    hit.append(m["hit10"] * n_ans)
-                    hit0.append(m0["hit10"] * n_ans)
-                n_ans = sum(1 for q in queries if q["slice"] != "no-match")
-                out["held_out_template"] = {"correct_empty": rate(ce), "false_empty": rate(fe),
-                                            "hit10_loss": round((sum(hit0) - sum(hit)) / n_ans, 3)}
-                out["current_rule_on_same_folds"] = measure(allc, rule, queries)
-                refit = choose(FEATURES[name], {cond: allc}, queries, {q["id"] for q in queries})
-                out["refit_all"] = {"rule": refit["rule"], "metrics": refit["metrics"][cond]}
-            if name in FEATURES:
-                # today's features alone, each extra beside them, and all together, held out by template
-                for label, names in [("today", FEATURES[name])] + [
-                        (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)]:
-                    ce, fe = [], []
-                    for k in folds:
-                        train = {q["id"] for q in queries if fold_of[q["id"]] != k}
-                        test = [q for q in queries if fold_of[q["id"]] == k]
-                        rule_k = fit_choose(names, allc, queries, train, x)
-                        runs = runs_x(rule_k, {q["id"]: raw[q["id"]] for q in test}, x)
-                        ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
-                        fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
-                    out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce),
-                                                                      "false_empty": rate(fe)}
-            report.setdefault(name, {})[cond] = out
-            print(name, cond, json.dumps({k: v for k, v in out.items() if k != "refit_all"}), flush=True)
+            # typed captions with a swapped letter: dev v2's answerable queries, each with its longest
+            # content word's second and third letters swapped, on the whole library
+            typo = [q | {"id": q["id"] + "~swap", "query": swapped}
+                    for q in answerable if (swapped := swap_letter(full, cfg, q["query"]))]
+            typo_c = condition(full, Searcher(full, embedder), cfg, typo)
+            raw |= typo_c.raw
+            useful |= typo_c.useful
+            # "before": the same lists with the words-there rule off (it marks results, the rule reads them)
+            for variant, lists in (("before", {k: unmarked(v) for k, v in raw.items()}), ("after", raw)):
+                out = evaluate(name, cfg, full, dev, queries, typo, lists, useful, fold_of, folds, lo_queries, x,
+                               args.features)
+                report.setdefault(name, {}).setdefault(cond, {})[variant] = out
+                print(name, cond, variant, json.dumps({k: v for k, v in out.items() if k != "refit_all"}), flush=True)
     print(json.dumps(report, indent=1))
     return 0
+
+
+def swap_letter(db: DB, cfg: dict[str, Any], query: str) -> str | None:
+    """The query with its longest content word (4+ letters) typed with its second and third letters
+    swapped ("pretends" -> "pertends"), or None when it has no such word."""
+    plan = plan_for(db, query, cfg)
+    words = [t for t in plan.content if len(t) >= 4 and t.isalpha() and t[1] != t[2]]
+    if not words:
+        return None
+    w = max(words, key=len)
+    return " ".join(w[0] + w[2] + w[1] + w[3:] if t == w else t for t in plan.tokens)
+
+
+def unmarked(results: list[Any]) -> list[Any]:
+    return [dataclasses.replace(r, holds_query=False) for r in results]
+
+
+def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]], queries: list[dict[str, Any]],
+             typo: list[dict[str, Any]], raw: dict[str, list[Any]], useful: set[str], fold_of: dict[str, int],
+             folds: list[int], lo_queries: list[dict[str, Any]], x: dict[str, dict[str, float]],
+             features: bool) -> dict[str, Any]:
+    allc = Condition(full, raw, useful)
+    rule = cfg["empty_rule"]
+    in_views = [q for q in queries if "@" in q["id"]]
+    lo_ids = {q["id"] for q in lo_queries}
+
+    out: dict[str, Any] = {
+        "dev_v2": measure(allc, rule, dev),
+        "leave_out": {"correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])[
+            "correct_empty"], **{k: v for k, v in measure(allc, rule, in_views).items()
+                                 if k != "correct_empty"}},
+        # false "no match" of the swapped-letter queries whose list held a useful meme
+        "swapped_letter": {"queries": len(typo), "useful": sum(q["id"] in useful for q in typo),
+                           "false_empty": round(false_empty(allc, typo, apply(rule, {q["id"]: raw[q["id"]]
+                                                                                    for q in typo})), 3)},
+    }
+    # (c) held out by template group: fit on the other folds, measure on the fold
+    if name in FEATURES:
+        ce, fe, hit, hit0 = [], [], [], []
+        for k in folds:
+            train = {q["id"] for q in queries if fold_of[q["id"]] != k}
+            test = [q for q in queries if fold_of[q["id"]] == k]
+            fitted = choose(FEATURES[name], {"lib": allc}, queries, train)["rule"]
+            runs = apply(fitted, {q["id"]: raw[q["id"]] for q in test})
+            ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
+            fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
+            m = evaluate_runs(full, test, runs)
+            m0 = evaluate_runs(full, test, {q["id"]: raw[q["id"]] for q in test})
+            n_ans = sum(1 for q in test if q["slice"] != "no-match")
+            hit.append(m["hit10"] * n_ans)
+            hit0.append(m0["hit10"] * n_ans)
+        n_ans = sum(1 for q in queries if q["slice"] != "no-match")
+        out["held_out_template"] = {"correct_empty": rate(ce), "false_empty": rate(fe),
+                                    "hit10_loss": round((sum(hit0) - sum(hit)) / n_ans, 3)}
+        out["current_rule_on_same_folds"] = measure(allc, rule, queries)
+        refit = choose(FEATURES[name], {"lib": allc}, queries, {q["id"] for q in queries})
+        out["refit_all"] = {"rule": refit["rule"], "metrics": refit["metrics"]["lib"]}
+    if name in FEATURES and features:
+        # today's features alone, each extra beside them, and all together, held out by template
+        for label, names in [("today", FEATURES[name])] + [
+                (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)]:
+            ce, fe = [], []
+            for k in folds:
+                train = {q["id"] for q in queries if fold_of[q["id"]] != k}
+                test = [q for q in queries if fold_of[q["id"]] == k]
+                rule_k = fit_choose(names, allc, queries, train, x)
+                runs = runs_x(rule_k, {q["id"]: raw[q["id"]] for q in test}, x)
+                ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
+                fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
+            out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce),
+                                                              "false_empty": rate(fe)}
+    return out
 
 
 if __name__ == "__main__":

@@ -48,7 +48,15 @@ from mambomeme.lab.nomatch import (  # noqa: E402  # noqa: E402
     fit_logistic,
 )
 from mambomeme.library import DB  # noqa: E402
-from mambomeme.query_plan import FILLER_WORDS, coverage, holds_word, idf_weights, item_words  # noqa: E402
+from mambomeme.query_plan import (  # noqa: E402
+    ARTICLES,
+    FILLER_WORDS,
+    coverage,
+    holds_word,
+    idf_weights,
+    item_words,
+    normalise_query,
+)
 from mambomeme.search import (  # noqa: E402
     Searcher,
     evidence_features,
@@ -109,9 +117,29 @@ def measure(c: Condition, rule: dict[str, Any], subset: list[dict[str, Any]]) ->
 
 
 # Features a person would use, tried beside today's (search.evidence_features): the idf-weighted word
-# coverage of the top three, whether one of them holds the query's rarest word, and the query's shape
-# (it holds a filler word: "X meme", "X pic").
-EXTRA = ("idf_coverage", "rare_held", "shape")
+# coverage of the top three, whether one of them holds the query's rarest word, the query's shape
+# (it holds a filler word: "X meme", "X pic"), and "phrase": the longest run of the typed words (filler
+# and articles left out) that one field of a top-three meme holds in the same order, side by side, as
+# a share of the typed words (a remembered caption line vs the same words scattered).
+EXTRA = ("idf_coverage", "rare_held", "shape", "phrase")
+
+
+def phrase_share(plan: Any, details: dict[str, Any]) -> float:
+    typed = [t for t in plan.tokens if t not in FILLER_WORDS and t not in ARTICLES]
+    if not typed:
+        return 0.0
+    best = 0
+    names = " ".join([details["title"], details.get("template_text") or details["template"],
+                      " ".join(json.loads(details["entities"]))])
+    for text in (names, details["ocr_text"]):
+        field = [w for w in normalise_query(text) if w not in ARTICLES]
+        for i in range(len(typed)):
+            for j in range(len(field)):
+                n = 0
+                while i + n < len(typed) and j + n < len(field) and holds_word(plan, typed[i + n], {field[j + n]}):
+                    n += 1
+                best = max(best, n)
+    return best / len(typed)
 
 
 def extras(db: DB, cfg: dict[str, Any], query: str, results: list[Any]) -> dict[str, float]:
@@ -123,7 +151,8 @@ def extras(db: DB, cfg: dict[str, Any], query: str, results: list[Any]) -> dict[
     words = [item_words(r.details) for r in results[:3]]
     return {"idf_coverage": max(coverage(plan, w, idf) for w in words),
             "rare_held": float(any(holds_word(plan, rare, w) for w in words)),
-            "shape": float(any(t in FILLER_WORDS for t in plan.tokens))}
+            "shape": float(any(t in FILLER_WORDS for t in plan.tokens)),
+            "phrase": max(phrase_share(plan, r.details) for r in results[:3])}
 
 
 def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any]], train: set[str],

@@ -11,7 +11,11 @@ on its queries, false "no match" on the dev v2 answerable queries run in the vie
 template: the evidence model fitted and thresholded by `lab.nomatch.choose` on the other folds'
 queries (leave-out queries and the dev v2 queries whose judged memes' groups sit in those folds;
 dev v2 no-match queries dealt to folds by family), measured on the fold's. Hit@10 loss is against
-the same lists without a rule.
+the same lists without a rule. Each is reported "before" (the same lists with the words-there rule
+off: search.WORDS_THERE_TOP) and "after", with the false "no match" of queries typed with a swapped
+letter (dev v2's answerable queries, and the first four caption words of each meme judged useful for
+one) and the no-match queries the words-there rule answers. `--features`: the evidence features of
+EXTRA, each beside today's and all together, held out by template.
 
     .venv/bin/python benchdata/experiments/leave_out_report.py --lib LIB --bare BARE --scratch DIR
 """
@@ -252,9 +256,16 @@ def main() -> int:
             # content word's second and third letters swapped, on the whole library
             typo = [q | {"id": q["id"] + "~swap", "query": swapped}
                     for q in answerable if (swapped := swap_letter(full, cfg, q["query"]))]
+            typo += caption_typos(full, cfg, answerable)
             typo_c = condition(full, Searcher(full, embedder), cfg, typo)
             raw |= typo_c.raw
             useful |= typo_c.useful
+            # the no-match queries the words-there rule answers, and what it found there (an audit)
+            for q in queries:
+                hit = next((r for r in raw[q["id"]] if r.holds_query), None)
+                if q["slice"] == "no-match" and hit is not None:
+                    print(f"# {name} {cond} words there for no-match {q['id']} {q['query']!r}: "
+                          f"{' '.join(hit.details['ocr_text'].split())[:100]!r}", flush=True)
             # "before": the same lists with the words-there rule off (it marks results, the rule reads them)
             for variant, lists in (("before", {k: unmarked(v) for k, v in raw.items()}), ("after", raw)):
                 out = evaluate(name, cfg, full, dev, queries, typo, lists, useful, fold_of, folds, lo_queries, x,
@@ -276,6 +287,30 @@ def swap_letter(db: DB, cfg: dict[str, Any], query: str) -> str | None:
     return " ".join(w[0] + w[2] + w[1] + w[3:] if t == w else t for t in plan.tokens)
 
 
+def caption_typos(db: DB, cfg: dict[str, Any], answerable: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Captions typed with a swapped letter: for each meme judged useful (grade >= 2) for a dev v2
+    answerable query (one query per meme), the first four words of its caption as the library read
+    it, the longest content word's second and third letters swapped; the meme is the answer."""
+    item_of = dict(db.con.execute("SELECT rel_path, item_id FROM files"))
+    files: dict[int, list[str]] = {}
+    for rel, item in item_of.items():
+        files.setdefault(item, []).append(rel)
+    out, seen = [], set()
+    for q in answerable:
+        for path in sorted(p for p, g in q["relevant"].items() if g >= 2 and p in item_of):
+            item = item_of[path]
+            if item in seen:
+                continue
+            seen.add(item)
+            (text,) = db.con.execute("SELECT ocr_text FROM items WHERE item_id = ?", (item,)).fetchone()
+            swapped = swap_letter(db, cfg, " ".join(normalise_query(text or "")[:4]))
+            if swapped:
+                out.append({"id": f"{q['id']}~cap{item}", "query": swapped, "slice": "quote", "family": q["family"],
+                            "relevant": dict.fromkeys(files[item], 3.0), "exact": [], "exact_groups": [],
+                            "subsets": []})
+    return out
+
+
 def unmarked(results: list[Any]) -> list[Any]:
     return [dataclasses.replace(r, holds_query=False) for r in results]
 
@@ -294,10 +329,11 @@ def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]]
         "leave_out": {"correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])[
             "correct_empty"], **{k: v for k, v in measure(allc, rule, in_views).items()
                                  if k != "correct_empty"}},
-        # false "no match" of the swapped-letter queries whose list held a useful meme
-        "swapped_letter": {"queries": len(typo), "useful": sum(q["id"] in useful for q in typo),
-                           "false_empty": round(false_empty(allc, typo, apply(rule, {q["id"]: raw[q["id"]]
-                                                                                    for q in typo})), 3)},
+        # false "no match" of the queries typed with a swapped letter whose list held a useful meme
+        **{key: {"queries": len(sub), "useful": sum(q["id"] in useful for q in sub),
+                 "false_empty": round(false_empty(allc, sub, apply(rule, {q["id"]: raw[q["id"]] for q in sub})), 3)}
+           for key, sub in (("swapped_letter", [q for q in typo if "~swap" in q["id"]]),
+                            ("caption_swapped", [q for q in typo if "~cap" in q["id"]]))},
     }
     # (c) held out by template group: fit on the other folds, measure on the fold
     if name in FEATURES:

@@ -126,6 +126,10 @@ def measure(c: Condition, rule: dict[str, Any], subset: list[dict[str, Any]]) ->
 # and articles left out) that one field of a top-three meme holds in the same order, side by side, as
 # a share of the typed words (a remembered caption line vs the same words scattered).
 EXTRA = ("idf_coverage", "rare_held", "shape", "phrase")
+# Measured alone beside today's, after "all" above: "agreement", the dense similarity of the meme of
+# the top ten that holds most of the query's words (the word evidence), as a share of the best
+# similarity (the meaning evidence): 0 when no meme holds a word.
+LATER = ("agreement",)
 
 
 def phrase_share(plan: Any, details: dict[str, Any]) -> float:
@@ -149,14 +153,21 @@ def phrase_share(plan: Any, details: dict[str, Any]) -> float:
 def extras(db: DB, cfg: dict[str, Any], query: str, results: list[Any]) -> dict[str, float]:
     plan = plan_for(db, query, cfg)
     if not plan.content or not results:
-        return dict.fromkeys(EXTRA, 0.0)
+        return dict.fromkeys(EXTRA + LATER, 0.0)
     idf = idf_weights(db, plan)
     rare = max(plan.content, key=lambda t: idf[t])
     words = [item_words(r.details) for r in results[:3]]
     return {"idf_coverage": max(coverage(plan, w, idf) for w in words),
             "rare_held": float(any(holds_word(plan, rare, w) for w in words)),
             "shape": float(any(t in FILLER_WORDS for t in plan.tokens)),
-            "phrase": max(phrase_share(plan, r.details) for r in results[:3])}
+            "phrase": max(phrase_share(plan, r.details) for r in results[:3]),
+            "agreement": agreement(results)}
+
+
+def agreement(results: list[Any]) -> float:
+    best = max((r.similarity or 0.0 for r in results[:10]), default=0.0)
+    worded = max(results[:10], key=lambda r: (r.coverage, r.similarity or 0.0))
+    return (worded.similarity or 0.0) / best if best > 0 and worded.coverage > 0 else 0.0
 
 
 def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any]], train: set[str],
@@ -359,7 +370,8 @@ def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]]
     if name in FEATURES and features:
         # today's features alone, each extra beside them, and all together, held out by template
         for label, names in [("today", FEATURES[name])] + [
-                (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)]:
+                (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)] + [
+                (f"+{e}", FEATURES[name] + (e,)) for e in LATER]:
             ce, fe = [], []
             for k in folds:
                 train = {q["id"] for q in queries if fold_of[q["id"]] != k}

@@ -73,6 +73,7 @@ class QueryPlan:
     unknown: list[str] = dataclasses.field(default_factory=list)  # content words the library cannot match
     corrected: list[str] = dataclasses.field(default_factory=list)  # ... that only a typo correction matched
     absent_templates: list[str] = dataclasses.field(default_factory=list)  # known templates named, none held
+    guesses: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # token -> its typo corrections
     # The last word while it is still being typed (the live list): it matches every word it starts
     # ("ca" -> "cat", "car"), in the word route (an FTS5 prefix query) and in coverage.
     prefix: str | None = None
@@ -183,12 +184,14 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     # fuzzy route. Known words need neither: trigram matching of common words costs ~10 ms per
     # query at 10k items and adds junk (`mambo bench ablation`).
     grams: list[str] = []
+    guesses: dict[str, list[str]] = {}
     for t in content:
         if len(t) < 3 or t.isdigit() or docs.get(t, 0) >= 2 or t == last:
             continue
         grams += [t[i:i + 3] for i in range(len(t) - 2)]
         if correct and not is_real_word(t):
-            alternatives[t] += [[c] for c in corrections(db, t, two_edits=two_edits) if c != t]
+            guesses[t] = [c for c in corrections(db, t, two_edits=two_edits) if c != t]
+            alternatives[t] += [[c] for c in guesses[t]]
     unseen = [t for t in content if not docs.get(t) and t != last]
     unknown = [t for t in unseen if not alternatives[t]]
     # A word the library never saw, matched only through a correction, is a guess (an "elon" read
@@ -219,7 +222,7 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
                                + ([f'"{last}"*'] if last else [])) or '""',
         trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
         dense_text=" ".join(dense_words), unknown=unknown, corrected=corrected,
-        absent_templates=absent_templates(db, tokens, content, set(unseen)), prefix=last,
+        absent_templates=absent_templates(db, tokens, content, set(unseen)), prefix=last, guesses=guesses,
     )
 
 
@@ -370,13 +373,34 @@ def typed_share(plan: QueryPlan, details: dict[str, Any]) -> float:
     return max(sum(holds_word(plan, t, words) for t in typed) / len(typed) for words in naming_fields(details))
 
 
-def holds_word(plan: QueryPlan, token: str, words: set[str]) -> bool:
+def holds_word(plan: QueryPlan, token: str, words: set[str], *, guesses: bool = True) -> bool:
     """The query word is among `words` exactly, or through one of its alternatives (all of an
-    alias's meaningful words, or a correction)."""
+    alias's meaningful words, or, unless `guesses` is False, a typo correction)."""
     if token in words or (token == plan.prefix and any(w.startswith(token) for w in words)):
         return True
-    alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(token, [])]
+    guessed = [] if guesses else [[c] for c in plan.guesses.get(token, [])]
+    alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(token, [])
+            if alt not in guessed]
     return any(alt and all(w in words for w in alt) for alt in alts)
+
+
+def holds_query(plan: QueryPlan, details: dict[str, Any]) -> bool:
+    """"The words are there": one field that names the meme, or its caption, holds every content word
+    of the query, exactly, by an alias or (the last word while typing) as a prefix. A typo correction
+    is a guess ("thta" -> "that" or the OCR noise "thea"; "drake" -> "brake") and counts only in a
+    field that also holds every other word the user typed, small words included, and at least one
+    of them without a guess: "thta is how it" in "that is how it ...", never a lone corrected name."""
+    if not plan.content:
+        return False
+    typed = [t for t in dict.fromkeys(plan.tokens) if t not in FILLER_WORDS and t not in ARTICLES]
+    for words in naming_fields(details):
+        if not holds_all(plan, words):
+            continue
+        sure = {t for t in dict.fromkeys(plan.tokens + plan.content) if holds_word(plan, t, words, guesses=False)}
+        if all(t in sure for t in plan.content) or (
+                any(t in sure for t in typed) and all(holds_word(plan, t, words) for t in typed)):
+            return True
+    return False
 
 
 def holds_all(plan: QueryPlan, words: set[str]) -> bool:

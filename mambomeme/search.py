@@ -20,6 +20,7 @@ from mambomeme.query_plan import (
     QueryPlan,
     coverage,
     full_match,
+    holds_query,
     idf_weights,
     item_words,
     plan_query,
@@ -37,6 +38,13 @@ from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_PROBE
 # OCR text and descriptions (docs/decisions.md#search-basics).
 FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0,
                  "description": 1.0}
+
+
+# "The words are there": a list one of whose first three memes holds every content word of the query
+# in its name or caption (query_plan.holds_query: exactly, by an alias, or by a typo correction the
+# same field confirms) is never emptied, whatever the evidence model says: a typed caption with a swapped
+# letter ("thta is how it") keeps its meme. What it costs and saves: docs/decisions.md#words-there.
+WORDS_THERE_TOP = 3
 
 
 BASE_CONFIG: dict[str, Any] = {
@@ -59,6 +67,7 @@ BASE_CONFIG: dict[str, Any] = {
     # ... and, failing those, two edits away for long words English does not know (queries.corrections)
     "two_edit_typos": True,
     "collapse_exact_duplicates": "by construction: one item per SHA-256, its files listed under it",
+    "words_there_top": WORDS_THERE_TOP,
 }
 # bm25's "nothing matches": a list is shown only when one of its top three results holds at least half
 # of the query's content words. Route weights and thresholds per system by `mambo bench calibrate` on
@@ -143,6 +152,7 @@ class Result:
     details: dict[str, Any]
     query: QueryEvidence | None = None  # the same for every result of one query
     all_similarity: float | None = None  # the all-fields vector's own (None: not among the candidates)
+    holds_query: bool = False  # among the first "words_there_top": its name or caption holds the query's words
 
 
 def config_sha(config: dict[str, Any]) -> str:
@@ -359,9 +369,13 @@ class Searcher:
         fetch([r[0] for r in rows])
         results = []
         evidence = QueryEvidence.of(plan, described)
+        there_top = int(cfg.get("words_there_top") or 0)
         for n, (item_id, score, lex, fuzzy, vec, sim, sim_all) in enumerate(rows, 1):
+            # (an unfinished last word has the live rule below instead, which shows only the memes
+            # holding what was typed so far)
+            there = n <= there_top and not plan.prefix and holds_query(plan, details[item_id])
             results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, words_in(item_id)),
-                                  details[item_id], evidence, sim_all))
+                                  details[item_id], evidence, sim_all, there))
         if not empty_rule:
             return results
         shown = self.empty_rule(cfg["empty_rule"], results)
@@ -385,9 +399,12 @@ class Searcher:
 
     @staticmethod
     def empty_rule(rule: dict[str, Any], results: list[Result]) -> list[Result]:
-        """All or nothing: an answer with no evidence is "nothing matches" (see EMPTY_RULES)."""
+        """All or nothing: an answer with no evidence is "nothing matches" (see EMPTY_RULES), unless
+        the words are there (WORDS_THERE_TOP: a result marked holds_query)."""
         if not results:
             return []
+        if any(r.holds_query for r in results):
+            return results
         if rule.get("kind") == "logistic":
             model = condition_model(rule, results[0].query)
             if evidence_score(model, evidence_features(results)) < model["threshold"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -21,10 +22,11 @@ from mambomeme.embed import get_embedder, model_id_for
 from mambomeme.ingest import embed_items
 from mambomeme.lab.bench import load_dev_queries
 from mambomeme.library import DB
-from mambomeme.query_plan import STOPWORDS, corrections, plan_query
+from mambomeme.query_plan import STOPWORDS, corrections, full_match, holds_query, plan_query
 from mambomeme.search import (
     DEFAULT_SYSTEM,
     DEFAULT_SYSTEMS,
+    WORDS_THERE_TOP,
     Result,
     Searcher,
     condition_model,
@@ -686,3 +688,86 @@ def test_a_submitted_prefix_keeps_the_no_match_rule(searcher: Searcher, system: 
     assert plan.prefix == "c" and '"c"*' in plan.word_match and plan.unknown == []
     assert plan_query(searcher.db, "john c ", prefix=True).prefix is None  # a space ends the word
     assert plan_query(searcher.db, "john c").prefix is None
+
+
+# ── The words are there ─────────────────────────────────────────────
+
+
+def _caption(text: str) -> dict:
+    return {"title": "", "template": "", "entities": "[]", "ocr_text": text}
+
+
+@pytest.mark.parametrize("system,query,expected", [
+    ("hybrid", "and you konw it", "dog-02"), ("hybrid", "setp away from the", "cop-01"),  # a swapped letter
+    ("hybrid", "pays zero rnet", "cat-04"), ("dense", "pays zero rnet", "cat-04"),
+    ("dense", "good boy", "dog-02"), ("dense", "photo still", "cena-02"),
+])
+def test_a_meme_holding_every_word_is_never_emptied(searcher: Searcher, system: str, query: str,
+                                                     expected: str) -> None:
+    """A meme among the first three whose caption holds every content word of the query, a swapped
+    letter corrected, is answered whatever the evidence model says: even a model that would empty
+    every list keeps it (WORDS_THERE_TOP)."""
+    got = searcher.search(query, system)
+    assert any(n.startswith(expected) for n in names(got[:3])), (query, names(got[:3]))
+    assert any(r.holds_query for r in got[:WORDS_THERE_TOP])
+    never = DEFAULT_SYSTEMS[system]["empty_rule"] | {"threshold": 1.01, "bare_below": 0.0}
+    assert Searcher.empty_rule(never, got) == got
+    assert Searcher.empty_rule(never, [dataclasses.replace(r, holds_query=False) for r in got]) == []
+
+
+def test_a_swapped_letter_is_a_correction_like_any_edit(searcher: Searcher) -> None:
+    for typo, word in (("konw", "know"), ("cnea", "cena"), ("thta", "that"), ("rnet", "rent")):
+        assert word in corrections(searcher.db, typo), typo
+    plan = plan_query(searcher.db, "thta is how it")
+    assert plan.content == ["thta"] and plan.guesses == {"thta": ["that"]}
+
+
+@pytest.mark.parametrize("system", ["hybrid", "dense"])
+@pytest.mark.parametrize("query", ["taylor swift", "elon musk meme", "drake meme", "morgan freeman pic"])
+def test_an_absent_famous_name_is_no_match(searcher: Searcher, system: str, query: str) -> None:
+    assert searcher.search(query, system) == []
+
+
+@pytest.mark.parametrize("system", ["hybrid", "dense"])
+@pytest.mark.parametrize("query", ["jon ceena", "john cnea", "jhon cena"])
+def test_a_present_name_with_a_typo_is_answered(searcher: Searcher, system: str, query: str) -> None:
+    top = names(searcher.search(query, system))[:3]
+    assert top and all(n.startswith("cena-") for n in top), (query, top)
+
+
+def test_a_guess_counts_only_where_the_other_typed_words_confirm_it(library_copy: tuple[Path, Path]) -> None:
+    """A word held only through a typo correction is a guess: it counts for "the words are there"
+    only in a field that also holds every other word the user typed, one of them as typed. A lone
+    name the library lacks, read as a word one edit away ("elon" as "melon"), never does."""
+    db_path, _images = library_copy
+    db = open_db(db_path)
+    with db.write():
+        db.con.execute("INSERT OR REPLACE INTO vocabulary(term, docs) VALUES ('melon', 3)")
+    plan = plan_query(db, "elon meme")
+    assert plan.guesses == {"elon": ["melon"]}
+    assert full_match(plan, _caption("melon season")) and not holds_query(plan, _caption("melon season"))
+    plan = plan_query(db, "thta is how it")
+    assert holds_query(plan, _caption("that is how it works")) and not holds_query(plan, _caption("that was it"))
+    plan = plan_query(db, "pays zero rnet")  # two words as typed confirm the third
+    assert holds_query(plan, _caption("pays zero rent")) and not holds_query(plan, _caption("zero rent"))
+    assert holds_query(plan_query(db, "pays zero rent"), _caption("rent pays zero"))  # no guess: any order
+    db.close()
+
+
+@pytest.mark.parametrize("system", ["hybrid", "dense"])
+def test_a_bare_library_keeps_a_typed_caption_with_a_swapped_letter(fixture_library: Path, tmp_path: Path,
+                                                                   system: str) -> None:
+    """Bare (no sidecars: the caption is all a meme has), a caption typed with a swapped letter
+    finds its meme and is never emptied; a famous name the folder lacks is still "no match"."""
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("cat-04.png", "cat-01.png", "cena-03.png", "mug-01.png", "think-03.png"):
+        shutil.copy(fixture_library.parent / "images" / name, images / name)
+    bare = tmp_path / "bare.sqlite"
+    invoke("--db", bare, "add", "-q", "--no-sidecars", images)
+    db = open_db(bare)
+    searcher = Searcher(db, get_embedder())
+    got = searcher.search("pays zero rnet", system)
+    assert names(got[:1]) == ["cat-04.png"] and got[0].holds_query
+    assert searcher.search("taylor swift", system) == [] and searcher.search("drake meme", system) == []
+    db.close()

@@ -11,7 +11,11 @@ on its queries, false "no match" on the dev v2 answerable queries run in the vie
 template: the evidence model fitted and thresholded by `lab.nomatch.choose` on the other folds'
 queries (leave-out queries and the dev v2 queries whose judged memes' groups sit in those folds;
 dev v2 no-match queries dealt to folds by family), measured on the fold's. Hit@10 loss is against
-the same lists without a rule.
+the same lists without a rule. Each is reported "before" (the same lists with the words-there rule
+off: search.WORDS_THERE_TOP) and "after", with the false "no match" of queries typed with a swapped
+letter (dev v2's answerable queries, and the first four caption words of each meme judged useful for
+one) and the no-match queries the words-there rule answers. `--features`: the evidence features of
+EXTRA, each beside today's and all together, held out by template.
 
     .venv/bin/python benchdata/experiments/leave_out_report.py --lib LIB --bare BARE --scratch DIR
 """
@@ -19,6 +23,7 @@ the same lists without a rule.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import sqlite3
@@ -47,7 +52,15 @@ from mambomeme.lab.nomatch import (  # noqa: E402  # noqa: E402
     fit_logistic,
 )
 from mambomeme.library import DB  # noqa: E402
-from mambomeme.query_plan import FILLER_WORDS, coverage, holds_word, idf_weights, item_words  # noqa: E402
+from mambomeme.query_plan import (  # noqa: E402
+    ARTICLES,
+    FILLER_WORDS,
+    coverage,
+    holds_word,
+    idf_weights,
+    item_words,
+    normalise_query,
+)
 from mambomeme.search import (  # noqa: E402
     Searcher,
     evidence_features,
@@ -108,21 +121,53 @@ def measure(c: Condition, rule: dict[str, Any], subset: list[dict[str, Any]]) ->
 
 
 # Features a person would use, tried beside today's (search.evidence_features): the idf-weighted word
-# coverage of the top three, whether one of them holds the query's rarest word, and the query's shape
-# (it holds a filler word: "X meme", "X pic").
-EXTRA = ("idf_coverage", "rare_held", "shape")
+# coverage of the top three, whether one of them holds the query's rarest word, the query's shape
+# (it holds a filler word: "X meme", "X pic"), and "phrase": the longest run of the typed words (filler
+# and articles left out) that one field of a top-three meme holds in the same order, side by side, as
+# a share of the typed words (a remembered caption line vs the same words scattered).
+EXTRA = ("idf_coverage", "rare_held", "shape", "phrase")
+# Measured alone beside today's, after "all" above: "agreement", the dense similarity of the meme of
+# the top ten that holds most of the query's words (the word evidence), as a share of the best
+# similarity (the meaning evidence): 0 when no meme holds a word.
+LATER = ("agreement",)
+
+
+def phrase_share(plan: Any, details: dict[str, Any]) -> float:
+    typed = [t for t in plan.tokens if t not in FILLER_WORDS and t not in ARTICLES]
+    if not typed:
+        return 0.0
+    best = 0
+    names = " ".join([details["title"], details.get("template_text") or details["template"],
+                      " ".join(json.loads(details["entities"]))])
+    for text in (names, details["ocr_text"]):
+        field = [w for w in normalise_query(text) if w not in ARTICLES]
+        for i in range(len(typed)):
+            for j in range(len(field)):
+                n = 0
+                while i + n < len(typed) and j + n < len(field) and holds_word(plan, typed[i + n], {field[j + n]}):
+                    n += 1
+                best = max(best, n)
+    return best / len(typed)
 
 
 def extras(db: DB, cfg: dict[str, Any], query: str, results: list[Any]) -> dict[str, float]:
     plan = plan_for(db, query, cfg)
     if not plan.content or not results:
-        return dict.fromkeys(EXTRA, 0.0)
+        return dict.fromkeys(EXTRA + LATER, 0.0)
     idf = idf_weights(db, plan)
     rare = max(plan.content, key=lambda t: idf[t])
     words = [item_words(r.details) for r in results[:3]]
     return {"idf_coverage": max(coverage(plan, w, idf) for w in words),
             "rare_held": float(any(holds_word(plan, rare, w) for w in words)),
-            "shape": float(any(t in FILLER_WORDS for t in plan.tokens))}
+            "shape": float(any(t in FILLER_WORDS for t in plan.tokens)),
+            "phrase": max(phrase_share(plan, r.details) for r in results[:3]),
+            "agreement": agreement(results)}
+
+
+def agreement(results: list[Any]) -> float:
+    best = max((r.similarity or 0.0 for r in results[:10]), default=0.0)
+    worded = max(results[:10], key=lambda r: (r.coverage, r.similarity or 0.0))
+    return (worded.similarity or 0.0) / best if best > 0 and worded.coverage > 0 else 0.0
 
 
 def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any]], train: set[str],
@@ -149,7 +194,9 @@ def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any
 
 
 def runs_x(rule: dict[str, Any], raw: dict[str, list[Any]], x: dict[str, dict[str, float]]) -> dict[str, list[Any]]:
-    return {k: v if v and evidence_score(rule, x[k]) >= rule["threshold"] else [] for k, v in raw.items()}
+    """A fitted rule over features `x`; a list whose words are there (holds_query) is never emptied."""
+    return {k: v if v and (any(r.holds_query for r in v) or evidence_score(rule, x[k]) >= rule["threshold"]) else []
+            for k, v in raw.items()}
 
 
 def rate(xs: list[float]) -> float | None:
@@ -166,6 +213,7 @@ def main() -> int:
     ap.add_argument("--leave-out", type=Path, default=V1 / "leave-out.jsonl")
     ap.add_argument("--system", action="append", default=None)
     ap.add_argument("--conditions", default="annotated,bare")
+    ap.add_argument("--features", action="store_true", help="also the evidence features tried (EXTRA), held out")
     args = ap.parse_args()
     systems = args.system or ["bm25", "dense", "hybrid"]
     dev = judged_queries(args.queries, args.labels)
@@ -210,61 +258,131 @@ def main() -> int:
                 queries += mine + kept
                 fold_of.update({q["id"]: k for q in mine})
                 fold_of.update({q["id"]: dev_fold[q["id"].split("@")[0]] for q in kept})
-            allc = Condition(full, raw, useful)
             where = {q["id"]: full for q in dev} | {q["id"]: views[int(q["id"].split("@")[1])] for q in queries
                                                      if "@" in q["id"]}
             where |= {q["id"]: views[fold_of[q["id"]]] for q in queries if q["id"] in {r["id"] for r in lo}}
             x = {q["id"]: (evidence_features(raw[q["id"]]) if raw[q["id"]] else {})
                  | extras(where[q["id"]], cfg, q["query"], raw[q["id"]]) for q in queries}
-            rule = cfg["empty_rule"]
-            in_views = [q for q in queries if "@" in q["id"]]
-            lo_ids = {q["id"] for q in lo_queries}
-
-            out: dict[str, Any] = {
-                "dev_v2": measure(allc, rule, dev),
-                "leave_out": {"correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])[
-                    "correct_empty"], **{k: v for k, v in measure(allc, rule, in_views).items()
-                                         if k != "correct_empty"}},
-            }
-            # (c) held out by template group: fit on the other folds, measure on the fold
-            if name in FEATURES:
-                ce, fe, hit, hit0 = [], [], [], []
-                for k in folds:
-                    train = {q["id"] for q in queries if fold_of[q["id"]] != k}
-                    test = [q for q in queries if fold_of[q["id"]] == k]
-                    fitted = choose(FEATURES[name], {cond: allc}, queries, train)["rule"]
-                    runs = apply(fitted, {q["id"]: raw[q["id"]] for q in test})
-                    ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
-                    fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
-                    m = evaluate_runs(full, test, runs)
-                    m0 = evaluate_runs(full, test, {q["id"]: raw[q["id"]] for q in test})
-                    n_ans = sum(1 for q in test if q["slice"] != "no-match")
-                    hit.append(m["hit10"] * n_ans)
-                    hit0.append(m0["hit10"] * n_ans)
-                n_ans = sum(1 for q in queries if q["slice"] != "no-match")
-                out["held_out_template"] = {"correct_empty": rate(ce), "false_empty": rate(fe),
-                                            "hit10_loss": round((sum(hit0) - sum(hit)) / n_ans, 3)}
-                out["current_rule_on_same_folds"] = measure(allc, rule, queries)
-                refit = choose(FEATURES[name], {cond: allc}, queries, {q["id"] for q in queries})
-                out["refit_all"] = {"rule": refit["rule"], "metrics": refit["metrics"][cond]}
-            if name in FEATURES:
-                # today's features alone, each extra beside them, and all together, held out by template
-                for label, names in [("today", FEATURES[name])] + [
-                        (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)]:
-                    ce, fe = [], []
-                    for k in folds:
-                        train = {q["id"] for q in queries if fold_of[q["id"]] != k}
-                        test = [q for q in queries if fold_of[q["id"]] == k]
-                        rule_k = fit_choose(names, allc, queries, train, x)
-                        runs = runs_x(rule_k, {q["id"]: raw[q["id"]] for q in test}, x)
-                        ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
-                        fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
-                    out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce),
-                                                                      "false_empty": rate(fe)}
-            report.setdefault(name, {})[cond] = out
-            print(name, cond, json.dumps({k: v for k, v in out.items() if k != "refit_all"}), flush=True)
+            # typed captions with a swapped letter: dev v2's answerable queries, each with its longest
+            # content word's second and third letters swapped, on the whole library
+            typo = [q | {"id": q["id"] + "~swap", "query": swapped}
+                    for q in answerable if (swapped := swap_letter(full, cfg, q["query"]))]
+            typo += caption_typos(full, cfg, answerable)
+            typo_c = condition(full, Searcher(full, embedder), cfg, typo)
+            raw |= typo_c.raw
+            useful |= typo_c.useful
+            # the no-match queries the words-there rule answers, and what it found there (an audit)
+            for q in queries:
+                hit = next((r for r in raw[q["id"]] if r.holds_query), None)
+                if q["slice"] == "no-match" and hit is not None:
+                    print(f"# {name} {cond} words there for no-match {q['id']} {q['query']!r}: "
+                          f"{' '.join(hit.details['ocr_text'].split())[:100]!r}", flush=True)
+            # "before": the same lists with the words-there rule off (it marks results, the rule reads them)
+            for variant, lists in (("before", {k: unmarked(v) for k, v in raw.items()}), ("after", raw)):
+                out = evaluate(name, cfg, full, dev, queries, typo, lists, useful, fold_of, folds, lo_queries, x,
+                               args.features)
+                report.setdefault(name, {}).setdefault(cond, {})[variant] = out
+                print(name, cond, variant, json.dumps({k: v for k, v in out.items() if k != "refit_all"}), flush=True)
     print(json.dumps(report, indent=1))
     return 0
+
+
+def swap_letter(db: DB, cfg: dict[str, Any], query: str) -> str | None:
+    """The query with its longest content word (4+ letters) typed with its second and third letters
+    swapped ("pretends" -> "pertends"), or None when it has no such word."""
+    plan = plan_for(db, query, cfg)
+    words = [t for t in plan.content if len(t) >= 4 and t.isalpha() and t[1] != t[2]]
+    if not words:
+        return None
+    w = max(words, key=len)
+    return " ".join(w[0] + w[2] + w[1] + w[3:] if t == w else t for t in plan.tokens)
+
+
+def caption_typos(db: DB, cfg: dict[str, Any], answerable: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Captions typed with a swapped letter: for each meme judged useful (grade >= 2) for a dev v2
+    answerable query (one query per meme), the first four words of its caption as the library read
+    it, the longest content word's second and third letters swapped; the meme is the answer."""
+    item_of = dict(db.con.execute("SELECT rel_path, item_id FROM files"))
+    files: dict[int, list[str]] = {}
+    for rel, item in item_of.items():
+        files.setdefault(item, []).append(rel)
+    out, seen = [], set()
+    for q in answerable:
+        for path in sorted(p for p, g in q["relevant"].items() if g >= 2 and p in item_of):
+            item = item_of[path]
+            if item in seen:
+                continue
+            seen.add(item)
+            (text,) = db.con.execute("SELECT ocr_text FROM items WHERE item_id = ?", (item,)).fetchone()
+            swapped = swap_letter(db, cfg, " ".join(normalise_query(text or "")[:4]))
+            if swapped:
+                out.append({"id": f"{q['id']}~cap{item}", "query": swapped, "slice": "quote", "family": q["family"],
+                            "relevant": dict.fromkeys(files[item], 3.0), "exact": [], "exact_groups": [],
+                            "subsets": []})
+    return out
+
+
+def unmarked(results: list[Any]) -> list[Any]:
+    return [dataclasses.replace(r, holds_query=False) for r in results]
+
+
+def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]], queries: list[dict[str, Any]],
+             typo: list[dict[str, Any]], raw: dict[str, list[Any]], useful: set[str], fold_of: dict[str, int],
+             folds: list[int], lo_queries: list[dict[str, Any]], x: dict[str, dict[str, float]],
+             features: bool) -> dict[str, Any]:
+    allc = Condition(full, raw, useful)
+    rule = cfg["empty_rule"]
+    in_views = [q for q in queries if "@" in q["id"]]
+    lo_ids = {q["id"] for q in lo_queries}
+
+    out: dict[str, Any] = {
+        "dev_v2": measure(allc, rule, dev),
+        "leave_out": {"correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])[
+            "correct_empty"], **{k: v for k, v in measure(allc, rule, in_views).items()
+                                 if k != "correct_empty"}},
+        # false "no match" of the queries typed with a swapped letter whose list held a useful meme
+        **{key: {"queries": len(sub), "useful": sum(q["id"] in useful for q in sub),
+                 "false_empty": round(false_empty(allc, sub, apply(rule, {q["id"]: raw[q["id"]] for q in sub})), 3)}
+           for key, sub in (("swapped_letter", [q for q in typo if "~swap" in q["id"]]),
+                            ("caption_swapped", [q for q in typo if "~cap" in q["id"]]))},
+    }
+    # (c) held out by template group: fit on the other folds, measure on the fold
+    if name in FEATURES:
+        ce, fe, hit, hit0 = [], [], [], []
+        for k in folds:
+            train = {q["id"] for q in queries if fold_of[q["id"]] != k}
+            test = [q for q in queries if fold_of[q["id"]] == k]
+            fitted = choose(FEATURES[name], {"lib": allc}, queries, train)["rule"]
+            runs = apply(fitted, {q["id"]: raw[q["id"]] for q in test})
+            ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
+            fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
+            m = evaluate_runs(full, test, runs)
+            m0 = evaluate_runs(full, test, {q["id"]: raw[q["id"]] for q in test})
+            n_ans = sum(1 for q in test if q["slice"] != "no-match")
+            hit.append(m["hit10"] * n_ans)
+            hit0.append(m0["hit10"] * n_ans)
+        n_ans = sum(1 for q in queries if q["slice"] != "no-match")
+        out["held_out_template"] = {"correct_empty": rate(ce), "false_empty": rate(fe),
+                                    "hit10_loss": round((sum(hit0) - sum(hit)) / n_ans, 3)}
+        out["current_rule_on_same_folds"] = measure(allc, rule, queries)
+        refit = choose(FEATURES[name], {"lib": allc}, queries, {q["id"] for q in queries})
+        out["refit_all"] = {"rule": refit["rule"], "metrics": refit["metrics"]["lib"]}
+    if name in FEATURES and features:
+        # today's features alone, each extra beside them, and all together, held out by template
+        for label, names in [("today", FEATURES[name])] + [
+                (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)] + [
+                (f"+{e}", FEATURES[name] + (e,)) for e in LATER]:
+            ce, fe = [], []
+            for k in folds:
+                train = {q["id"] for q in queries if fold_of[q["id"]] != k}
+                test = [q for q in queries if fold_of[q["id"]] == k]
+                rule_k = fit_choose(names, allc, queries, train, x)
+                runs = runs_x(rule_k, {q["id"]: raw[q["id"]] for q in test}, x)
+                ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
+                fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
+            out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce),
+                                                              "false_empty": rate(fe)}
+    return out
 
 
 if __name__ == "__main__":

@@ -184,14 +184,14 @@ def test_recheck_applies_new_rules_but_keeps_decisions(library_copy: tuple[Path,
         d.con.execute("DELETE FROM settings WHERE key = 'safety_text_rules'")
     d.close()
     invoke("--db", db, "safety", "set", images / "duck-01.png", "sensitive", "--by", "alex")
-    assert "older text rules" in invoke("--db", db, "status").output
+    assert "older caption signals" in invoke("--db", db, "status").output
     out = invoke("--db", db, "safety", "recheck").output
     assert "1 changed class" in out
     d = open_db(db)
     classes = dict(d.con.execute("SELECT path, safety FROM library"))
     d.close()
     assert (classes["cat-01.png"], classes["duck-01.png"], classes["cop-03.png"]) == ("safe", "sensitive", "critical")
-    assert "older text rules" not in invoke("--db", db, "status").output
+    assert "older caption signals" not in invoke("--db", db, "status").output
 
 
 def test_every_picture_is_scored_and_the_engine_recorded(fixture_library: Path) -> None:

@@ -687,7 +687,7 @@ def safety(ctx: click.Context, as_json: bool) -> None:
       mambo safety                          # the review list
       mambo safety set 42 safe --by alex    # a person's decision wins over the detector
       mambo safety clear 42                 # take it back: the automatic class returns
-      mambo safety detect "every cyclist deserves to get run over"
+      mambo safety detect "every cyclist deserves to get run over"   # both caption signals
       mambo safety recheck                  # re-apply the current caption signals to stored captions
     """
     if ctx.invoked_subcommand is not None:
@@ -708,7 +708,7 @@ def safety(ctx: click.Context, as_json: bool) -> None:
                        + ", ".join(repr(clean_line(w)) for w in r["text_words"]) + ")")
         if r["meaning_rule"]:
             why.append(f"meaning {r['meaning_safety']}: {clean_line(r['meaning_rule'])}, score {r['meaning_score']:.2f}"
-                       f" (bars: {MEANING.sensitive_bar:.2f} marks, {MEANING.unsafe_bar:.2f} withholds)")
+                       f" (bars: {MEANING.sensitive_bar:g} marks, {MEANING.unsafe_bar:g} withholds)")
         if r["picture_rule"]:
             why.append(f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}, score {r['picture_score']:.2f}"
                        f" ({PICTURE_REASON})")
@@ -771,18 +771,27 @@ def safety_recheck(ctx: click.Context) -> None:
               help="One caption per line ('#' lines skipped).")
 @click.option("--json", "as_json", is_flag=True, help="As JSON lines.")
 def safety_detect(texts: tuple[str, ...], file: Any, as_json: bool) -> None:
-    """What the text rules say about TEXTS (or each line of --file): class, rule, words that fired."""
+    """What the caption signals say about TEXTS (or each line of --file): the class (the more severe
+    of the two), the text rule and the words that fired, and the caption-meaning score."""
+    from mambomeme.embed import get_embedder
+    from mambomeme.library import SAFETY_CLASSES
+    from mambomeme.safety_meaning import meaning_model
     from mambomeme.safety_text import detect_safety
 
     lines = list(texts) + ([ln.strip() for ln in file if ln.strip() and not ln.startswith("#")] if file else [])
     if not lines:
         raise MamboError("nothing to check: give a caption, or --file FILE with one caption per line")
-    for text in lines:
+    meanings = meaning_model().judge(get_embedder().encode([" ".join(t.split()) for t in lines]))
+    for text, m in zip(lines, meanings, strict=True):
         found = detect_safety(text)
-        row = {"text": clean_line(text), "safety": found.safety if found else "safe",
-               "rule": found.rule if found else "", "words": list(found.words) if found else []}
+        rule_class = found.safety if found else "safe"
+        row = {"text": clean_line(text),
+               "safety": max(rule_class, m.safety, key=SAFETY_CLASSES.index),
+               "rule": found.rule if found else "", "words": list(found.words) if found else [],
+               "text_safety": rule_class, "meaning_safety": m.safety, "meaning_rule": m.rule,
+               "meaning_score": m.score}
         click.echo(json_line(row) if as_json else
-                   f"{row['safety']:<9} {row['rule'] or '-':<17} {row['text']}"
+                   f"{row['safety']:<9} {row['rule'] or '-':<17} meaning {m.score:.2f} {m.rule:<13} {row['text']}"
                    + (f"  ({', '.join(clean_line(w) for w in row['words'])})" if row["words"] else ""))
 
 

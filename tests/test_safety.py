@@ -20,7 +20,8 @@ HIDDEN = ("unsafe", "critical")
 
 
 def detect_file(path: Path) -> list[dict]:
-    return [json.loads(x) for x in invoke("safety", "detect", "--file", path, "--json").output.splitlines()]
+    out = invoke("safety", "detect", "--file", path, "--json").output.splitlines()
+    return [json.loads(x) for x in out if x.startswith("{")]  # stderr is mixed in (a model's first use)
 
 
 @pytest.mark.slow
@@ -51,7 +52,7 @@ def test_detect_names_the_rule_and_the_words_that_fired() -> None:
     out = invoke("safety", "detect", "--json", "every cyclist on my road deserves to get run over",
                  "statistically speaking / people and animals both hate mondays",
                  "he lives at 17 orchard hollow rd. his cell is 555-0193").output.splitlines()
-    violence, stats, dox = (json.loads(x) for x in out)
+    violence, stats, dox = (json.loads(x) for x in out if x.startswith("{"))
     assert (violence["safety"], violence["rule"]) == ("unsafe", "violence")
     assert "deserves to get run over" in violence["words"][0]
     assert stats["safety"] == "safe" and stats["words"] == []

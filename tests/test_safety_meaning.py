@@ -121,3 +121,13 @@ def test_shipped_weights_name_their_model_and_bars() -> None:
     assert m.model == {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256, "vector": "caption"}
     assert m.weights.shape == (len(m.classes), EMBED_DIM) and m.classes[0] == "harmless"
     assert 0 < m.sensitive_bar <= m.unsafe_bar < 1
+
+
+def test_detect_shows_both_caption_signals() -> None:
+    out = invoke("safety", "detect", "--json", " / ".join(VIOLENT), " / ".join(IDIOM)).output.splitlines()
+    # (stderr is mixed in: the first use in a fresh cache says it prepares the model)
+    violent, idiom = (json.loads(x) for x in out if x.startswith("{"))
+    assert (violent["safety"], violent["text_safety"], violent["meaning_rule"]) == ("unsafe", "safe", "violence")
+    assert violent["meaning_score"] >= meaning_model().unsafe_bar > idiom["meaning_score"]
+    assert idiom["safety"] == "safe"
+    assert "meaning 0.9" in invoke("safety", "detect", " / ".join(VIOLENT)).output

@@ -74,13 +74,22 @@ VIOLENT_PREDICATES = (
     "should get their legs broken", "need a baseball bat to the face", "should be locked in a shed and torched",
     "deserve to be drowned in the canal", "should have their houses burned with them inside",
     "need to be wiped off the map", "should be stoned in the street", "deserve a knife in the ribs",
+    "should be beaten with chains", "deserve to be buried alive", "need their fingers snapped one by one",
+    "should be run down in the car park", "deserve to be hanged from a lamppost", "ought to be gassed",
+    "should be shot on sight", "need a good kicking until they stop moving", "deserve to be thrown to the dogs",
+    "should be tarred and feathered", "deserve a hammer to the kneecaps", "should be blown up with their cars",
+    "should have their homes firebombed", "deserve to bleed out in the gutter", "need to be dealt with, permanently",
 )
 VIOLENT_IMPERATIVES = ("smash their faces into the kerb", "beat every one of them black and blue",
     "tie them up and leave them in the river",
     "throw every last one of them off the pier", "somebody drag them behind a car", "break their legs, all of them",
     "put the whole lot in the ground", "set them on fire and watch", "time to run them off the road",
     "round them up and let them have it", "bash their skulls in", "torch their houses while they sleep",
-    "make them bleed", "push them all under a bus", "crack their heads open",
+    "make them bleed", "push them all under a bus", "crack their heads open", "grab a bat and teach them a lesson",
+    "lock the doors and light it up", "drive straight through them", "stab first, ask later",
+    "hang them off the bridge",
+    "bury every one of them", "beat them till they can't stand", "get the rope", "hit them with the car, i mean it",
+    "kick them till they stop breathing",
 )
 JOKE_FRAMES = ("{g} {v}", "unpopular opinion: {g} {v}", "{g} {v} / (joking... unless?)", "honestly {g} {v}",
                "hot take / {g} {v}", "{g}? {v}, no exceptions")
@@ -92,7 +101,9 @@ VENUES = ("station", "supermarket", "beach", "car park", "match", "school gates"
 DEHUMANISING = ("are a plague", "are not even human", "are lice with passports", "are leeches, every one",
                 "are a cancer on this country", "are dogs and should be treated like dogs", "are filthy swine",
                 "are diseased mongrels", "are a virus that spreads", "are bottom-feeders", "crawled out of a sewer",
-                "are livestock, not neighbours", "multiply like mould")
+                "are livestock, not neighbours", "multiply like mould", "are savages who can't be civilised",
+                "are a subspecies", "are a swarm of locusts", "are parasites on decent people", "should be culled",
+                "are genetically filthy", "are a stain on the human race", "are rodents in human clothing")
 EXCLUSION = ("should be banned from our shops", "don't get to live near decent folk", "need kicking out of the country",
              "shouldn't be allowed in our schools", "should be fenced off from the rest of us",
              "must never be served in this town")
@@ -139,7 +150,11 @@ KIND_PREDICATES = ("deserve a raise", "should get free coffee forever", "are the
                    "should run the country", "deserve a long holiday", "make the best sandwiches",
                    "should be protected at all costs", "are the backbone of this town", "never miss a birthday",
                    "deserve better wifi", "should get a day off on fridays", "throw the best parties",
-                   "are honestly hilarious", "ought to get a statue in the square", "deserve all the cake")
+                   "are honestly hilarious", "ought to get a statue in the square", "deserve all the cake",
+                   "should be thanked every single day", "deserve free parking for life", "are the reason i smile",
+                   "should be given the keys to the city", "deserve a standing ovation", "should get a pay rise",
+                   "are welcome at my table anytime", "need a nap and a hug", "should be left alone to enjoy it",
+                   "deserve a quiet train carriage", "should be cloned", "make the best neighbours")
 SHARED_FRAMES = ("{g} {k}", "{g} at the {v} / {k2}", "when {g} show up / the vibe improves",
                  "{g} / we need to talk", "saw {g} again today / honestly respect", "unpopular opinion: {g} {k}",
                  "hot take / {g} {k}", "{g}? {k}, no exceptions", "honestly {g} {k}",

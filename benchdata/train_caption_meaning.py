@@ -37,7 +37,9 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "mambomeme" / "safety_meaning.json"
 HIDDEN = ("unsafe", "critical")
 FOLDS = 5
-C = 10.0  # inverse L2 strength: out-of-fold recall at the chosen bar, C 1 / 10 / 100 (see the docs)
+# Inverse L2 strength. Out-of-fold generated recall at each C's own bar, C 3 / 10 / 30 / 100:
+# 0.823 / 0.869 / 0.890 / 0.888 (docs/decisions.md#caption-meaning).
+C = 30.0
 MAX_FALSE_HIDES = 0.01
 MAX_MARKED = 0.05
 CLASSES = ("harmless", "violence", "hate-speech", "gore", "personal-data")

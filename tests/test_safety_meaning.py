@@ -6,6 +6,7 @@ person's "safe" wins. Also the shipped weights are what the trainer says they ar
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -130,4 +131,5 @@ def test_detect_shows_both_caption_signals() -> None:
     assert (violent["safety"], violent["text_safety"], violent["meaning_rule"]) == ("unsafe", "safe", "violence")
     assert violent["meaning_score"] >= meaning_model().unsafe_bar > idiom["meaning_score"]
     assert idiom["safety"] == "safe"
-    assert "meaning 0.9" in invoke("safety", "detect", " / ".join(VIOLENT)).output
+    line = invoke("safety", "detect", " / ".join(VIOLENT)).output
+    assert re.search(r"^unsafe .* meaning (0\.9\d|1\.00) violence ", line), line

@@ -1,8 +1,8 @@
 """Trains the caption-meaning safety signal (mambomeme/safety_meaning.py) on development material
 only, chooses its bars with held-out folds, and writes mambomeme/safety_meaning.json.
 
-    .venv/bin/python benchdata/train_caption_meaning.py           # writes the weights and prints the folds
-    .venv/bin/python benchdata/train_caption_meaning.py --check   # exit 1 unless the file is what this makes
+    .venv/bin/python benchdata/train_caption_meaning.py          # writes the weights, prints the folds
+    .venv/bin/python benchdata/train_caption_meaning.py --check  # exit 1 unless the file is what it makes
 
 The signal is a multinomial logistic regression on the caption's all-mpnet-base-v2 vector (the
 vector the library already stores): harmless, or one of the policy's unsafe kinds (violence wished
@@ -10,16 +10,17 @@ on a group, dehumanising a group, gore, personal data). Its score is 1 - P(harml
 
 Training material (all development): the generated set (benchdata/make_safety_set.py: labels by that
 program), benchmark v1's DEVELOPMENT-pool captions by their recipe class (reserve items are never
-read; an unsafe caption's kind is the text rule that catches it), and the prototype sentences below,
-written from the definitions of benchdata/safety-policy-v1.md. The hand-written harmless captions
-(benchdata/safety/harmless-captions.txt) and the fixture are never trained on: they measure false
-hides from outside.
+read; an unsafe caption's kind is the text rule that catches it), the hand-written harmless captions
+(benchdata/safety/harmless-captions.txt), and the prototype sentences below, written from the
+definitions of benchdata/safety-policy-v1.md. The fixture and the OCR text of the rendered files
+are never trained on: they measure from outside (benchdata/safety_signals.py).
 
 Folds: 5, grouped so that captions sharing their core phrase (the generated set's `core`; a dev
-caption's punchline) are never on both sides. The unsafe bar is the lowest in steps of 0.01 whose
-out-of-fold false hides stay <= MAX_FALSE_HIDES in each harmless family and on the hand-written
-set; the sensitive bar the lowest whose out-of-fold marks stay <= MAX_MARKED. Each fold's bar is
-also chosen on the other four and measured on it (reported). Needs scikit-learn (the dev extra)."""
+caption's punchline) are never on both sides. The unsafe bar is the lowest in steps of 0.005 whose
+out-of-fold false hides stay <= MAX_FALSE_HIDES in each set of harmless captions (generated,
+hand-written, dev shown); the sensitive bar the lowest whose out-of-fold marks stay <= MAX_MARKED.
+Each fold's bar is also chosen on the other four and measured on it (reported). Needs scikit-learn
+(the dev extra, through sentence-transformers)."""
 
 from __future__ import annotations
 

@@ -40,9 +40,10 @@ class MeaningModel:
         self.classes = list(data["classes"])
         self.weights = np.array(data["weights"], dtype=np.float32)
         self.bias = np.array(data["bias"], dtype=np.float32)
-        # The bars on the score, chosen on development material with grouped out-of-fold scores:
-        # `unsafe` (withheld) keeps out-of-fold false hides <= 1 % in each harmless set, `sensitive`
-        # (marked, shown) keeps marks <= 5 %. See docs/decisions.md#caption-meaning.
+        # The bars, chosen on development material with out-of-fold scores grouped by phrase:
+        # `unsafe` 0.93 (withheld) is the lowest with false hides <= 1 % in each harmless set (held
+        # out: 0.8 % generated, 0.3 % hand-written, recall 0.890 of 480 generated unsafe captions),
+        # `sensitive` 0.755 (marked, shown) keeps marks <= 5 %. See docs/decisions.md#caption-meaning.
         self.unsafe_bar = float(data["bars"]["unsafe"])
         self.sensitive_bar = float(data["bars"]["sensitive"])
 

@@ -163,7 +163,8 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     click.echo(f"added {s.added}, updated {s.updated}, exact duplicates {s.duplicates}, "
                f"unchanged {s.skipped}, errors {s.errors}")
     if rechecked and rechecked["changed"] and not quiet:
-        click.echo(f"safety: re-checked {rechecked['items']} item(s) with {RULES_VERSION}; "
+        click.echo(f"safety: re-checked {rechecked['items']} item(s) with {RULES_VERSION} and the caption-meaning "
+                   "model; "
                    f"{rechecked['changed']} changed class (`mambo safety` lists what is marked)")
     if s.unread:
         # As ripgrep does when some files could not be read: the rest is done, the status says not all.
@@ -396,7 +397,6 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, size, models, schema version and recent ingest errors."""
     from mambomeme.embed import waiting_note, waiting_to_embed
     from mambomeme.safety_review import review_counts
-    from mambomeme.safety_text import RULES_VERSION
     from mambomeme.upkeep import library_status
     from mambomeme.vectors import IVF_MIN_VECTORS
 
@@ -413,10 +413,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo("safety    " + ", ".join(f"{k} {v}" for k, v in st["safety"].items()))
     rv = st["safety_review"]
     click.echo(f"review    {rv['text_marked']} marked by the text rules ({rv['text_hidden']} hidden), "
+               f"{rv['meaning_marked']} of {rv['meaning_scored']} by the caption meaning "
+               f"({rv['meaning_hidden']} hidden), "
                f"{rv['picture_marked']} of {rv['picture_scored']} by the picture signal, {rv['decided']} decided by "
                f"a person; {rv['hidden']} hidden in all (`mambo safety`)")
     if rv["text_rules_stale"]:
-        click.echo(f"note      classes come from older text rules: `mambo safety recheck` applies {RULES_VERSION}")
+        click.echo(f"note      classes come from older caption signals: `mambo safety recheck` applies "
+                   f"{rv['text_rules']}")
     for e in rv["engines"]:
         click.echo(f"safety    {e['kind']} {clean_line(e['name'])} {clean_line(e['version'])}"
                    + (f" sha256 {e['weights_sha256'][:12]}" if e["weights_sha256"] else "") + f": {e['items']} items")
@@ -679,21 +682,24 @@ def safety(ctx: click.Context, as_json: bool) -> None:
 
     \b
     With no subcommand: every meme a signal marked or a person decided, with
-    its class, the rule and the words that fired (your own files: the list
-    shows the words so you can judge them; search never shows hidden memes).
+    its class, the rule and the words that fired, and the caption-meaning
+    score with its bars (your own files: the list shows the words so you can
+    judge them; search never shows hidden memes).
     \b
     Examples:
       mambo safety                          # the review list
       mambo safety set 42 safe --by alex    # a person's decision wins over the detector
       mambo safety clear 42                 # take it back: the automatic class returns
-      mambo safety detect "every cyclist deserves to get run over"
-      mambo safety recheck                  # re-apply the current text rules to stored OCR text
+      mambo safety detect "every cyclist deserves to get run over"   # both caption signals
+      mambo safety recheck                  # re-apply the current caption signals to stored captions
     """
     if ctx.invoked_subcommand is not None:
         return
+    from mambomeme.safety_meaning import meaning_model
     from mambomeme.safety_picture import REASON as PICTURE_REASON
     from mambomeme.safety_review import review_list
 
+    MEANING = meaning_model()  # noqa: N806
     rows = review_list(open_library(ctx))
     for r in rows:
         if as_json:
@@ -703,6 +709,9 @@ def safety(ctx: click.Context, as_json: bool) -> None:
         if r["text_rule"]:
             why.append(f"text {r['text_safety']}: {r['text_rule']} ("
                        + ", ".join(repr(clean_line(w)) for w in r["text_words"]) + ")")
+        if r["meaning_rule"]:
+            why.append(f"meaning {r['meaning_safety']}: {clean_line(r['meaning_rule'])}, score {r['meaning_score']:.2f}"
+                       f" (bars: {MEANING.sensitive_bar:g} marks, {MEANING.unsafe_bar:g} withholds)")
         if r["picture_rule"]:
             why.append(f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}, score {r['picture_score']:.2f}"
                        f" ({PICTURE_REASON})")
@@ -750,12 +759,13 @@ def safety_clear(ctx: click.Context, item: str) -> None:
 @safety.command(name="recheck")
 @click.pass_context
 def safety_recheck(ctx: click.Context) -> None:
-    """Re-run the current text rules on every meme's stored OCR text (decisions stay in force)."""
-    from mambomeme.safety_review import recheck
-    from mambomeme.safety_text import RULES_VERSION
+    """Re-run the current text rules on every meme's stored OCR text and the caption-meaning model
+    on its stored caption vector (decisions stay in force)."""
+    from mambomeme.safety_review import caption_signals_version, recheck
 
     c = recheck(open_library(ctx))
-    click.echo(f"re-checked {c['items']} meme(s) with {RULES_VERSION}: {c['changed']} changed class")
+    click.echo(f"re-checked {c['items']} meme(s) with {caption_signals_version()} ({c['meaning_scored']} captions "
+               f"scored): {c['changed']} changed class")
 
 
 @safety.command(name="detect")
@@ -764,18 +774,27 @@ def safety_recheck(ctx: click.Context) -> None:
               help="One caption per line ('#' lines skipped).")
 @click.option("--json", "as_json", is_flag=True, help="As JSON lines.")
 def safety_detect(texts: tuple[str, ...], file: Any, as_json: bool) -> None:
-    """What the text rules say about TEXTS (or each line of --file): class, rule, words that fired."""
+    """What the caption signals say about TEXTS (or each line of --file): the class (the more severe
+    of the two), the text rule and the words that fired, and the caption-meaning score."""
+    from mambomeme.embed import get_embedder
+    from mambomeme.library import SAFETY_CLASSES
+    from mambomeme.safety_meaning import meaning_model
     from mambomeme.safety_text import detect_safety
 
     lines = list(texts) + ([ln.strip() for ln in file if ln.strip() and not ln.startswith("#")] if file else [])
     if not lines:
         raise MamboError("nothing to check: give a caption, or --file FILE with one caption per line")
-    for text in lines:
+    meanings = meaning_model().judge(get_embedder().encode([" ".join(t.split()) for t in lines]))
+    for text, m in zip(lines, meanings, strict=True):
         found = detect_safety(text)
-        row = {"text": clean_line(text), "safety": found.safety if found else "safe",
-               "rule": found.rule if found else "", "words": list(found.words) if found else []}
+        rule_class = found.safety if found else "safe"
+        row = {"text": clean_line(text),
+               "safety": max(rule_class, m.safety, key=SAFETY_CLASSES.index),
+               "rule": found.rule if found else "", "words": list(found.words) if found else [],
+               "text_safety": rule_class, "meaning_safety": m.safety, "meaning_rule": m.rule,
+               "meaning_score": m.score}
         click.echo(json_line(row) if as_json else
-                   f"{row['safety']:<9} {row['rule'] or '-':<17} {row['text']}"
+                   f"{row['safety']:<9} {row['rule'] or '-':<17} meaning {m.score:.2f} {m.rule:<13} {row['text']}"
                    + (f"  ({', '.join(clean_line(w) for w in row['words'])})" if row["words"] else ""))
 
 

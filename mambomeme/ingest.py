@@ -44,7 +44,13 @@ from mambomeme.images import (
 from mambomeme.library import DB, clean_line, show_path
 from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
 from mambomeme.safety_picture import PictureScorer, get_picture, identity, picture_class
-from mambomeme.safety_review import engine_id, record_picture_signal, record_text_signal, text_engine_id
+from mambomeme.safety_review import (
+    engine_id,
+    record_meaning_signals,
+    record_picture_signal,
+    record_text_signal,
+    text_engine_id,
+)
 from mambomeme.safety_text import detect_safety
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder, metadata_folders
 from mambomeme.state import file_params, restate, template_group_id
@@ -659,6 +665,9 @@ class Ingester:
             derive(db, items)
             with self._clock("embedding"):
                 embed_items(db, items, self.embedder, self.model_id)
+            with self._clock("caption meaning safety"):
+                # Scored from the caption vectors just stored (no second encoding), then restated.
+                self._restate(record_meaning_signals(db, items), merge=False)
 
     def _regroup(self) -> None:
         """Migration 012's upkeep: groups made again, the fields of their items derived and

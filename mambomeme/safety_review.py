@@ -1,6 +1,7 @@
-"""The safety review: what the safety signals found (stored per item with the rule and the words
-that fired), the list a person reviews (`mambo safety`), a person's decision (`mambo safety set`)
-that wins over every automatic class, and re-checking a library with the current text rules."""
+"""The safety review: what the safety signals found (stored per item with the rule, the words that
+fired and the score), the list a person reviews (`mambo safety`), a person's decision (`mambo safety
+set`) that wins over every automatic class, and re-checking a library with the current text rules
+and caption-meaning model."""
 
 from __future__ import annotations
 
@@ -9,10 +10,18 @@ from typing import Any
 
 from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line
 from mambomeme.query_plan import plan_query
+from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
 from mambomeme.state import restate
 
-TEXT_RULES_SETTING = "safety_text_rules"  # the rules version the library's text signals come from
+# The caption signals (text rules and caption-meaning model) the library's classes come from.
+TEXT_RULES_SETTING = "safety_text_rules"
+
+
+def caption_signals_version() -> str:
+    """What TEXT_RULES_SETTING holds for a library checked by this version."""
+    m = meaning_model()
+    return f"{RULES_VERSION} + {m.signal} {m.sha256[:12]}"
 
 
 def engine_id(db: DB, kind: str, name: str, version: str, weights_sha256: str = "", params: str = "{}") -> int:
@@ -42,30 +51,62 @@ def record_picture_signal(db: DB, item_id: int, score: float, found: tuple[str, 
                                   "rule": found[1], "words": "[]", "score": round(score, 4)})
 
 
+def meaning_engine_id(db: DB) -> int:
+    return engine_id(db, "text", **meaning_model().identity())
+
+
+def record_meaning_signals(db: DB, item_ids: list[int]) -> list[int]:
+    """Score the named items' stored caption vectors with the caption-meaning model and store each
+    score with its class (an item with no caption, or not yet embedded by the current model, gets
+    none). Returns the items scored; their state is for the caller to restate. No model is loaded."""
+    import numpy as np
+
+    from mambomeme.embed import EMBED_MODEL_NAME, EMBED_TEXT_RECIPE, WEIGHTS_SHA256
+
+    if not item_ids:
+        return []
+    rows = db.q("caption_vectors", {"item_ids": json.dumps(list(item_ids)), "name": EMBED_MODEL_NAME,
+                                    "weights_sha256": WEIGHTS_SHA256, "text_recipe": EMBED_TEXT_RECIPE})
+    rows = [(i, v) for i, v in rows if v is not None]
+    if not rows:
+        return []
+    vecs = np.stack([np.frombuffer(v, dtype=np.float32) for _i, v in rows])
+    engine = meaning_engine_id(db)
+    for (item_id, _v), m in zip(rows, meaning_model().judge(vecs), strict=True):
+        db.q("upsert_safety_signal", {"item_id": item_id, "signal": "meaning", "engine_id": engine,
+                                      "safety": m.safety, "rule": m.rule, "words": "[]", "score": m.score})
+    return [i for i, _v in rows]
+
+
 def recheck(db: DB) -> dict[str, int]:
-    """Re-run the current text rules on every item's stored OCR text: its text signal follows them,
-    and so does every item's class (state.sql apply_item_state: a sidecar's class is kept with its
-    file, so a check never lowers what a sidecar says). A person's decision stays in force."""
+    """Re-run the current text rules on every item's stored OCR text and the caption-meaning model
+    on every stored caption vector: the signals follow them, and so does every item's class
+    (state.sql apply_item_state: a sidecar's class is kept with its file, so a check never lowers
+    what a sidecar says). A person's decision stays in force."""
     engine = text_engine_id(db)
-    counts = {"items": 0, "changed": 0}
+    counts = {"items": 0, "changed": 0, "meaning_scored": 0}
     with db.write():
         before = dict(db.q("item_classes"))
         for item_id, ocr_text in db.q("items_to_recheck"):
             counts["items"] += 1
             record_text_signal(db, item_id, detect_safety(ocr_text), engine)
+        ids = [r[0] for r in db.q("all_item_ids")]
+        for start in range(0, len(ids), 512):
+            counts["meaning_scored"] += len(record_meaning_signals(db, ids[start:start + 512]))
         restate(db, None)
         after = dict(db.q("item_classes"))
         counts["changed"] = sum(after.get(i) != c for i, c in before.items())
-        db.q("set_setting", {"key": TEXT_RULES_SETTING, "value": RULES_VERSION})
+        db.q("set_setting", {"key": TEXT_RULES_SETTING, "value": caption_signals_version()})
         if counts["changed"]:
             db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     return counts
 
 
 def recheck_if_stale(db: DB) -> dict[str, int] | None:
-    """Recheck once after the text rules changed (a library made by an older mambo)."""
+    """Recheck once after the text rules or the caption-meaning model changed (a library made by an
+    older mambo)."""
     row = db.q1("setting", {"key": TEXT_RULES_SETTING})
-    if row and row[0] == RULES_VERSION:
+    if row and row[0] == caption_signals_version():
         return None
     return recheck(db)
 
@@ -116,8 +157,8 @@ def review_list(db: DB) -> list[dict[str, Any]]:
 def review_counts(db: DB) -> dict[str, Any]:
     counts = db.rows("safety_review_counts")[0]
     row = db.q1("setting", {"key": TEXT_RULES_SETTING})
-    counts["text_rules"] = RULES_VERSION
-    counts["text_rules_stale"] = bool(row is None or row[0] != RULES_VERSION) and counts["items"] > 0
+    counts["text_rules"] = caption_signals_version()
+    counts["text_rules_stale"] = bool(row is None or row[0] != counts["text_rules"]) and counts["items"] > 0
     counts["engines"] = db.rows("safety_engines_in_use")
     return counts
 

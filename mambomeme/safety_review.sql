@@ -19,6 +19,22 @@ ON CONFLICT (item_id, signal) DO UPDATE SET
 -- name: delete_safety_signal
 DELETE FROM safety_signals WHERE item_id = :item_id AND signal = :signal;
 
+-- name: caption_vectors
+-- The stored caption vector of each named item embedded by the current model and text recipe: its
+-- caption field vector, or the all-fields vector when the caption is the item's whole text (then
+-- no field vector is stored: embed_items). Items with no caption have none.
+SELECT i.item_id,
+       coalesce((SELECT fv.embedding FROM item_field_vectors fv WHERE fv.vector_id = i.item_id * 4 + 1),
+                (SELECT v.embedding FROM item_vectors v WHERE v.item_id = i.item_id)) AS embedding
+FROM items i
+JOIN item_embeddings e ON e.item_id = i.item_id
+JOIN embedding_models m ON m.model_id = e.model_id
+WHERE i.item_id IN (SELECT value FROM json_each(:item_ids)) AND trim(i.ocr_text) <> ''
+  AND m.name = :name AND m.weights_sha256 = :weights_sha256 AND m.text_recipe = :text_recipe;
+
+-- name: all_item_ids
+SELECT item_id FROM items ORDER BY item_id;
+
 -- name: items_to_recheck
 SELECT item_id, ocr_text FROM items;
 
@@ -42,25 +58,33 @@ ON CONFLICT (sha256) DO UPDATE SET
 DELETE FROM safety_decisions WHERE sha256 = :sha256;
 
 -- name: safety_review_list
--- Items a signal marked (any class but safe) or a person decided, most severe first.
+-- Items a signal marked (any class but safe) or a person decided, most severe first, with every
+-- signal's class, rule and score (the caption meaning's score is shown even when it is below a bar).
 SELECT i.item_id, r.name || '/' || f.rel_path AS path, i.safety, i.safety_source,
        t.safety AS text_safety, t.rule AS text_rule, t.words AS text_words,
        p.safety AS picture_safety, p.rule AS picture_rule, p.score AS picture_score,
+       m.safety AS meaning_safety, m.rule AS meaning_rule, m.score AS meaning_score,
        d.decided_by, d.decided_at, d.note, d.automatic_safety
 FROM items i
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
 JOIN library_roots r ON r.root_id = f.root_id
 LEFT JOIN safety_signals t ON t.item_id = i.item_id AND t.signal = 'text'
 LEFT JOIN safety_signals p ON p.item_id = i.item_id AND p.signal = 'picture'
+LEFT JOIN safety_signals m ON m.item_id = i.item_id AND m.signal = 'meaning'
 LEFT JOIN safety_decisions d ON d.sha256 = i.sha256
 WHERE (t.safety IS NOT NULL AND t.safety <> 'safe') OR (p.safety IS NOT NULL AND p.safety <> 'safe')
-   OR d.sha256 IS NOT NULL OR i.safety_source LIKE 'detector:%'
+   OR (m.safety IS NOT NULL AND m.safety <> 'safe')
+   OR d.sha256 IS NOT NULL OR i.safety_source LIKE 'detector:%' OR i.safety_source LIKE 'meaning:%'
 ORDER BY CASE i.safety WHEN 'critical' THEN 0 WHEN 'unsafe' THEN 1 WHEN 'sensitive' THEN 2 ELSE 3 END, i.item_id;
 
 -- name: safety_review_counts
 SELECT (SELECT count(*) FROM items) AS items,
        (SELECT count(*) FROM safety_signals WHERE signal = 'text' AND safety <> 'safe') AS text_marked,
        (SELECT count(*) FROM safety_signals WHERE signal = 'text' AND safety IN ('unsafe', 'critical')) AS text_hidden,
+       (SELECT count(*) FROM safety_signals WHERE signal = 'meaning') AS meaning_scored,
+       (SELECT count(*) FROM safety_signals WHERE signal = 'meaning' AND safety <> 'safe') AS meaning_marked,
+       (SELECT count(*) FROM safety_signals WHERE signal = 'meaning' AND safety IN ('unsafe', 'critical'))
+           AS meaning_hidden,
        (SELECT count(*) FROM safety_signals WHERE signal = 'picture') AS picture_scored,
        (SELECT count(*) FROM safety_signals WHERE signal = 'picture' AND safety <> 'safe') AS picture_marked,
        (SELECT count(*) FROM items i JOIN safety_decisions d ON d.sha256 = i.sha256) AS decided,

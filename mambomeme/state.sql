@@ -48,6 +48,7 @@ by_file AS MATERIALIZED (
 inputs AS MATERIALIZED (
     SELECT i.item_id, i.perceptual_group AS g, d.safety AS decided, d.decided_by, b.side_rank,
            t.safety AS text_safety, t.rule AS text_rule, p.safety AS picture_safety, p.rule AS picture_rule,
+           m.safety AS meaning_safety, m.rule AS meaning_rule,
            b.rights_rank, b.file_private,
            CASE WHEN b.any_stated THEN (SELECT json_group_array(DISTINCT s.value) FROM files f, json_each(f.stated) s
                                         WHERE f.item_id = i.item_id) END AS file_stated
@@ -56,6 +57,7 @@ inputs AS MATERIALIZED (
     LEFT JOIN safety_decisions d ON d.sha256 = i.sha256
     LEFT JOIN safety_signals t ON t.item_id = i.item_id AND t.signal = 'text'
     LEFT JOIN safety_signals p ON p.item_id = i.item_id AND p.signal = 'picture'
+    LEFT JOIN safety_signals m ON m.item_id = i.item_id AND m.signal = 'meaning'
     WHERE i.item_id IN scope
 ),
 ranked AS (
@@ -63,19 +65,23 @@ ranked AS (
            CASE text_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 WHEN 'critical' THEN 3
                             ELSE -1 END AS text_rank,
            CASE picture_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2
-                               WHEN 'critical' THEN 3 ELSE -1 END AS picture_rank
+                               WHEN 'critical' THEN 3 ELSE -1 END AS picture_rank,
+           CASE meaning_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2
+                               WHEN 'critical' THEN 3 ELSE -1 END AS meaning_rank
     FROM inputs
 ),
 own AS MATERIALIZED (
     -- A person's decision on the content replaces the signals and the sidecars' class. On a tie
-    -- the sidecar's class names the source, then the text rules', then the picture's.
+    -- the sidecar's class names the source, then the text rules', then the caption meaning's, then
+    -- the picture's.
     SELECT item_id, g,
            CASE WHEN decided IS NOT NULL THEN decided
-                ELSE CASE max(base_rank, text_rank, picture_rank)
+                ELSE CASE max(base_rank, text_rank, picture_rank, meaning_rank)
                      WHEN 0 THEN 'safe' WHEN 1 THEN 'sensitive' WHEN 2 THEN 'unsafe' ELSE 'critical' END
            END AS o_safety,
            CASE WHEN decided IS NOT NULL THEN 'person:' || decided_by
-                WHEN picture_rank > max(base_rank, text_rank) THEN 'picture:' || picture_rule
+                WHEN picture_rank > max(base_rank, text_rank, meaning_rank) THEN 'picture:' || picture_rule
+                WHEN meaning_rank > max(base_rank, text_rank) THEN 'meaning:' || meaning_rule
                 WHEN text_rank > base_rank THEN 'detector:' || text_rule
                 WHEN side_rank IS NOT NULL THEN 'sidecar'
                 ELSE 'default' END AS o_source,

@@ -351,6 +351,7 @@ def test_bench_ingest_reports_throughput_stages_and_machine() -> None:
     for stage in ("decode", "hashes and preview", "picture safety", "OCR detection", "OCR recognition",
                   "template recognition", "embedding", "writes"):
         assert stages[stage] > 0, (stage, stages)
+    assert "caption meaning safety" in stages  # the caption-meaning signal: ~0.2 ms a file, no encoding
     # the stages account for the CPU the run used, workers included
     assert 0.6 * report["cpu_seconds_per_file"] <= sum(stages.values()) <= 1.05 * report["cpu_seconds_per_file"]
 

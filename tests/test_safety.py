@@ -20,7 +20,8 @@ HIDDEN = ("unsafe", "critical")
 
 
 def detect_file(path: Path) -> list[dict]:
-    return [json.loads(x) for x in invoke("safety", "detect", "--file", path, "--json").output.splitlines()]
+    out = invoke("safety", "detect", "--file", path, "--json").output.splitlines()
+    return [json.loads(x) for x in out if x.startswith("{")]  # stderr is mixed in (a model's first use)
 
 
 @pytest.mark.slow
@@ -51,7 +52,7 @@ def test_detect_names_the_rule_and_the_words_that_fired() -> None:
     out = invoke("safety", "detect", "--json", "every cyclist on my road deserves to get run over",
                  "statistically speaking / people and animals both hate mondays",
                  "he lives at 17 orchard hollow rd. his cell is 555-0193").output.splitlines()
-    violence, stats, dox = (json.loads(x) for x in out)
+    violence, stats, dox = (json.loads(x) for x in out if x.startswith("{"))
     assert (violence["safety"], violence["rule"]) == ("unsafe", "violence")
     assert "deserves to get run over" in violence["words"][0]
     assert stats["safety"] == "safe" and stats["words"] == []
@@ -184,14 +185,14 @@ def test_recheck_applies_new_rules_but_keeps_decisions(library_copy: tuple[Path,
         d.con.execute("DELETE FROM settings WHERE key = 'safety_text_rules'")
     d.close()
     invoke("--db", db, "safety", "set", images / "duck-01.png", "sensitive", "--by", "alex")
-    assert "older text rules" in invoke("--db", db, "status").output
+    assert "older caption signals" in invoke("--db", db, "status").output
     out = invoke("--db", db, "safety", "recheck").output
     assert "1 changed class" in out
     d = open_db(db)
     classes = dict(d.con.execute("SELECT path, safety FROM library"))
     d.close()
     assert (classes["cat-01.png"], classes["duck-01.png"], classes["cop-03.png"]) == ("safe", "sensitive", "critical")
-    assert "older text rules" not in invoke("--db", db, "status").output
+    assert "older caption signals" not in invoke("--db", db, "status").output
 
 
 def test_every_picture_is_scored_and_the_engine_recorded(fixture_library: Path) -> None:

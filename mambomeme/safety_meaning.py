@@ -1,0 +1,80 @@
+"""The caption's meaning as a safety signal for policy mambo-safety-v1: a linear model over the
+caption's vector (the one the library already stores, from the dense model of mambomeme/embed.py)
+that says how likely the caption is one of the policy's unsafe kinds (violence wished on a group,
+dehumanising a group, graphic gore, a private person's data) rather than harmless.
+
+The text rules (safety_text.py) prove a harmful relation between words they list; a caption that
+says the same in other words ("those people should be thrown off a bridge") escapes them. This
+signal needs no listed word. Its weights and bars (safety_meaning.json) are made on development
+material by benchdata/train_caption_meaning.py; no model is loaded to apply them: the caption's
+stored vector is enough, so `mambo safety recheck` runs on any embedded library."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+WEIGHTS_FILE = Path(__file__).with_name("safety_meaning.json")
+
+
+class Meaning(NamedTuple):
+    safety: str  # safe, sensitive, unsafe or critical
+    rule: str  # the unsafe kind the model finds most likely
+    score: float  # 1 - P(harmless)
+
+
+class MeaningModel:
+    """The trained weights, their bars and the engine identity (a digest of the file)."""
+
+    def __init__(self, path: Path = WEIGHTS_FILE) -> None:
+        import numpy as np
+
+        raw = path.read_bytes()
+        data = json.loads(raw)
+        self.sha256 = hashlib.sha256(raw).hexdigest()
+        self.signal = str(data["signal"])
+        self.model = data["model"]
+        self.classes = list(data["classes"])
+        self.weights = np.array(data["weights"], dtype=np.float32)
+        self.bias = np.array(data["bias"], dtype=np.float32)
+        # The bars, chosen on development material with out-of-fold scores grouped by phrase:
+        # `unsafe` 0.93 (withheld) is the lowest with false hides <= 1 % in each harmless set (held
+        # out: 0.8 % generated, 0.3 % hand-written, recall 0.890 of 480 generated unsafe captions),
+        # `sensitive` 0.755 (marked, shown) keeps marks <= 5 %. See docs/decisions.md#caption-meaning.
+        self.unsafe_bar = float(data["bars"]["unsafe"])
+        self.sensitive_bar = float(data["bars"]["sensitive"])
+
+    def identity(self) -> dict[str, str]:
+        name, _, version = self.signal.rpartition("-")
+        return {"name": name, "version": version, "weights_sha256": self.sha256}
+
+    def judge(self, vecs: Any) -> list[Meaning]:
+        """One Meaning per row of caption vectors (unit vectors of the model named in the file)."""
+        import numpy as np
+
+        if len(vecs) == 0:
+            return []
+        logits = np.asarray(vecs, dtype=np.float32) @ self.weights.T + self.bias
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        harmless = self.classes.index("harmless")
+        out = []
+        for row in p:
+            score = float(1.0 - row[harmless])
+            kinds = [(row[i], c) for i, c in enumerate(self.classes) if i != harmless]
+            kind = max(kinds)[1]
+            if score >= self.unsafe_bar:
+                safety = "critical" if kind == "personal-data" else "unsafe"
+            else:
+                safety = "sensitive" if score >= self.sensitive_bar else "safe"
+            out.append(Meaning(safety, kind, round(score, 4)))
+        return out
+
+
+@functools.cache
+def meaning_model() -> MeaningModel:
+    return MeaningModel()

@@ -163,6 +163,12 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     finish_pending(db, lambda: (ing.embedder, ing.model_id))
     click.echo(f"added {s.added}, updated {s.updated}, exact duplicates {s.duplicates}, "
                f"unchanged {s.skipped}, errors {s.errors}")
+    labelled, missing = ing.labelled_again
+    if labelled and not quiet:
+        click.echo(f"labels: {labelled} picture(s) from before the picture labels labelled (their pictures only)")
+    if missing:
+        click.echo(f"mambo: {missing} picture(s) wait to be labelled: their files are not on this machine "
+                   "(`mambo check` lists them)", err=True)
     if rechecked and rechecked["changed"] and not quiet:
         click.echo(f"safety: re-checked {rechecked['items']} item(s) with {RULES_VERSION}; "
                    f"{rechecked['changed']} changed class (`mambo safety` lists what is marked)")
@@ -426,6 +432,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
                    f"dim {m['dim']}: {m['items']} items")
     for o in st["ocr_engines"]:
         click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
+    pl = st["picture_labels"]
+    for lab in pl["labellers"]:
+        click.echo(f"labels    {clean_line(lab['name'])} ({clean_line(lab['package'])}) sha256 "
+                   f"{lab['weights_sha256'][:12]}: {lab['items']} pictures labelled, {lab['with_labels']} with a label")
+    if pl["top"]:
+        click.echo("labels    most often: " + ", ".join(f"{clean_line(t['label'])} {t['items']}" for t in pl["top"]))
+    if pl["waiting"]:
+        click.echo(f"note      {pl['waiting']} pictures wait to be labelled: `mambo add` on the library's folder "
+                   "labels them (their pictures only)")
     if st["waiting_to_embed"]:
         click.echo(f"note      {waiting_note(st['waiting_to_embed'])}")
     vi = st["vector_index"]

@@ -219,14 +219,14 @@ CREATE TABLE vector_index (
 -- FTS5 over the text fields, one column per field so BM25 can weight them.
 -- Kept in step with `items` by the triggers below, in the same transaction.
 CREATE VIRTUAL TABLE items_fts USING fts5(
-    title, template, entities, tags, ocr_text, description,
+    title, template, entities, tags, ocr_text, description, picture_labels,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
 -- Typo tolerance: the same fields under the trigram tokenizer. A misspelt or slangy query word
 -- ("jon ceena", OCR's "AWAYLIKE") still shares most of its 3-letter pieces with the right word.
 CREATE VIRTUAL TABLE items_trigram USING fts5(
-    title, template, entities, tags, ocr_text, description,
+    title, template, entities, tags, ocr_text, description, picture_labels,
     tokenize = 'trigram remove_diacritics 1'
 );
 
@@ -297,23 +297,25 @@ CREATE VIEW item_search_text AS
 SELECT item_id, title, template_text AS template,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.entities)) AS entities,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.tags)) AS tags,
-       ocr_text, description
+       ocr_text, description,
+       (SELECT group_concat(n.value, ' ; ') FROM items i, json_each(i.picture_labels) l, json_each(l.value, '$.names') n
+        WHERE i.item_id = e.item_id) AS picture_labels
 FROM item_effective e;
 
 CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
-    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
+    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
-    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
+    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
 END;
 
-CREATE TRIGGER items_fts_update AFTER UPDATE OF title, template, entities, tags, ocr_text, description, derived
-ON items BEGIN
+CREATE TRIGGER items_fts_update
+AFTER UPDATE OF title, template, entities, tags, ocr_text, description, derived, picture_labels ON items BEGIN
     DELETE FROM items_fts WHERE rowid = old.item_id;
     DELETE FROM items_trigram WHERE rowid = old.item_id;
-    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
+    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
-    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
+    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
 END;
 
@@ -1038,4 +1040,18 @@ ALTER TABLE files ADD COLUMN stated TEXT NOT NULL DEFAULT '[]' CHECK (json_type(
 -- 016: one row per file and problem; a run that meets it again updates it.
 CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);
 
-PRAGMA user_version = 17;
+-- 018: picture labels (mambomeme/picture_labels.py): the labeller's manifest rows, and each item's labels
+-- (NULL: not labelled yet; JSON [{"class", "names", "p"}, ...]) with the labeller that made them.
+CREATE TABLE picture_labellers (
+    labeller_id    INTEGER PRIMARY KEY,
+    name           TEXT NOT NULL,
+    package        TEXT NOT NULL,
+    weights_sha256 TEXT NOT NULL CHECK (length(weights_sha256) = 64),
+    params         TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(params)),
+    created_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    UNIQUE (name, weights_sha256, params)
+);
+ALTER TABLE items ADD COLUMN picture_labels TEXT CHECK (picture_labels IS NULL OR json_type(picture_labels) = 'array');
+ALTER TABLE items ADD COLUMN picture_labeller_id INTEGER REFERENCES picture_labellers(labeller_id);
+
+PRAGMA user_version = 18;

@@ -33,7 +33,8 @@ def build(db: DB, n: int, rng: random.Random) -> None:
                 "sha256": hashlib.sha256(str(i).encode()).hexdigest(), "format": "png", "width": 1, "height": 1,
                 "byte_size": 0, "phash": 0, "dhash": 0, "perceptual_group": group, "template_group": None,
                 "ocr_text": "x", "ocr_engine_id": None, "template_id": None, "template_score": None,
-                "recognised_revision": 0, "ocr_boxes": None})[0])
+                "recognised_revision": 0, "ocr_boxes": None, "picture_labels": "[]",
+                "picture_labeller_id": None})[0])
             for k in range(1 + i % 2):
                 md = Metadata(source="sidecar:x.json", title=f"t{i}", private=rng.random() < 0.05)
                 md.given = frozenset({"private", "title"})

@@ -86,11 +86,14 @@ CAPTION, PICTURE = 1, 2
 FIELD_KINDS = {CAPTION: "caption", PICTURE: "picture"}
 
 
-def field_texts(template: str, tags: list[str], description: str, ocr_text: str) -> dict[int, str]:
+def field_texts(template: str, tags: list[str], description: str, ocr_text: str,
+                picture_labels: str = "") -> dict[int, str]:
     """An item's text for each evidence vector (empty: no vector): the caption is what its text says,
-    the picture what it shows (template name and aliases, labels, picture description)."""
+    the picture what it shows (template name and aliases, labels, picture description). The picture
+    labels (picture_labels.label_text) stand in for a description only where there is none: a
+    sidecar's or a recognised template's description says what the picture shows better."""
     return {CAPTION: " ".join(ocr_text.split()),
-            PICTURE: embed_text("", template, [], tags, description, "")}
+            PICTURE: embed_text("", template, [], tags, description or picture_labels, "")}
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -177,19 +180,18 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("mambomeme", appauthor=False)) / "models"
 
 
-def weights_sha256(weights: Path, cache: Path) -> str:
-    """The weights' SHA-256, remembered per (path, size, mtime) so a cold search does not hash
-    90 MB (~0.1 s) every time."""
+def weights_sha256(weights: Path, cache: Path, stamp: str = "weights-sha256.json") -> str:
+    """The weights' SHA-256, remembered per (path, size, mtime) in the cache's file `stamp` so a
+    cold search does not hash 90 MB (~0.1 s) every time."""
     st = weights.stat()
     key = {"path": str(weights), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    stamp = cache / "weights-sha256.json"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        seen = json.loads(stamp.read_text())
+        seen = json.loads((cache / stamp).read_text())
         if {k: seen[k] for k in key} == key and len(seen["sha256"]) == 64:
             return str(seen["sha256"])
     sha = file_sha256(weights)
     with contextlib.suppress(OSError):
-        _atomic_write(stamp, json.dumps(key | {"sha256": sha}).encode())
+        _atomic_write(cache / stamp, json.dumps(key | {"sha256": sha}).encode())
     return sha
 
 

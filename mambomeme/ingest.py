@@ -43,6 +43,7 @@ from mambomeme.images import (
 )
 from mambomeme.library import DB, clean_line, show_path
 from mambomeme.ocr import OCR, get_ocr, ocr_engine_id, ocr_identity
+from mambomeme.picture_labels import PictureLabeller, get_labeller, items_to_label, label_text, labeller_id
 from mambomeme.safety_picture import PictureScorer, get_picture, identity, picture_class
 from mambomeme.safety_review import engine_id, record_picture_signal, record_text_signal, text_engine_id
 from mambomeme.safety_text import detect_safety
@@ -78,12 +79,13 @@ class Analysis:
     recognise_cpu_ms: float  # this process's CPU time (a worker is single-threaded)
     picture_score: float | None = None  # Open-NSFW's P(explicit) of the picture (mambomeme/safety_picture.py)
     cpu_ms: dict[str, float] = field(default_factory=dict)  # CPU by stage, for `mambo bench ingest`
+    picture_labels: list[dict[str, Any]] | None = None  # what it shows (mambomeme/picture_labels.py)
 
 
 def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
-            picture: PictureScorer | None = None) -> Analysis:
-    """Decode, hash, preview, OCR, score the picture and recognise the template of one image; the
-    pixels are dropped before returning."""
+            picture: PictureScorer | None = None, labeller: PictureLabeller | None = None) -> Analysis:
+    """Decode, hash, preview, OCR, score the picture, label what it shows (caption masked) and
+    recognise the template of one image; the pixels are dropped before returning."""
     facts = _stage("decoder", read_image, data, name)
     c0 = time.process_time()
     explicit = _stage("picture signal", picture.score, facts.rgb) if picture is not None else None
@@ -91,6 +93,11 @@ def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
     ocr_before = dict(getattr(ocr, "cpu_ms", {}))
     text, boxes, box_texts = _stage("OCR", ocr.read_lines, facts.rgb)
     cpu_ms |= {k: v - ocr_before[k] for k, v in getattr(ocr, "cpu_ms", {}).items()}
+    labels = None
+    if labeller is not None:
+        c0 = time.process_time()
+        labels = _stage("picture labels", labeller.labels, facts.rgb, boxes)
+        cpu_ms["picture labels"] = (time.process_time() - c0) * 1000
     t0, c0 = time.perf_counter(), time.process_time()
     words = list(zip(boxes, box_texts, strict=True))
     found = None
@@ -99,7 +106,7 @@ def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
     ms, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
     cpu_ms["template recognition"] = cpu
     facts.rgb = None
-    return Analysis(facts, text, boxes, found, ms, cpu, explicit, cpu_ms)
+    return Analysis(facts, text, boxes, found, ms, cpu, explicit, cpu_ms, labels)
 
 
 def _stage(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -116,12 +123,13 @@ def _stage(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
 _WORKER_OCR: OCR | None = None
 _WORKER_TEMPLATES: TemplateIndex | None = None
 _WORKER_PICTURE: PictureScorer | None = None
+_WORKER_LABELLER: PictureLabeller | None = None
 _WORKER_START_MS = 0.0  # the worker's start-up CPU, reported with its first result
 
 
 def _worker_init(templates: tuple[list, list] | None = None) -> None:
     """An ingest worker process: Ctrl-C is the parent's to handle (no traceback per worker)."""
-    global _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE, _WORKER_START_MS
+    global _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE, _WORKER_LABELLER, _WORKER_START_MS
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
 
@@ -134,6 +142,7 @@ def _worker_init(templates: tuple[list, list] | None = None) -> None:
     threading.Thread(target=orphan_watch, daemon=True).start()
     _WORKER_OCR = OCR(threads=1)
     _WORKER_PICTURE = PictureScorer(threads=1)
+    _WORKER_LABELLER = PictureLabeller(threads=1)
     import cv2
 
     cv2.setNumThreads(1)  # one worker per core already
@@ -145,7 +154,7 @@ def _worker_analyse(data: bytes, name: str) -> Analysis | BadInput:
     global _WORKER_START_MS
     assert _WORKER_OCR is not None
     try:
-        out = analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE)
+        out = analyse(data, name, _WORKER_OCR, _WORKER_TEMPLATES, _WORKER_PICTURE, _WORKER_LABELLER)
         out.cpu_ms["workers' start"], _WORKER_START_MS = _WORKER_START_MS, 0.0
         return out
     except BadInput as e:
@@ -323,6 +332,7 @@ class Pending:
     boxes: list[list[int]] = field(default_factory=list)
     template: Recognition | None = None
     picture_score: float | None = None
+    picture_labels: list[dict[str, Any]] | None = None
     existing_item: int | None = None  # set when only metadata changed
 
 
@@ -356,6 +366,7 @@ class Ingester:
         self._embedder: Embedder | None = None
         self.ocr_engine_id: int | None = None
         self.picture_engine_id: int | None = None
+        self.labeller_id: int | None = None
         self.pool: Any = None
         self._pool_broken = False
         self._relabelled: set[int] = set()  # items whose kept labels came back (their groups re-derive)
@@ -364,6 +375,7 @@ class Ingester:
         self.phash_index = PhashIndex([])
         self.state_changed = False  # what may be shown changed: the vocabulary is refreshed
         self._stage_inner = 0.0
+        self.labelled_again = (0, 0)  # (items labelled by the upkeep pass, items whose files are missing)
 
     @contextlib.contextmanager
     def _clock(self, stage: str, *, children: bool = False) -> Iterator[None]:
@@ -394,6 +406,7 @@ class Ingester:
             with self.db.write():
                 self.ocr_engine_id = ocr_engine_id(self.db, ocr_identity())
                 self.picture_engine_id = engine_id(self.db, **identity())
+                self.labeller_id = labeller_id(self.db)
         if self.pool is None and self.workers > 1 and len(jobs) >= 4:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -431,7 +444,7 @@ class Ingester:
             out: list[Analysis | BadInput] = []
             for data, name in jobs:
                 try:
-                    out.append(analyse(data, name, get_ocr(), self.templates, get_picture()))
+                    out.append(analyse(data, name, get_ocr(), self.templates, get_picture(), get_labeller()))
                 except BadInput as e:
                     out.append(e)
                 except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
@@ -515,6 +528,10 @@ class Ingester:
                 # Items recognised before the templates last changed: matched against the new ones only.
                 recognise_existing(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
                 embed_again(db, lambda: (self.embedder, self.model_id), quiet=not self.progress_enabled)
+                # Items no labeller of this version has labelled (a library from before the stage):
+                # their pictures are read again for the labels alone.
+                self.labelled_again = label_again(db, lambda: (self.embedder, self.model_id),
+                                                  quiet=not self.progress_enabled)
                 # Every group once more: an item deleted (its file's content changed) may have held its
                 # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
                 # for this: _write applies it to the item's group in the item's own transaction.
@@ -626,7 +643,7 @@ class Ingester:
                 self.error(p.found.path, res)
             else:
                 p.facts, p.ocr_text, p.boxes, p.template = res.facts, res.ocr_text, res.boxes, res.template
-                p.picture_score = res.picture_score
+                p.picture_score, p.picture_labels = res.picture_score, res.picture_labels
                 self.recognise_ms.append(res.recognise_ms)
                 self.recognise_cpu_ms.append(res.recognise_cpu_ms)
                 self.cpu_ms.update(res.cpu_ms)
@@ -727,6 +744,8 @@ class Ingester:
             "ocr_engine_id": self.ocr_engine_id,
             "template_id": rec.template_id if rec else None, "template_score": rec.inliers if rec else None,
             "recognised_revision": self.revision, "ocr_boxes": json.dumps(p.boxes),
+            "picture_labels": None if p.picture_labels is None else json.dumps(p.picture_labels),
+            "picture_labeller_id": None if p.picture_labels is None else self.labeller_id,
         })[0])
         self._insert_file(item_id, p.found, p.size, p.mtime_ns, p.sidecar_sha, p.meta)
         if detected:  # what fired, for `mambo safety` (a person may overrule it)
@@ -766,12 +785,13 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
         return
     texts, fields = [], []
     for item_id in item_ids:
-        title, template, entities, tags, description, ocr_text = db.q1("effective_text", {"item_id": item_id})
+        title, template, entities, tags, description, ocr_text, labels = db.q1("effective_text", {"item_id": item_id})
         texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
         # A field whose text is the whole text (a bare meme's caption, usually) would store the
         # all-fields vector twice: the scan would read it twice for the same similarity.
         fields.extend((item_id, kind, text)
-                      for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
+                      for kind, text in field_texts(template, json.loads(tags), description, ocr_text,
+                                                    label_text(json.loads(labels or "[]"))).items()
                       if text and text != texts[-1])
     vecs = embedder.encode(texts + [text for _i, _k, text in fields], remember=True)
     for item_id, vec, text in zip(item_ids, vecs[:len(texts)], texts, strict=True):
@@ -803,6 +823,46 @@ def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: boo
         progress.update(min(start + INGEST_BATCH, len(stale)), "embedded again (new model or text recipe)",
                         final=start + INGEST_BATCH >= len(stale))
     return len(stale)
+
+
+def label_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: bool = True) -> tuple[int, int]:
+    """Label the items this version's labeller has not labelled (a library from before schema 18),
+    from their files' pixels and stored caption boxes, in batches that each commit; the items whose
+    picture text changes (labels and no description) are embedded again. Nothing else is read or
+    computed again. Returns (items labelled, items whose files are missing: tried again next time)."""
+    todo = items_to_label(db)
+    if not todo:
+        return 0, 0
+    labeller = get_labeller()
+    done = missing = 0
+    progress = Progress(len(todo), enabled=not quiet)
+    for start in range(0, len(todo), INGEST_BATCH):
+        found = []
+        for item_id in todo[start:start + INGEST_BATCH]:
+            rgb = _item_pixels(db, item_id)
+            if rgb is None:
+                missing += 1
+                continue
+            boxes = json.loads(db.q1("item_boxes", {"item_id": item_id})[0] or "[]")
+            try:
+                found.append((item_id, _stage("picture labels", labeller.labels, rgb, boxes)))
+            except BadInput:
+                found.append((item_id, []))
+        if any(labels for _i, labels in found):
+            model()  # loaded before the write lock is taken
+        with db.write():
+            ident = labeller_id(db)
+            for item_id, labels in found:
+                db.q("set_picture_labels", {"item_id": item_id, "labels": json.dumps(labels), "labeller_id": ident})
+            # the picture text holds the labels only where no description stands in their place
+            embed = [i for i, labels in found if labels and not db.q1("effective_text", {"item_id": i})[4]]
+            if embed:
+                embedder, model_row = model()
+                embed_items(db, embed, embedder, model_row)
+        done += len(found)
+        progress.update(min(start + INGEST_BATCH, len(todo)), "pictures labelled",
+                        final=start + INGEST_BATCH >= len(todo))
+    return done, missing
 
 
 def _item_pixels(db: DB, item_id: int) -> Any:

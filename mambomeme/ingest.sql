@@ -16,11 +16,13 @@ SELECT item_id, metadata_source FROM items WHERE sha256 = :sha256;
 INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, perceptual_group, template_group,
                   title, template, entities, tags, description, source_url, creator, licence,
                   safety, safety_source, rights, private, metadata_source, ocr_text, ocr_engine_id,
-                  template_id, template_score, recognised_revision, ocr_boxes, stated)
+                  template_id, template_score, recognised_revision, ocr_boxes, stated, picture_labels,
+                  picture_labeller_id)
 VALUES (:sha256, :format, :width, :height, :byte_size, :phash, :dhash, :perceptual_group, :template_group,
         :title, :template, :entities, :tags, :description, :source_url, :creator, :licence,
         :safety, :safety_source, :rights, :private, :metadata_source, :ocr_text, :ocr_engine_id,
-        :template_id, :template_score, :recognised_revision, :ocr_boxes, :stated)
+        :template_id, :template_score, :recognised_revision, :ocr_boxes, :stated, :picture_labels,
+        :picture_labeller_id)
 RETURNING item_id;
 
 -- name: item_metadata
@@ -215,12 +217,12 @@ ON CONFLICT (path, kind, message) DO UPDATE SET run_id = excluded.run_id,
 DELETE FROM vocabulary;
 INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_fts USING fts5(
-    title, template, entities, tags, ocr_text, description,
+    title, template, entities, tags, ocr_text, description, picture_labels,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_vocab USING fts5vocab('temp', 'hidden_fts', 'row');
 DELETE FROM temp.hidden_fts;
-INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description)
+INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
 SELECT * FROM item_search_text WHERE item_id IN (SELECT item_id FROM hidden_items);
 UPDATE vocabulary SET docs = docs - h.doc FROM temp.hidden_vocab h WHERE h.term = vocabulary.term;
 DELETE FROM vocabulary WHERE docs <= 0;
@@ -269,7 +271,11 @@ SELECT r.path AS root_path, f.rel_path FROM files f JOIN library_roots r ON r.ro
 WHERE f.item_id = :item_id ORDER BY f.file_id;
 
 -- name: effective_text
-SELECT title, template_text, entities, tags, description, ocr_text FROM item_effective WHERE item_id = :item_id;
+SELECT e.title, e.template_text, e.entities, e.tags, e.description, e.ocr_text, i.picture_labels
+FROM item_effective e JOIN items i ON i.item_id = e.item_id WHERE e.item_id = :item_id;
+
+-- name: item_boxes
+SELECT ocr_boxes FROM items WHERE item_id = :item_id;
 
 -- name: item_groups
 SELECT item_id, perceptual_group, template_group FROM items WHERE item_id = :item_id;

@@ -329,10 +329,13 @@ def idf_weights(db: DB, plan: QueryPlan) -> dict[str, float]:
     return {t: math.log(1 + n / (1 + docs.get(t, 0))) for t in plan.content}
 
 
-def item_words(details: dict[str, Any]) -> set[str]:
+def item_words(details: dict[str, Any], *, labels: bool = True) -> set[str]:
+    """The words a meme holds; `labels`: with its picture labels' names (mambomeme/picture_labels.py)."""
     parts = [details["title"], details.get("template_text") or details["template"], details["description"],
              details["ocr_text"],
              " ".join(json.loads(details["entities"])), " ".join(json.loads(details["tags"]))]
+    if labels and details.get("picture_labels"):
+        parts += [name for label in json.loads(details["picture_labels"]) for name in label["names"]]
     return words_of(" ".join(parts))
 
 

@@ -33,11 +33,14 @@ from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_PROBE
 # Retrieval
 # ─────────────────────────────────────────────────────────────────────────────
 
+# The picture labels' BM25 weight (mambomeme/picture_labels.py): a classifier's guess, below every
+# field a person or a caption wrote. See docs/decisions.md#picture-labels.
+PICTURE_LABELS_WEIGHT = 1.0
 # Per-field BM25 weights (title, template, entities, tags, ocr_text, description), set by hand and
 # not swept: names a person remembers (entities, template, title) count more than the long, noisy
 # OCR text and descriptions (docs/decisions.md#search-basics).
 FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0,
-                 "description": 1.0}
+                 "description": 1.0, "picture_labels": PICTURE_LABELS_WEIGHT}
 
 
 BASE_CONFIG: dict[str, Any] = {
@@ -144,6 +147,7 @@ class Result:
     details: dict[str, Any]
     query: QueryEvidence | None = None  # the same for every result of one query
     all_similarity: float | None = None  # the all-fields vector's own (None: not among the candidates)
+    label_coverage: float = 0.0  # the part of `coverage` that only its picture labels hold
 
 
 def config_sha(config: dict[str, Any]) -> str:
@@ -266,6 +270,7 @@ class Searcher:
         params: dict[str, Any] = {
             "w_title": w["title"], "w_template": w["template"], "w_entities": w["entities"],
             "w_tags": w["tags"], "w_ocr": w["ocr_text"], "w_description": w["description"],
+            "w_picture_labels": w.get("picture_labels", 0.0),
             "depth": depth, "rrf_k": cfg["rrf_k"], "pool": max(limit, 10),
             "w_lexical": rw["lexical"], "w_fuzzy": rw["fuzzy"], "w_dense": rw["dense"],
             "use_lexical": rw["lexical"] > 0 and bool(plan.tokens),
@@ -359,8 +364,10 @@ class Searcher:
         results = []
         evidence = QueryEvidence.of(plan, described)
         for n, (item_id, score, lex, fuzzy, vec, sim, sim_all) in enumerate(rows, 1):
-            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, words_in(item_id)),
-                                  details[item_id], evidence, sim_all))
+            cov = coverage(plan, words_in(item_id))
+            only_labels = cov - coverage(plan, item_words(details[item_id], labels=False)) if cov else 0.0
+            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, cov, details[item_id], evidence,
+                                  sim_all, only_labels))
         if not empty_rule:
             return results
         shown = self.empty_rule(cfg["empty_rule"], results)
@@ -412,7 +419,10 @@ def evidence_features(results: list[Result]) -> dict[str, float]:
     best = sims[0] if sims else 0.0
     margin = best - sum(sims[1:]) / len(sims[1:]) if len(sims) > 1 else 0.0
     q = results[0].query if results else None
-    cov = max((r.coverage for r in results[:3]), default=0.0)
+    # Words only a meme's picture labels hold (a classifier's guess) are not counted as coverage:
+    # "labels" says that a match came from them alone, apart (docs/decisions.md#picture-labels).
+    cov = max((r.coverage - r.label_coverage for r in results[:3]), default=0.0)
+    labelled = max((r.coverage for r in results[:3]), default=0.0)
     # A meme holding every content word of the query (exactly, by an alias or a correction) is
     # evidence of another kind than a partial match: "full" lets the model weigh it apart.
     # The all-fields vector's best similarity beside the best of any vector: a short caption vector
@@ -428,7 +438,7 @@ def evidence_features(results: list[Result]) -> dict[str, float]:
             "lexical": float(any(r.lexical_rank is not None for r in results[:10])),
             "unknown": q.unknown_share if q else 0.0, "whole": whole,
             "corrected": (q.corrected_share if q else 0.0) * (1.0 - full),
-            "absent": float(q.absent_template) if q else 0.0}
+            "absent": float(q.absent_template) if q else 0.0, "labels": float(labelled > cov + 1e-9)}
 
 
 def condition_model(rule: dict[str, Any], q: QueryEvidence | None) -> dict[str, Any]:
@@ -477,6 +487,9 @@ def result_json(r: Result) -> dict[str, Any]:
         "duplicates": d["duplicate_count"], "has_preview": bool(d["has_preview"]),
         "has_attribution": bool(d["creator"] and d["licence"]),
         "ocr_text": d["ocr_text"],
+        # what the picture shows, by an image classifier (mambomeme/picture_labels.py): [] when nothing
+        # cleared its bar, null when the picture is not labelled yet
+        "picture_labels": None if d.get("picture_labels") is None else json.loads(d["picture_labels"]),
     }
 
 

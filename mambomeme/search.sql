@@ -45,7 +45,8 @@ WITH lex AS (
         SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
         FROM (
             SELECT f.rowid AS item_id,
-                   -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+                   -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description,
+                         :w_picture_labels) AS score
             FROM items_fts f
             WHERE :use_lexical AND :lexical IS NULL AND items_fts MATCH :word_match
             ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)
@@ -56,7 +57,8 @@ WITH lex AS (
         SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
         FROM (
             SELECT t.rowid AS item_id,
-                   -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+                   -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description,
+                         :w_picture_labels) AS score
             FROM items_trigram t
             WHERE :use_fuzzy AND items_trigram MATCH :trigram_match
             ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)
@@ -140,7 +142,7 @@ WHERE v.term IN (SELECT value FROM json_each(:terms)) AND v.docs * 2 > z.documen
 -- derived: item_effective in schema.sql) with where each came from. One statement per search, not
 -- one per shown result (per-statement overhead was ~0.1-0.3 ms, 1-2 ms of a 10-result query).
 SELECT i.item_id, i.sha256, i.title, e.template, e.template_text, e.template_source, e.entities, e.entities_source, e.tags,
-       e.tags_source, e.description, e.description_source, i.ocr_text, i.derived,
+       e.tags_source, e.description, e.description_source, i.ocr_text, i.derived, i.picture_labels,
        i.safety, i.creator, i.licence, i.perceptual_group, i.template_group,
        r.path AS root_path, r.name AS root, f.rel_path,
        (SELECT count(*) - 1 FROM files d WHERE d.item_id = i.item_id) AS duplicate_count,

@@ -76,6 +76,9 @@ class Row:
     duplicates: int
     routes: str
     has_preview: bool
+    # what the picture shows, by the picture labels (mambomeme/picture_labels.py): "cat, coffee mug"
+    labels: str = ""
+    label_spans: tuple[tuple[int, int], ...] = ()
 
 
 def _match_spans(text: str, tokens: frozenset[str]) -> tuple[tuple[int, int], ...]:
@@ -118,12 +121,24 @@ def row_from_result(r: Result, query: str) -> Row:
     path = str(Path(str(d["root_path"])) / str(d["rel_path"]))
     routes = "".join(x for x, v in (("L", r.lexical_rank), ("F", getattr(r, "fuzzy_rank", None)), ("D", r.dense_rank))
                      if v is not None)
+    labels = unicodedata.normalize("NFC", clean_line(", ".join(
+        str(label["names"][0]) for label in _json_labels(d.get("picture_labels")))))
     return Row(
         item_id=int(r.item_id), rank=int(r.rank), name=name, name_spans=_match_spans(name, tokens),
         snippet=text, snippet_spans=spans, path=path, shown_path=clean_line(show_path(path)),
         sensitive=d.get("safety") == "sensitive", duplicates=int(d.get("duplicate_count") or 0),
         routes=routes, has_preview=bool(d.get("has_preview")),
+        labels=labels, label_spans=_match_spans(labels, tokens),
     )
+
+
+def _json_labels(s: Any) -> list[dict[str, Any]]:
+    """An item's picture labels ([{"names": [...], ...}, ...]); [] for none or anything else."""
+    try:
+        v = json.loads(s) if isinstance(s, str) else s
+    except ValueError:
+        return []
+    return [x for x in v if isinstance(x, dict) and x.get("names")] if isinstance(v, list) else []
 
 
 @dataclass(frozen=True)
@@ -736,8 +751,16 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
     if sens:
         line = line + _fs(" " + sens, fg="red", bold=True, **inv)
     lines = [line]
-    lines.append(_fs("     ") + _styled(r.snippet, r.snippet_spans, width - 5, {"dark": True},
-                                             {"bold": True, "fg": "yellow"}))
+    # The detail line: the caption, then what the picture shows (its labels keep up to half the room).
+    shows = ((" · shows " if r.snippet else "shows ") + r.labels) if r.labels else ""
+    room = width - 5
+    label_w = min(_width(shows), room // 2) if r.snippet else room
+    detail = _styled(r.snippet, r.snippet_spans, room - label_w, {"dark": True}, {"bold": True, "fg": "yellow"})
+    if shows:
+        lead = len(shows) - len(r.labels)
+        detail = detail + _styled(shows, tuple((a + lead, b + lead) for a, b in r.label_spans), label_w,
+                                  {"fg": "cyan"}, {"bold": True, "fg": "yellow"})
+    lines.append(_fs("     ") + detail)
     if with_path:
         lines.append(_fs("     ") + _plain(r.shown_path, width - 5, fg="blue"))
     return lines

@@ -28,6 +28,22 @@ SELECT o.name, o.version, o.models_sha256, count(i.item_id) AS items
 FROM ocr_engines o LEFT JOIN items i ON i.ocr_engine_id = o.engine_id
 GROUP BY o.engine_id ORDER BY o.engine_id;
 
+-- name: picture_labellers_in_use
+-- The picture labellers (mambomeme/picture_labels.py) and how many items each labelled.
+SELECT l.name, l.package, l.weights_sha256, l.params, count(i.item_id) AS items,
+       count(CASE WHEN json_array_length(i.picture_labels) > 0 THEN 1 END) AS with_labels
+FROM picture_labellers l LEFT JOIN items i ON i.picture_labeller_id = l.labeller_id
+GROUP BY l.labeller_id ORDER BY l.labeller_id;
+
+-- name: picture_labels_waiting
+SELECT count(*) FROM items WHERE picture_labels IS NULL;
+
+-- name: top_picture_labels
+-- The most frequent picture labels (a label's first name) and how many items hold each.
+SELECT l.value -> '$.names' ->> 0 AS label, count(*) AS items
+FROM items i, json_each(i.picture_labels) l
+GROUP BY label ORDER BY items DESC, label LIMIT :limit;
+
 -- name: recent_errors
 SELECT at, path, kind, message FROM recent_errors LIMIT :limit;
 
@@ -124,12 +140,12 @@ SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE
 -- now: the terms whose counts differ either way, and 1 when its document count is not the number
 -- of servable items. 0: current. Temporary tables only, so a read-only library can be checked.
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_fts USING fts5(
-    title, template, entities, tags, ocr_text, description,
+    title, template, entities, tags, ocr_text, description, picture_labels,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_vocab USING fts5vocab('temp', 'hidden_fts', 'row');
 DELETE FROM temp.hidden_fts;
-INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description)
+INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
 SELECT * FROM item_search_text WHERE item_id IN (SELECT item_id FROM hidden_items);
 WITH want AS (
     SELECT v.term, v.doc - coalesce(h.doc, 0) AS docs

@@ -156,7 +156,7 @@ def item_texts(db: DB) -> tuple[list[int], list[str]]:
     ids = [int(i) for (i,) in db.con.execute("SELECT item_id FROM servable_items ORDER BY item_id")]
     texts = []
     for item_id in ids:
-        title, template, entities, tags, description, ocr_text = db.q1("effective_text", {"item_id": item_id})
+        title, template, entities, tags, description, ocr_text = db.q1("effective_text", {"item_id": item_id})[:6]
         texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
     return ids, texts
 

@@ -77,7 +77,8 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
                 "sha256": sha, "format": "png", "width": 500, "height": 500, "byte_size": 0,
                 "phash": rng.getrandbits(63), "dhash": rng.getrandbits(63), "perceptual_group": None,
                 "template_group": None, "ocr_text": " ".join(words[5:]), "ocr_engine_id": None,
-                "template_id": None, "template_score": None, "recognised_revision": 0, "ocr_boxes": None})[0])
+                "template_id": None, "template_score": None, "recognised_revision": 0, "ocr_boxes": None,
+                "picture_labels": "[]", "picture_labeller_id": None})[0])
             db.q("insert_file", {"item_id": item_id, "root_id": root_id, "rel_path": f"s{n}.png", "size": 0,
                                  "mtime_ns": 0, "sidecar_sha256": ""} | file_params(None))
             db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})

@@ -106,8 +106,8 @@ def bench() -> None:
 def bench_ingest(count: int, folder: Path | None, no_sidecars: bool, seed: int, workers: int | None,
                  as_json: bool) -> None:
     """End-to-end ingest throughput into a fresh library, with the CPU-seconds a file of every
-    stage (decode, hashes and preview, picture safety, OCR detection and recognition, template
-    recognition, embedding, grouping, writes), on a folder you pass or seeded variants of the
+    stage (decode, hashes and preview, picture safety, OCR detection and recognition, picture labels,
+    template recognition, embedding, grouping, writes), on a folder you pass or seeded variants of the
     fixture memes. Model loading is counted."""
     import resource
     import tempfile

@@ -165,7 +165,8 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
                f"unchanged {s.skipped}, errors {s.errors}")
     labelled, missing = ing.labelled_again
     if labelled and not quiet:
-        click.echo(f"labels: {labelled} picture(s) from before the picture labels labelled (their pictures only)")
+        click.echo(f"labels: {labelled} picture(s) labelled by this version's picture labeller (their pictures "
+                   "only: nothing else was read again)")
     if missing:
         click.echo(f"mambo: {missing} picture(s) wait to be labelled: their files are not on this machine "
                    "(`mambo check` lists them)", err=True)

@@ -219,14 +219,14 @@ CREATE TABLE vector_index (
 -- FTS5 over the text fields, one column per field so BM25 can weight them.
 -- Kept in step with `items` by the triggers below, in the same transaction.
 CREATE VIRTUAL TABLE items_fts USING fts5(
-    title, template, entities, tags, ocr_text, description, picture_labels,
+    title, template, entities, tags, ocr_text, description,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
 -- Typo tolerance: the same fields under the trigram tokenizer. A misspelt or slangy query word
 -- ("jon ceena", OCR's "AWAYLIKE") still shares most of its 3-letter pieces with the right word.
 CREATE VIRTUAL TABLE items_trigram USING fts5(
-    title, template, entities, tags, ocr_text, description, picture_labels,
+    title, template, entities, tags, ocr_text, description,
     tokenize = 'trigram remove_diacritics 1'
 );
 
@@ -297,25 +297,23 @@ CREATE VIEW item_search_text AS
 SELECT item_id, title, template_text AS template,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.entities)) AS entities,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.tags)) AS tags,
-       ocr_text, description,
-       (SELECT group_concat(n.value, ' ; ') FROM items i, json_each(i.picture_labels) l, json_each(l.value, '$.names') n
-        WHERE i.item_id = e.item_id) AS picture_labels
+       ocr_text, description
 FROM item_effective e;
 
 CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
-    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
+    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
-    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
+    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
 END;
 
-CREATE TRIGGER items_fts_update
-AFTER UPDATE OF title, template, entities, tags, ocr_text, description, derived, picture_labels ON items BEGIN
+CREATE TRIGGER items_fts_update AFTER UPDATE OF title, template, entities, tags, ocr_text, description, derived
+ON items BEGIN
     DELETE FROM items_fts WHERE rowid = old.item_id;
     DELETE FROM items_trigram WHERE rowid = old.item_id;
-    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
+    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
-    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
+    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
     SELECT * FROM item_search_text WHERE item_id = new.item_id;
 END;
 
@@ -1040,8 +1038,13 @@ ALTER TABLE files ADD COLUMN stated TEXT NOT NULL DEFAULT '[]' CHECK (json_type(
 -- 016: one row per file and problem; a run that meets it again updates it.
 CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);
 
--- 018: picture labels (mambomeme/picture_labels.py): the labeller's manifest rows, and each item's labels
--- (NULL: not labelled yet; JSON [{"class", "names", "p"}, ...]) with the labeller that made them.
+-- 018: picture labels (mambomeme/picture_labels.py): the objects an ImageNet classifier sees in a
+-- picture, in plain words, kept with the item and searched as a field of their own, so a bare
+-- library finds "cat" in a picture whose caption never says it. `picture_labels` NULL: not labelled
+-- yet; the next `mambo add` labels such items (their pictures only: nothing else is read again).
+-- The labels have an FTS5 index of their own beside items_fts: the words' index, its BM25 lengths
+-- and the vocabulary (typo corrections, the "no match" evidence) stay those of what people and
+-- captions wrote, and a classifier's guess never changes how the other fields rank.
 CREATE TABLE picture_labellers (
     labeller_id    INTEGER PRIMARY KEY,
     name           TEXT NOT NULL,
@@ -1053,5 +1056,32 @@ CREATE TABLE picture_labellers (
 );
 ALTER TABLE items ADD COLUMN picture_labels TEXT CHECK (picture_labels IS NULL OR json_type(picture_labels) = 'array');
 ALTER TABLE items ADD COLUMN picture_labeller_id INTEGER REFERENCES picture_labellers(labeller_id);
+
+-- Each label's names ("tabby cat ; tabby ; cat"), one row per labelled item, kept in step with
+-- `items` by the triggers below.
+CREATE VIRTUAL TABLE picture_labels_fts USING fts5(
+    picture_labels,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE VIEW item_label_text AS
+SELECT i.item_id, (SELECT group_concat(n.value, ' ; ') FROM json_each(i.picture_labels) l, json_each(l.value, '$.names') n)
+       AS picture_labels
+FROM items i;
+
+CREATE TRIGGER picture_labels_fts_insert AFTER INSERT ON items WHEN new.picture_labels IS NOT NULL BEGIN
+    INSERT INTO picture_labels_fts(rowid, picture_labels)
+    SELECT item_id, picture_labels FROM item_label_text WHERE item_id = new.item_id AND picture_labels IS NOT NULL;
+END;
+
+CREATE TRIGGER picture_labels_fts_update AFTER UPDATE OF picture_labels ON items BEGIN
+    DELETE FROM picture_labels_fts WHERE rowid = old.item_id;
+    INSERT INTO picture_labels_fts(rowid, picture_labels)
+    SELECT item_id, picture_labels FROM item_label_text WHERE item_id = new.item_id AND picture_labels IS NOT NULL;
+END;
+
+CREATE TRIGGER picture_labels_fts_delete AFTER DELETE ON items BEGIN
+    DELETE FROM picture_labels_fts WHERE rowid = old.item_id;
+END;
 
 PRAGMA user_version = 18;

@@ -81,6 +81,11 @@ def embed_text(title: str, template: str, entities: list[str], tags: list[str], 
     return ". ".join(p for p in parts if p)
 
 
+# Whether picture labels (mambomeme/picture_labels.py) stand in for a missing description in the
+# picture text. Off: on dev v2 (hybrid, labels searched lexically) they took bare visual nDCG@10
+# 0.150 -> 0.172 but annotated CorrectEmpty 0.893 -> 0.871 and bare topic 0.813 -> 0.787 (a one-word
+# picture text sits close to many queries). See docs/decisions.md#picture-labels.
+PICTURE_TEXT_LABELS = False
 # The evidence vectors beside the all-fields one, by kind (migration 011: vector_id = item_id * 4 + kind).
 CAPTION, PICTURE = 1, 2
 FIELD_KINDS = {CAPTION: "caption", PICTURE: "picture"}
@@ -89,11 +94,11 @@ FIELD_KINDS = {CAPTION: "caption", PICTURE: "picture"}
 def field_texts(template: str, tags: list[str], description: str, ocr_text: str,
                 picture_labels: str = "") -> dict[int, str]:
     """An item's text for each evidence vector (empty: no vector): the caption is what its text says,
-    the picture what it shows (template name and aliases, labels, picture description). The picture
-    labels (picture_labels.label_text) stand in for a description only where there is none: a
-    sidecar's or a recognised template's description says what the picture shows better."""
-    return {CAPTION: " ".join(ocr_text.split()),
-            PICTURE: embed_text("", template, [], tags, description or picture_labels, "")}
+    the picture what it shows (template name and aliases, labels, picture description). With
+    PICTURE_TEXT_LABELS, the picture labels (picture_labels.label_text) stand in for a description
+    where there is none: a sidecar's or a recognised template's description says more."""
+    shown = description or (picture_labels if PICTURE_TEXT_LABELS else "")
+    return {CAPTION: " ".join(ocr_text.split()), PICTURE: embed_text("", template, [], tags, shown, "")}
 
 
 # ─────────────────────────────────────────────────────────────────────────────

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import (
+    PICTURE_TEXT_LABELS,
     Embedder,
     embed_text,
     field_texts,
@@ -532,6 +533,7 @@ class Ingester:
                 # their pictures are read again for the labels alone.
                 self.labelled_again = label_again(db, lambda: (self.embedder, self.model_id),
                                                   quiet=not self.progress_enabled)
+                self.state_changed |= self.labelled_again[0] > 0  # the vocabulary's counts
                 # Every group once more: an item deleted (its file's content changed) may have held its
                 # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
                 # for this: _write applies it to the item's group in the item's own transaction.
@@ -827,9 +829,10 @@ def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: boo
 
 def label_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: bool = True) -> tuple[int, int]:
     """Label the items this version's labeller has not labelled (a library from before schema 18),
-    from their files' pixels and stored caption boxes, in batches that each commit; the items whose
-    picture text changes (labels and no description) are embedded again. Nothing else is read or
-    computed again. Returns (items labelled, items whose files are missing: tried again next time)."""
+    from their files' pixels and stored caption boxes, in batches that each commit; with
+    PICTURE_TEXT_LABELS, the items whose picture text changes (labels, no description) are embedded
+    again. Nothing else is read or computed again. Returns (items labelled, items whose files are
+    missing: tried again next time)."""
     todo = items_to_label(db)
     if not todo:
         return 0, 0
@@ -848,14 +851,15 @@ def label_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: boo
                 found.append((item_id, _stage("picture labels", labeller.labels, rgb, boxes)))
             except BadInput:
                 found.append((item_id, []))
-        if any(labels for _i, labels in found):
+        if PICTURE_TEXT_LABELS and any(labels for _i, labels in found):
             model()  # loaded before the write lock is taken
         with db.write():
             ident = labeller_id(db)
             for item_id, labels in found:
                 db.q("set_picture_labels", {"item_id": item_id, "labels": json.dumps(labels), "labeller_id": ident})
             # the picture text holds the labels only where no description stands in their place
-            embed = [i for i, labels in found if labels and not db.q1("effective_text", {"item_id": i})[4]]
+            embed = [i for i, labels in found
+                     if PICTURE_TEXT_LABELS and labels and not db.q1("effective_text", {"item_id": i})[4]]
             if embed:
                 embedder, model_row = model()
                 embed_items(db, embed, embedder, model_row)

@@ -217,12 +217,12 @@ ON CONFLICT (path, kind, message) DO UPDATE SET run_id = excluded.run_id,
 DELETE FROM vocabulary;
 INSERT INTO vocabulary(term, docs) SELECT term, doc FROM items_vocab;
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_fts USING fts5(
-    title, template, entities, tags, ocr_text, description, picture_labels,
+    title, template, entities, tags, ocr_text, description,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_vocab USING fts5vocab('temp', 'hidden_fts', 'row');
 DELETE FROM temp.hidden_fts;
-INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
+INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description)
 SELECT * FROM item_search_text WHERE item_id IN (SELECT item_id FROM hidden_items);
 UPDATE vocabulary SET docs = docs - h.doc FROM temp.hidden_vocab h WHERE h.term = vocabulary.term;
 DELETE FROM vocabulary WHERE docs <= 0;

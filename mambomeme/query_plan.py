@@ -94,12 +94,13 @@ class QueryEvidence:
     # The share of the library's memes whose sidecar gave them text besides the caption: a library
     # of bare images (0) and an annotated one have "no match" models of their own (EMPTY_RULES).
     described: float = 1.0
+    unknown_words: tuple[str, ...] = ()  # the words behind unknown_share
 
     @staticmethod
     def of(plan: QueryPlan, described: float = 1.0) -> QueryEvidence:
         n = len(plan.content)
         return QueryEvidence(n, len(plan.unknown) / n if n else 1.0, len(plan.corrected) / n if n else 0.0,
-                             bool(plan.absent_templates), described)
+                             bool(plan.absent_templates), described, tuple(plan.unknown))
 
 
 def edits1(word: str) -> set[str]:

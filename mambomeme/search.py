@@ -21,6 +21,8 @@ from mambomeme.query_plan import (
     QueryPlan,
     coverage,
     full_match,
+    holds_all,
+    holds_word,
     idf_weights,
     item_words,
     plan_query,
@@ -147,7 +149,13 @@ class Result:
     details: dict[str, Any]
     query: QueryEvidence | None = None  # the same for every result of one query
     all_similarity: float | None = None  # the all-fields vector's own (None: not among the candidates)
-    label_coverage: float = 0.0  # the part of `coverage` that only its picture labels hold
+    # Picture labels (mambomeme/picture_labels.py) in the evidence: its coverage without them, the
+    # query words only its labels hold (exactly), whether they are the only ones it holds, and whether
+    # with them it holds every word
+    own_coverage: float = 0.0
+    label_words: tuple[str, ...] = ()
+    label_only: bool = False
+    label_full: bool = False
 
 
 def config_sha(config: dict[str, Any]) -> str:
@@ -365,9 +373,13 @@ class Searcher:
         evidence = QueryEvidence.of(plan, described)
         for n, (item_id, score, lex, fuzzy, vec, sim, sim_all) in enumerate(rows, 1):
             cov = coverage(plan, words_in(item_id))
-            only_labels = cov - coverage(plan, item_words(details[item_id], labels=False)) if cov else 0.0
+            own = item_words(details[item_id], labels=False) if details[item_id].get("picture_labels") else None
+            by_labels = tuple(t for t in plan.content if holds_word(plan, t, words_in(item_id))
+                              and not holds_word(plan, t, own)) if own is not None else ()
             results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, cov, details[item_id], evidence,
-                                  sim_all, only_labels))
+                                  sim_all, coverage(plan, own) if own is not None else cov, by_labels,
+                                  bool(by_labels) and not any(holds_word(plan, t, own) for t in plan.content),
+                                  bool(by_labels) and holds_all(plan, words_in(item_id))))
         if not empty_rule:
             return results
         shown = self.empty_rule(cfg["empty_rule"], results)
@@ -419,10 +431,16 @@ def evidence_features(results: list[Result]) -> dict[str, float]:
     best = sims[0] if sims else 0.0
     margin = best - sum(sims[1:]) / len(sims[1:]) if len(sims) > 1 else 0.0
     q = results[0].query if results else None
-    # Words only a meme's picture labels hold (a classifier's guess) are not counted as coverage:
-    # "labels" says that a match came from them alone, apart (docs/decisions.md#picture-labels).
-    cov = max((r.coverage - r.label_coverage for r in results[:3]), default=0.0)
-    labelled = max((r.coverage for r in results[:3]), default=0.0)
+    # Words only a meme's picture labels hold (a classifier's guess; the vocabulary leaves them out)
+    # are word evidence only where, with the meme's own words, they hold the whole query ("cat" for a
+    # picture labelled cat): then they count as coverage, as known and as a word match, and "labels"
+    # says so (docs/decisions.md#picture-labels).
+    by_labels = [r for r in results[:3] if r.label_full]
+    cov = max([1.0 if r.label_full else r.own_coverage for r in results[:3]], default=0.0)
+    unknown = q.unknown_share if q else 0.0
+    if by_labels and q and q.content_words:
+        held = {w for r in by_labels for w in r.label_words}
+        unknown = sum(w not in held for w in q.unknown_words) / q.content_words
     # A meme holding every content word of the query (exactly, by an alias or a correction) is
     # evidence of another kind than a partial match: "full" lets the model weigh it apart.
     # The all-fields vector's best similarity beside the best of any vector: a short caption vector
@@ -435,10 +453,12 @@ def evidence_features(results: list[Result]) -> dict[str, float]:
     # no meme of (queries.absent_templates).
     full = float(cov >= 0.999)
     return {"similarity": best, "margin": margin, "coverage": cov, "full": full,
-            "lexical": float(any(r.lexical_rank is not None for r in results[:10])),
-            "unknown": q.unknown_share if q else 0.0, "whole": whole,
+            "lexical": float(any(r.lexical_rank is not None
+                                 and (r.label_full or not r.label_only)
+                                 for r in results[:10])),
+            "unknown": unknown, "whole": whole,
             "corrected": (q.corrected_share if q else 0.0) * (1.0 - full),
-            "absent": float(q.absent_template) if q else 0.0, "labels": float(labelled > cov + 1e-9)}
+            "absent": float(q.absent_template) if q else 0.0, "labels": float(bool(by_labels))}
 
 
 def condition_model(rule: dict[str, Any], q: QueryEvidence | None) -> dict[str, Any]:

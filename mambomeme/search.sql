@@ -21,7 +21,8 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- Every system in one statement: up to three routes, each gated by a parameter (a false gate is
 -- evaluated once and skips its scan), then reciprocal rank fusion:
 --   score = sum over routes of route_weight / (rrf_k + rank in that route).
--- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
+-- Routes: lexical = FTS5 BM25 over words with per-field weights (the picture labels' index added at
+-- its own weight); fuzzy = the same over trigrams
 -- (typos, slang, OCR noise); dense = KNN over all-mpnet-base-v2 vectors: exact float32, the partitions of the
 -- coarse index's nearest centroids (IVF), or bit-quantized candidates rescored by float cosine.
 -- With :field_vectors, an item's caption and picture vectors join its all-fields one (float and
@@ -44,11 +45,18 @@ WITH lex AS (
     SELECT item_id, rank, 1.0 FROM (
         SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
         FROM (
-            SELECT f.rowid AS item_id,
-                   -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description,
-                         :w_picture_labels) AS score
-            FROM items_fts f
-            WHERE :use_lexical AND :lexical IS NULL AND items_fts MATCH :word_match
+            -- the fields' BM25, plus the picture labels' own (an index of their own: migration 018)
+            SELECT item_id, sum(score) AS score FROM (
+                SELECT f.rowid AS item_id,
+                       -bm25(items_fts, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
+                FROM items_fts f
+                WHERE :use_lexical AND :lexical IS NULL AND items_fts MATCH :word_match
+                UNION ALL
+                SELECT l.rowid, -:w_picture_labels * bm25(picture_labels_fts)
+                FROM picture_labels_fts l
+                WHERE :use_lexical AND :lexical IS NULL AND :w_picture_labels > 0
+                  AND picture_labels_fts MATCH :word_match
+            ) GROUP BY item_id
             ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)
         ) m JOIN servable_items s ON s.item_id = m.item_id
     ) WHERE rank <= :depth
@@ -57,8 +65,7 @@ WITH lex AS (
         SELECT m.item_id, row_number() OVER (ORDER BY m.score DESC) AS rank
         FROM (
             SELECT t.rowid AS item_id,
-                   -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description,
-                         :w_picture_labels) AS score
+                   -bm25(items_trigram, :w_title, :w_template, :w_entities, :w_tags, :w_ocr, :w_description) AS score
             FROM items_trigram t
             WHERE :use_fuzzy AND items_trigram MATCH :trigram_match
             ORDER BY score DESC LIMIT :depth + (SELECT count(*) FROM hidden_items)

@@ -140,12 +140,12 @@ SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE
 -- now: the terms whose counts differ either way, and 1 when its document count is not the number
 -- of servable items. 0: current. Temporary tables only, so a read-only library can be checked.
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_fts USING fts5(
-    title, template, entities, tags, ocr_text, description, picture_labels,
+    title, template, entities, tags, ocr_text, description,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_vocab USING fts5vocab('temp', 'hidden_fts', 'row');
 DELETE FROM temp.hidden_fts;
-INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description, picture_labels)
+INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description)
 SELECT * FROM item_search_text WHERE item_id IN (SELECT item_id FROM hidden_items);
 WITH want AS (
     SELECT v.term, v.doc - coalesce(h.doc, 0) AS docs

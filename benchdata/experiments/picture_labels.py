@@ -8,12 +8,16 @@ Reproduce (from the repository root, on a copy of the bare library of the render
         --cache WORK/labels.npz > benchdata/experiments/picture_labels-result.txt
 
 What it measures, over the dev pool's pictures (each read from its file; its stored OCR boxes):
-  * each picture's 1,000 class probabilities with the caption boxes painted grey and without;
+  * each picture's 1,000 class probabilities three ways: the caption shown, its boxes painted grey,
+    and cropped (picture_labels.without_caption: the tallest band of rows free of text, boxes left in
+    it painted grey);
   * the classes most often first (the medium classes: what any picture with text on it is called);
   * how many pictures get a label at each bar, and how often a label names the drawing's subject
     (the recipe's `subject` word of its template drawing, benchdata/v1/templates.json, or one of its
     words is among the label's names): a rough agreement, not a precision (a "tabby cat" for a
     subject "kitten" counts as a miss); the precision is graded blind (docs/decisions.md#picture-labels).
+  * the classifier's habits on these drawings: classes that label pictures of 4 or more different
+    subjects (bar 0.2, cropped) of which fewer than a quarter share a word with the class;
   * CPU milliseconds a picture (masking, resizing and the network; decoding not included).
 """
 
@@ -30,7 +34,7 @@ import numpy as np
 
 from mambomeme.images import read_image
 from mambomeme.library import DB
-from mambomeme.picture_labels import BAR, MEDIUM_CLASSES, PictureLabeller, class_names, keep
+from mambomeme.picture_labels import BAR, MASK_PAD, MEDIUM_CLASSES, NEVER, PictureLabeller, class_names, keep
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,8 +65,9 @@ BANDS = ((0.15, 0.25), (0.25, 0.35), (0.35, 0.5), (0.5, 1.01))
 
 
 def sample(ids: list[int], probs: np.ndarray, items: list, n: int, out: Path, seed: int = 37) -> None:
-    """Write `n` blind (picture, label) pairs to `out`: pair-NNN.png (the meme as a person sees it),
-    QUESTIONS.txt, and key.jsonl (which item, label and probability each pair is: not for the grader)."""
+    """Write `n` blind (picture, label) pairs to `out`: pair-NNN.png (the meme as a person sees it)
+    and QUESTIONS.txt; and to `out`-key/key.jsonl which item, label and probability each pair is
+    (kept from the grader)."""
     import random
 
     names = class_names()
@@ -88,11 +93,13 @@ def sample(ids: list[int], probs: np.ndarray, items: list, n: int, out: Path, se
         with Image.open(path_of[item_id]) as im:
             im.convert("RGB").save(out / f"{name}.png")
         also = f" (also called: {', '.join(label['names'][1:])})" if len(label["names"]) > 1 else ""
-        questions.append(f"{name}: is there a {label['names'][0]}{also} in this picture?")
-        key.append({"pair": name, "item_id": item_id, "file": str(path_of[item_id]), "label": label, "band": k,
+        questions.append(f"{name}: does this picture show a {label['names'][0]}{also}?")
+        key.append({"pair": name, "item_id": int(item_id), "file": str(path_of[item_id]), "label": label, "band": k,
                     "band_pairs": len(pairs[k])})
     (out / "QUESTIONS.txt").write_text("\n".join(questions) + "\n", encoding="utf-8")
-    (out / "key.jsonl").write_text("".join(json.dumps(x) + "\n" for x in key), encoding="utf-8")
+    keys = out.parent / f"{out.name}-key"
+    keys.mkdir(exist_ok=True)
+    (keys / "key.jsonl").write_text("".join(json.dumps(x) + "\n" for x in key), encoding="utf-8")
     print(f"{len(chosen)} pairs in {out}; pairs in each band: {[len(v) for v in pairs.values()]}")
 
 
@@ -136,28 +143,48 @@ def main() -> None:
     cache = Path(args.cache)
     if cache.exists():
         z = np.load(cache)
-        ids, masked, plain, cpu = list(z["ids"]), z["masked"], z["plain"], float(z["cpu"])
+        ids, masked, grey, plain, cpu = list(z["ids"]), z["masked"], z["grey"], z["plain"], float(z["cpu"])
     else:
         lab = PictureLabeller()
-        masked, plain, ids = [], [], []
+        masked, grey, plain, ids = [], [], [], []
         for item_id, path, _subject, boxes in items:
             rgb = read_image(path.read_bytes(), path.name).rgb
             masked.append(lab.probabilities(rgb, boxes, mask=True))
             plain.append(lab.probabilities(rgb, boxes, mask=False))
+            painted = rgb.copy()
+            for x0, y0, x1, y1 in boxes:
+                painted[max(0, y0 - MASK_PAD):y1 + MASK_PAD, max(0, x0 - MASK_PAD):x1 + MASK_PAD] = 128
+            grey.append(lab.probabilities(painted, [], mask=False))
             ids.append(item_id)
-        cpu = lab.cpu_ms / (2 * len(ids))
-        masked, plain = np.array(masked), np.array(plain)
-        np.savez_compressed(cache, ids=np.array(ids), masked=masked, plain=plain, cpu=cpu)
+        cpu = lab.cpu_ms / (3 * len(ids))
+        masked, grey, plain = np.array(masked), np.array(grey), np.array(plain)
+        np.savez_compressed(cache, ids=np.array(ids), masked=masked, grey=grey, plain=plain, cpu=cpu)
     if args.sample:
         sample(ids, masked, items, args.sample, Path(args.out))
         return
     if args.precision:
-        precision(Path(args.out) / "key.jsonl", [Path(p) for p in args.precision])
+        keys = Path(args.out).parent / f"{Path(args.out).name}-key"
+        precision(keys / "key.jsonl", [Path(p) for p in args.precision])
         return
     subject = {i: s for i, _p, s, _b in items}
     names = class_names()
     print(f"dev-pool pictures: {len(ids)}; CPU {cpu:.1f} ms a picture (mask, resize, network; one thread)")
-    for what, probs in (("caption masked", masked), ("caption shown", plain)):
+    print("\n== the classifier's habits (cropped, bar 0.2, the medium classes left out; "
+          f"NEVER holds {len(NEVER - MEDIUM_CLASSES)} of them)")
+    spread: dict[int, set[str]] = collections.defaultdict(set)
+    for item_id, p in zip(ids, masked, strict=True):
+        order = [int(n) for n in np.argsort(-p)[:3] if p[n] >= 0.2 and int(n) not in MEDIUM_CLASSES]
+        for n in order:
+            spread[n].add(subject[item_id])
+    for n, subjects in sorted(spread.items(), key=lambda kv: -len(kv[1])):
+        if len(subjects) < 4:
+            break
+        words = {w for name in names[n] for w in name.split()}
+        agree = sum(bool(words & set(s.lower().split())) for s in subjects) / len(subjects)
+        print(f"{n:>4} {names[n][0]:<20} {len(subjects)} subjects, {agree:.2f} sharing a word"
+              + ("  <- habit" if agree < 0.25 else "") + f"  {'in NEVER' if n in NEVER else ''}")
+    for what, probs in (("caption cropped (in use)", masked), ("caption painted grey", grey),
+                        ("caption shown", plain)):
         print(f"\n== {what}")
         top1 = collections.Counter(int(np.argmax(p)) for p in probs)
         print("classes most often first: " + ", ".join(f"{names[c][0]} {n}" for c, n in top1.most_common(12)))

@@ -66,6 +66,10 @@ graders=(
     # (a blind pair given the grading guide and mambo-safety-v1; 104 exact agreements, 4 one grade apart)
     "dev-v2-r9-grader-a.jsonl model-grader-a-r9"
     "dev-v2-r9-grader-b.jsonl model-grader-b-r9"
+    # round 10: the 360 candidates picture labels drew (bar 0.40; three shards, a blind pair each,
+    # given the grading guide and mambo-safety-v1; 355 exact agreements, 5 one grade apart)
+    "dev-v2-r10-grader-a.jsonl model-grader-a-r10"
+    "dev-v2-r10-grader-b.jsonl model-grader-b-r10"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl model-adjudicator-v1"

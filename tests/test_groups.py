@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import invoke, open_db
+from helpers import invoke, open_db, wrap_words
 from mambomeme.images import near_identical
 from mambomeme.templates import known_text
 
@@ -28,14 +28,7 @@ def _sign_meme(joke: str):
     d.rectangle((0, 230, 60, 500), fill=(150, 70, 60))  # a brick pillar
     d.rectangle((50, 280, 450, 482), fill="white", outline="black", width=4)
     font = ImageFont.truetype(FONT, 28)
-    lines, line = [], ""
-    for word in joke.split():
-        if line and d.textlength(f"{line} {word}", font=font) > 360:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    for n, text in enumerate([*lines, line]):
+    for n, text in enumerate(wrap_words(d, joke, font, 360)):
         d.text((250, 295 + 36 * n), text, font=font, fill="black", anchor="mt")
     d.text((250, 430), FIXED, font=ImageFont.truetype(FONT, 30), fill="black", anchor="mt")
     return img

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, invoke, open_db, served
+from helpers import REPO, invoke, open_db, served, wrap_words
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import detect_safety
 
@@ -33,14 +33,7 @@ def _meme(path: Path, top: str, bottom: str, colour: tuple[int, int, int]) -> No
     font = ImageFont.truetype(FONT, 22)
     for y, text in ((10, top), (400, bottom)):
         d.rectangle((0, y - 10, 640, y + 60), fill="white")
-        words, lines, line = text.split(), [], ""
-        for w in words:
-            if line and d.textlength(f"{line} {w}", font=font) > 600:
-                lines.append(line)
-                line = w
-            else:
-                line = f"{line} {w}".strip()
-        for n, t in enumerate([*lines, line]):
+        for n, t in enumerate(wrap_words(d, text, font, 600)):
             d.text((320, y + 28 * n), t, font=font, fill="black", anchor="mt")
     img.save(path)
 

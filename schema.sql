@@ -979,7 +979,7 @@ END;
 
 -- ── Safety review (migration 008) ──
 -- What each safety signal found (the text rules of mambomeme/safety_text.py, the caption's meaning
--- of mambomeme/safety_meaning.py since migration 019, the picture classifier):
+-- of mambomeme/safety_meaning.py since migration 018, the picture classifier):
 -- class, rule, the words that fired, score and engine. `items.safety` stays the one effective
 -- class that servable_items and hidden_items read; a person's decision (safety_decisions, keyed by
 -- content so it survives prune and re-ingest) wins over every automatic class and every sidecar
@@ -1039,4 +1039,4 @@ ALTER TABLE files ADD COLUMN stated TEXT NOT NULL DEFAULT '[]' CHECK (json_type(
 -- 016: one row per file and problem; a run that meets it again updates it.
 CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);
 
-PRAGMA user_version = 19;
+PRAGMA user_version = 18;

@@ -1,4 +1,4 @@
--- 019: a third safety signal, the caption's meaning (mambomeme/safety_meaning.py: a linear model over
+-- 018: a third safety signal, the caption's meaning (mambomeme/safety_meaning.py: a linear model over
 -- the caption's stored vector), beside the text rules and the picture classifier. SQLite cannot
 -- change a CHECK in place: the table is made again with the same rows (nothing else reads it by
 -- its old name). The next `mambo add` (or `mambo safety recheck`) scores every embedded caption:

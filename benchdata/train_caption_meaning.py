@@ -5,8 +5,9 @@ only, chooses its bars with held-out folds, and writes mambomeme/safety_meaning.
     .venv/bin/python benchdata/train_caption_meaning.py --check  # exit 1 unless the file is what it makes
 
 The signal is a multinomial logistic regression on the caption's all-mpnet-base-v2 vector (the
-vector the library already stores): harmless, or one of the policy's unsafe kinds (violence wished
-on a group, dehumanising a group, gore, personal data). Its score is 1 - P(harmless).
+vector the library already stores) and its best cosine to each class's prototype sentences (below;
+their vectors are written into the file): harmless, or one of the policy's unsafe kinds (violence
+wished on a group, dehumanising a group, gore, personal data). Its score is 1 - P(harmless).
 
 Training material (all development): the generated set (benchdata/make_safety_set.py: labels by that
 program), benchmark v1's DEVELOPMENT-pool captions by their recipe class (reserve items are never
@@ -25,6 +26,7 @@ Each fold's bar is also chosen on the other four and measured on it (reported). 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import sys
 import zlib
@@ -38,8 +40,8 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "mambomeme" / "safety_meaning.json"
 HIDDEN = ("unsafe", "critical")
 FOLDS = 5
-# Inverse L2 strength. Out-of-fold generated recall at each C's own bar, C 3 / 10 / 30 / 100:
-# 0.823 / 0.869 / 0.890 / 0.888 (docs/decisions.md#caption-meaning).
+# Inverse L2 strength. Out-of-fold generated recall at each C's own bar, with the prototype
+# similarities, C 10 / 30 / 100: 0.912 / 0.927 / 0.931 (docs/decisions.md#caption-meaning).
 C = 30.0
 MAX_FALSE_HIDES = 0.01
 MAX_MARKED = 0.05
@@ -157,12 +159,28 @@ def lowest_bar(scores, harmful, families, limit: float) -> float:  # noqa: ANN00
     return 1.0
 
 
+def prototype_vectors(vecs: dict[str, object]) -> dict[str, object]:
+    import numpy as np
+
+    return {c: np.stack([vecs[caption(t)] for t in PROTOTYPES[c]]).astype(np.float32) for c in CLASSES}
+
+
+def features(X, protos: dict[str, object]):  # noqa: ANN001, ANN201
+    """As safety_meaning.MeaningModel.features: the vector, then its best cosine to each class's
+    prototypes (a prototype's own row meets itself at 1.0, which is what the product computes for
+    that sentence too)."""
+    import numpy as np
+
+    return np.hstack([X, np.stack([(X @ protos[c].T).max(axis=1) for c in CLASSES], axis=1)])
+
+
 def train(vecs: dict[str, object]) -> dict:
     """Fit, choose the bars, measure the folds; `vecs` maps each caption text to its vector."""
     import numpy as np
 
     rows, outside = material()
-    X = np.stack([vecs[caption(r["text"])] for r in rows])
+    protos = prototype_vectors(vecs)
+    X = features(np.stack([vecs[caption(r["text"])] for r in rows]), protos)
     y = np.array([CLASSES.index(r["cls"]) for r in rows])
     harmful = y > 0
     families = np.array([r["family"] for r in rows])
@@ -188,28 +206,30 @@ def train(vecs: dict[str, object]) -> dict:
         by_family[fam] = {"rows": int(m.sum()), "harmful": int(harmful[m].sum()),
                           "out_of_fold_at_unsafe_bar": round(float((held[m] >= unsafe_bar).mean()), 4),
                           "out_of_fold_at_sensitive_bar": round(float((held[m] >= sensitive_bar).mean()), 4)}
-    from mambomeme.embed import EMBED_MODEL_NAME, WEIGHTS_SHA256
+    from mambomeme.embed import EMBED_DIM, EMBED_MODEL_NAME, WEIGHTS_SHA256
 
     return {
-        "signal": "caption-meaning-1",
-        "model": {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256, "vector": "caption"},
+        "signal": "caption-meaning-2",
+        "model": {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256, "vector": "caption",
+                  "dimensions": EMBED_DIM},
         "classes": list(CLASSES),
         "bars": {"unsafe": unsafe_bar, "sensitive": sensitive_bar},
         "training": {"rows": len(rows), "C": C, "folds": FOLDS, "max_false_hides": MAX_FALSE_HIDES,
                      "max_marked": MAX_MARKED, "by_family": by_family, "folds_detail": folds,
-                     "fixture": fixture_rates(model, vecs, outside["fixture"], unsafe_bar),
+                     "fixture": fixture_rates(model, vecs, protos, outside["fixture"], unsafe_bar),
                      "annotators": "benchdata/make_safety_set.py (program), benchmark v1 recipe (dev pool), "
                                    "policy prototypes (this file)"},
+        "prototypes": {c: base64.b64encode(protos[c].tobytes()).decode("ascii") for c in CLASSES},
         "bias": [round(float(v), 6) for v in model.intercept_],
         "weights": [[round(float(v), 6) for v in row] for row in model.coef_],
     }
 
 
-def fixture_rates(model, vecs, rows, bar: float) -> dict:  # noqa: ANN001
+def fixture_rates(model, vecs, protos, rows, bar: float) -> dict:  # noqa: ANN001
     """The fixture (never trained on) at the unsafe bar: harmful caught, harmless hidden."""
     import numpy as np
 
-    sc = harm(model, np.stack([vecs[caption(t)] for t, _ in rows]))
+    sc = harm(model, features(np.stack([vecs[caption(t)] for t, _ in rows]), protos))
     h = np.array([x for _, x in rows])
     return {"harmful": int(h.sum()), "caught": int((sc[h] >= bar).sum()), "harmless": int((~h).sum()),
             "hidden": int((sc[~h] >= bar).sum())}

@@ -5,12 +5,16 @@ dehumanising a group, graphic gore, a private person's data) rather than harmles
 
 The text rules (safety_text.py) prove a harmful relation between words they list; a caption that
 says the same in other words ("those people should be thrown off a bridge") escapes them. This
-signal needs no listed word. Its weights and bars (safety_meaning.json) are made on development
+signal needs no listed word. Beside the vector itself the model reads, for each class, the
+caption's cosine to the nearest of that class's prototype sentences (written from the policy's
+definitions; their vectors ship in the file), which carries a kind across phrasings the training
+captions never used. Its weights and bars (safety_meaning.json) are made on development
 material by benchdata/train_caption_meaning.py; no model is loaded to apply them: the caption's
 stored vector is enough, so `mambo safety recheck` runs on any embedded library."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -40,10 +44,12 @@ class MeaningModel:
         self.classes = list(data["classes"])
         self.weights = np.array(data["weights"], dtype=np.float32)
         self.bias = np.array(data["bias"], dtype=np.float32)
-        # The bars, chosen on development material with out-of-fold scores grouped by phrase:
-        # `unsafe` 0.93 (withheld) is the lowest with false hides <= 1 % in each harmless set (held
-        # out: 0.8 % generated, 0.3 % hand-written, recall 0.890 of 480 generated unsafe captions),
-        # `sensitive` 0.755 (marked, shown) keeps marks <= 5 %. See docs/decisions.md#caption-meaning.
+        self.prototypes = [np.frombuffer(base64.b64decode(data["prototypes"][c]), dtype=np.float32).reshape(-1, dim)
+                           for c in self.classes for dim in [int(data["model"]["dimensions"])]]
+        # The bars, chosen on development material with out-of-fold scores grouped by phrase: `unsafe`
+        # (withheld) is the lowest with false hides <= 1 % in each harmless set, `sensitive` (marked,
+        # shown) keeps marks <= 5 %; their values and the folds are in the file's "training" and
+        # docs/decisions.md#caption-meaning.
         self.unsafe_bar = float(data["bars"]["unsafe"])
         self.sensitive_bar = float(data["bars"]["sensitive"])
 
@@ -51,13 +57,21 @@ class MeaningModel:
         name, _, version = self.signal.rpartition("-")
         return {"name": name, "version": version, "weights_sha256": self.sha256}
 
+    def features(self, vecs: Any) -> Any:
+        """The model's input: each caption vector followed by its best cosine to each class's
+        prototype sentences (vectors are unit length, so a dot product is the cosine)."""
+        import numpy as np
+
+        v = np.asarray(vecs, dtype=np.float32)
+        return np.hstack([v, np.stack([(v @ p.T).max(axis=1) for p in self.prototypes], axis=1)])
+
     def judge(self, vecs: Any) -> list[Meaning]:
         """One Meaning per row of caption vectors (unit vectors of the model named in the file)."""
         import numpy as np
 
         if len(vecs) == 0:
             return []
-        logits = np.asarray(vecs, dtype=np.float32) @ self.weights.T + self.bias
+        logits = self.features(vecs) @ self.weights.T + self.bias
         logits -= logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
         p /= p.sum(axis=1, keepdims=True)

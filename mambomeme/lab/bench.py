@@ -102,9 +102,11 @@ def bench() -> None:
 @click.option("--no-sidecars", is_flag=True, help="Read no sidecar or manifest (a bare library).")
 @click.option("--seed", default=7, show_default=True)
 @click.option("--workers", type=click.IntRange(1, 64), help="OCR worker processes (default: one per core).")
+@click.option("--keep", type=click.Path(dir_okay=False, path_type=Path),
+              help="Keep the library it builds as this new file (to compare its text with another build).")
 @click.option("--json", "as_json", is_flag=True)
 def bench_ingest(count: int, folder: Path | None, no_sidecars: bool, seed: int, workers: int | None,
-                 as_json: bool) -> None:
+                 keep: Path | None, as_json: bool) -> None:
     """End-to-end ingest throughput into a fresh library, with the CPU-seconds a file of every
     stage (decode, hashes and preview, picture safety, OCR detection and recognition, template
     recognition, embedding, caption meaning safety, grouping, writes), on a folder you pass or
@@ -113,11 +115,13 @@ def bench_ingest(count: int, folder: Path | None, no_sidecars: bool, seed: int, 
     import tempfile
 
     given = folder
+    if keep is not None and (keep.exists() or not keep.parent.is_dir()):
+        raise MamboError(f"--keep {show_path(keep)}: give a new file in an existing folder")
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
         if folder is None:
             folder = Path(tmp) / "images"
             synthetic_variants(FIXTURE_DIR / "images", folder, count, seed)
-        db = DB(Path(tmp) / "bench.sqlite")
+        db = DB(keep or Path(tmp) / "bench.sqlite")
         self0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         ing = Ingester(db, progress=sys.stderr.isatty(), workers=workers, sidecars=not no_sidecars)

@@ -134,15 +134,10 @@ def spill_vectors(db: DB, spill: Path) -> tuple[Any, Any, Any]:
     whole_n = 0
     with spill.open("wb") as out:
         for name in ("vectors_for_clustering", "field_vectors_for_clustering"):
-            chunk: list[bytes] = []
             for vid, blob, ok in db.con.execute(Q[name]):
                 ids.append(vid)
                 servable.append(ok)
-                chunk.append(blob)
-                if len(chunk) == SPILL_BATCH:
-                    out.write(b"".join(chunk))
-                    chunk.clear()
-            out.write(b"".join(chunk))
+                out.write(blob)
             if name == "vectors_for_clustering":
                 whole_n = len(ids)
     whole = np.zeros(len(ids), dtype=bool)
@@ -151,14 +146,22 @@ def spill_vectors(db: DB, spill: Path) -> tuple[Any, Any, Any]:
 
 
 def read_spill(spill: Path, rows: Any) -> Any:
-    """Rows of the spill file (sorted row numbers) as one float32 matrix."""
+    """Rows of the spill file (sorted row numbers) as one float32 matrix, read with plain reads: a
+    memory map would count every page it touched as this process's memory (a sample spread over
+    the file touches most of it)."""
     import numpy as np
 
-    m = np.memmap(spill, dtype=np.float32, mode="r").reshape(-1, EMBED_DIM)
-    try:
-        return np.array(m[rows], dtype=np.float32)
-    finally:
-        del m
+    size = EMBED_DIM * 4
+    out = np.empty((len(rows), EMBED_DIM), dtype=np.float32)
+    with spill.open("rb") as f:
+        if len(rows) and rows[-1] - rows[0] == len(rows) - 1:  # one run of rows
+            f.seek(int(rows[0]) * size)
+            out[:] = np.frombuffer(f.read(len(rows) * size), dtype=np.float32).reshape(-1, EMBED_DIM)
+            return out
+        for i, r in enumerate(rows.tolist()):
+            f.seek(r * size)
+            out[i] = np.frombuffer(f.read(size), dtype=np.float32)
+    return out
 
 
 def int8_codes(vectors: Any) -> Any:

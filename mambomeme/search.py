@@ -27,7 +27,7 @@ from mambomeme.query_plan import (
     typed_share,
 )
 from mambomeme.vectormatrix import InMemoryVectors, VectorMatrix
-from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_PROBE
+from mambomeme.vectors import CODES_K, CODES_RESCORE, DENSE_OVERSAMPLE, IVF_PROBE, int8_codes, large_probe
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Retrieval
@@ -201,6 +201,18 @@ def needs_model(cfg: dict[str, Any]) -> bool:
 _FACTS: weakref.WeakKeyDictionary[DB, tuple[tuple[int, int], float, bool]] = weakref.WeakKeyDictionary()
 
 
+def with_query(params: dict[str, Any], vec: Any) -> dict[str, Any]:
+    """The search statement's parameters with the query vector, and its int8 code for a large
+    library's coarse index (vectors.int8_codes: the same scale as the stored codes)."""
+    import numpy as np
+
+    q = np.asarray(vec, dtype=np.float32)
+    out = params | {"qvec": q.tobytes()}
+    if params["dense_index"] == "ivf-int8":
+        out["qcode"] = int8_codes(q[None, :])[0].tobytes()
+    return out
+
+
 class Searcher:
     """Runs a system against one library. The embedder is optional: without it (still loading,
     or not wanted) the dense route is skipped and the lexical routes answer alone."""
@@ -231,7 +243,7 @@ class Searcher:
     @classmethod
     def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any],
                          feedback: dict[str, Any] | None = None) -> str:
-        return cls._dense_route(reader, params | {"qvec": embedder.encode([text])[0].tobytes()}, feedback)
+        return cls._dense_route(reader, with_query(params, embedder.encode([text])[0]), feedback)
 
     @staticmethod
     def _encode_and_rank(embedder: Embedder, text: str, matrix: VectorMatrix, params: dict[str, Any],
@@ -287,7 +299,15 @@ class Searcher:
             # hidden items are filtered inside the KNN scan (vec0 `servable` column), so k is
             # the depth: sqlite-vec's KNN cost grows with k
             "qvec": None, "k": depth * (cfg["dense_oversample"] if bit else 1),
+            "qcode": None, "codes_k": cfg.get("codes_k", CODES_K),
+            "codes_rescore": cfg.get("codes_rescore", CODES_RESCORE),
         }
+        if use_dense and cfg["dense_index"] == "ivf":
+            # A large library's coarse index scans int8 codes in more partitions (vectors.py)
+            large = self.db.q1("large_vector_index")
+            if large is not None:
+                params["dense_index"] = "ivf-int8"
+                params["probe"] = cfg.get("large_probe") or large_probe(int(large[0]))
         details: dict[int, dict[str, Any]] = {}
         dense_ranking = None
         matrix = (self.vectors.get(self.db) if use_dense and self.vectors is not None
@@ -309,7 +329,7 @@ class Searcher:
                 dense_ranking = thread.submit(self._encode_and_scan, self.embedder, text, reader, dict(params),
                                               cfg.get("dense_feedback"))
             else:
-                params["qvec"] = self.embedder.encode([text])[0].tobytes()
+                params = with_query(params, self.embedder.encode([text])[0])
                 if cfg.get("dense_feedback"):
                     params["dense"] = self._dense_route(self.db, params, cfg["dense_feedback"])
 

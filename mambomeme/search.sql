@@ -23,7 +23,8 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 --   score = sum over routes of route_weight / (rrf_k + rank in that route).
 -- Routes: lexical = FTS5 BM25 over words with per-field weights; fuzzy = the same over trigrams
 -- (typos, slang, OCR noise); dense = KNN over all-mpnet-base-v2 vectors: exact float32, the partitions of the
--- coarse index's nearest centroids (IVF), or bit-quantized candidates rescored by float cosine.
+-- coarse index's nearest centroids (IVF; in a large library their int8 codes first, 'ivf-int8'), or
+-- bit-quantized candidates rescored by float cosine.
 -- With :field_vectors, an item's caption and picture vectors join its all-fields one (float and
 -- IVF; the bit index holds all-fields vectors only) and the item scores its best similarity.
 -- Only servable items (safety, rights, privacy) take part: the vector indexes filter on their
@@ -90,6 +91,25 @@ WITH lex AS (
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
       AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
                         UNION ALL SELECT 0)
+    UNION ALL
+    -- a large library's coarse index (migration 019, mambomeme/vectors.py): in each of the :probe
+    -- partitions nearest the query, the :codes_k vectors whose int8 codes are nearest the query's
+    -- (:qcode), every kind in one table (vector_id = item_id * 4 + kind); the :codes_rescore
+    -- nearest of those are ranked by their float vectors' cosine (a primary-key read costs ~40 us
+    -- in vec0, so only these few)
+    SELECT c.vector_id >> 2,
+           1.0 - vec_distance_cosine(
+               CASE WHEN c.vector_id & 3 = 0
+                    THEN (SELECT v.embedding FROM item_vectors v WHERE v.item_id = c.vector_id >> 2)
+                    ELSE (SELECT f.embedding FROM item_field_vectors f WHERE f.vector_id = c.vector_id) END,
+               :qvec),
+           c.vector_id & 3
+    FROM (SELECT vector_id FROM vector_codes
+          WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf-int8'
+            AND embedding MATCH vec_int8(:qcode) AND k = :codes_k AND servable = 1
+            AND cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe)
+            AND (:field_vectors OR vector_id & 3 = 0)
+          ORDER BY distance LIMIT :codes_rescore) c
     UNION ALL
     -- sign bits: a Hamming KNN, its candidates rescored by float cosine
     SELECT c.item_id, 1.0 - vec_distance_cosine(v.embedding, :qvec), 0

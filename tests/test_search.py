@@ -37,7 +37,7 @@ from mambomeme.search import (
 )
 from mambomeme.upkeep import library_status
 from mambomeme.vectormatrix import InMemoryVectors
-from mambomeme.vectors import maintain_vector_index
+from mambomeme.vectors import int8_codes, maintain_vector_index
 
 SYSTEMS = ["bm25", "dense", "hybrid"]
 # Items the policy must never show: unsafe, critical, withdrawn, private (see the fixture README).
@@ -321,6 +321,70 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
     assert {c for (c,) in db.con.execute("SELECT DISTINCT cluster FROM item_vectors")} == {0}
     assert db.rows("consistency")[0]["vectors_outside_the_coarse_index"] == 0
     assert maintain_vector_index(db) is None  # nothing to do
+
+
+def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large library's coarse index (migration 019): every vector's int8 code in its float vector's
+    partition, probing every partition with every code rescored is exact, similarities are the
+    float vectors' own, hidden items are skipped inside the scan, an item embedded since is
+    quantized by the next maintenance, a deleted one leaves no code, and a library back under the
+    threshold drops the codes. The fixture stands in for a large library (threshold lowered)."""
+    import numpy as np
+
+    monkeypatch.setattr("mambomeme.vectors.QUANTIZED_MIN_VECTORS", 10)
+    monkeypatch.setattr("mambomeme.vectors.IVF_MIN_VECTORS", 10)
+    db = open_db(library_copy[0])
+    searcher = Searcher(db, get_embedder())
+    assert "4 clusters" in maintain_vector_index(db, clusters=4) and db.q1("large_vector_index") == (4,)
+    floats = {(i << 2): (c, e) for i, c, e in db.con.execute("SELECT item_id, cluster, embedding FROM item_vectors")}
+    floats |= {i: (c, e) for i, c, e in db.con.execute("SELECT vector_id, cluster, embedding FROM item_field_vectors")}
+    codes = {i: (c, e) for i, c, e in db.con.execute("SELECT vector_id, cluster, embedding FROM vector_codes")}
+    assert codes.keys() == floats.keys() and len({c for c, _e in codes.values()}) == 4
+    for vid, (cluster, code) in codes.items():
+        vec = np.frombuffer(floats[vid][1], dtype=np.float32)
+        assert cluster == floats[vid][0] and code == int8_codes(vec[None, :])[0].tobytes()
+    assert db.scalar("SELECT count(*) FROM vector_codes_items") == db.scalar("SELECT count(*) FROM item_vectors")
+
+    every = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
+    wide = every | {"dense_index": "ivf", "large_probe": 4, "codes_k": 4096, "codes_rescore": 10_000}
+    queries = ("john cena", "a yellow rubber duck", "coffee", "a robot")
+    for q in queries:
+        exact = searcher.search(q, every, empty_rule=False)
+        got = searcher.search(q, wide, empty_rule=False)
+        assert [r.item_id for r in got] == [r.item_id for r in exact] and len(got) == 10
+        assert [r.similarity for r in got] == pytest.approx([r.similarity for r in exact], abs=1e-5)
+    # the default probe (LARGE_PROBE_SHARE of 4 partitions: 1) still finds the exact top
+    default = DEFAULT_SYSTEMS["dense"] | {"dense_index": "ivf"}
+    top = searcher.search("john cena", default, empty_rule=False)
+    assert top and top[0].item_id == searcher.search("john cena", every, empty_rule=False)[0].item_id
+
+    first = top[0].item_id
+    with db.write():
+        db.con.execute("UPDATE items SET safety = 'unsafe' WHERE item_id = ?", (first,))
+    assert db.scalar("SELECT count(*) FROM vector_codes WHERE vector_id >> 2 = ? AND servable = 1", (first,)) == 0
+    assert first not in {r.item_id for r in searcher.search("john cena", wide, empty_rule=False)}
+    with db.write():
+        db.con.execute("UPDATE items SET safety = 'safe' WHERE item_id = ?", (first,))
+    assert first in {r.item_id for r in searcher.search("john cena", wide, empty_rule=False)}
+
+    # an item embedded since (its checksum differs from the one quantized) gets its codes again
+    with db.write():
+        db.con.execute("UPDATE vector_codes_items SET vector_sha256 = 'stale' WHERE item_id = ?", (first,))
+        db.q("forget_item_codes", {"item_id": first})
+    assert first not in {r.item_id for r in searcher.search("john cena", wide, empty_rule=False)}
+    assert "int8 codes of 1 items" in maintain_vector_index(db)
+    assert first in {r.item_id for r in searcher.search("john cena", wide, empty_rule=False)}
+    assert maintain_vector_index(db) is None  # nothing to do
+    # a deleted item leaves no code
+    with db.write():
+        db.con.execute("DELETE FROM items WHERE item_id = ?", (first,))
+    assert db.scalar("SELECT count(*) FROM vector_codes WHERE vector_id >> 2 = ?", (first,)) == 0
+    assert db.scalar("SELECT count(*) FROM vector_codes_items WHERE item_id = ?", (first,)) == 0
+
+    # back under the threshold (the real one): the codes go, the float partitions answer
+    monkeypatch.undo()
+    assert "with int8 codes" not in maintain_vector_index(db, clusters=4)
+    assert db.scalar("SELECT count(*) FROM vector_codes") == 0 and db.q1("large_vector_index") is None
 
 
 def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixture_library: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
+from mambomeme.embed import CAPTION, EMBED_DIM, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import Ingester
 from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
@@ -26,7 +26,14 @@ from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Searcher, format_r
 from mambomeme.sidecars import Metadata
 from mambomeme.state import file_params
 from mambomeme.vectormatrix import InMemoryVectors
-from mambomeme.vectors import DENSE_OVERSAMPLE, IVF_MIN_VECTORS, IVF_PROBE, maintain_vector_index
+from mambomeme.vectors import (
+    DENSE_OVERSAMPLE,
+    IVF_MIN_VECTORS,
+    IVF_PROBE,
+    QUANTIZED_MIN_VECTORS,
+    large_probe,
+    maintain_vector_index,
+)
 
 SYNTH_WORDS = (
     "monday coffee cat dog boss meeting deadline pizza gym exam teacher homework weekend party money rent "
@@ -180,6 +187,12 @@ def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: lis
     return out
 
 
+# Over this many vectors the exact float routes are not timed (~1 s a search through sqlite-vec),
+# and the numpy floor reads at most FLOOR_MAX_VECTORS (3 GB) and is scaled to the rest.
+FLOAT_TIMED_MAX = 1_000_000
+FLOOR_MAX_VECTORS = 1_000_000
+
+
 def dense_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, Any]) -> float:
     """Mean recall@10 of an approximate dense configuration against the exact float32 top 10."""
     import numpy as np
@@ -201,19 +214,27 @@ def dense_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, 
               help="Also time the coarse index probing this many clusters, with its recall (repeatable).")
 @click.option("--clusters", type=click.IntRange(1, 100_000),
               help="Cluster every size's library into this many centroids (default: as `mambo add` would, "
-                   f"sqrt(n)/4 from {IVF_MIN_VECTORS:,} vectors up).")
+                   f"sqrt(n)/4 from {IVF_MIN_VECTORS:,} vectors up, sqrt(n)/2 over "
+                   f"{QUANTIZED_MIN_VECTORS:,}).")
 @click.option("--seed", default=11, show_default=True)
 @click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Start from a copy of this library instead of ingesting the fixture.")
+@click.option("--dir", "work_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Build the libraries in this folder (default: a temporary one); a million memes need "
+                   "~35 GB free while the index is built.")
 @click.option("--json", "as_json", is_flag=True)
 def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, oversamples: tuple[int, ...],
-                 probes: tuple[int, ...], clusters: int | None, seed: int, base: Path | None, as_json: bool) -> None:
+                 probes: tuple[int, ...], clusters: int | None, seed: int, base: Path | None, work_dir: Path | None,
+                 as_json: bool) -> None:
     """Search latency per route on reproducible scaled-up libraries: the fixture (real OCR and
     vectors) plus seeded synthetic items. Reports engine p50/p95 (SQL + fusion + empty rule, the
     query vector computed beforehand) measured in a fresh process with its resident memory, the
     query-encoding time, a numpy brute-force floor over the same float32 vectors, and recall@10 of
     the approximate dense indexes (coarse IVF, bit-quantized) against exact float32 (neighbours are
-    real all-mpnet-base-v2 vectors: fixture items and --real-vectors synthetic texts)."""
+    real all-mpnet-base-v2 vectors: fixture items and --real-vectors synthetic texts), the library
+    file's size and the building process's peak memory. Over FLOAT_TIMED_MAX vectors the exact
+    float routes are not timed (seconds a search) and the floor is timed on FLOOR_MAX_VECTORS of
+    them and scaled to all (memory-bound: linear in the vectors read)."""
     import multiprocessing
     import shutil
     import tempfile
@@ -239,13 +260,15 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
         "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
         # the search screen's way (vectors held in memory, up to MATRIX_MAX_VECTORS; beyond, the SQL route)
         "dense-memory": dense, "hybrid-memory": hybrid,
-    } | {f"dense-ivf-p{p}": dense | {"dense_index": "ivf", "ivf_probe": p} for p in probes
+    } | {f"dense-ivf-p{p}": dense | {"dense_index": "ivf", "ivf_probe": p, "large_probe": p} for p in probes
          } | {f"dense-bit-x{o}": dense | {"dense_index": "bit-rescore", "dense_oversample": o} for o in oversamples}
     default = {"float": "hybrid-float", "ivf": "hybrid-ivf", "bit-rescore": "hybrid-bit"}[hybrid["dense_index"]]
     report: dict[str, Any] = {"benchmark": "search", "seed": seed, "machine": machine_info(), "default": default,
                               "dense_oversample": DENSE_OVERSAMPLE, "ivf_probe": IVF_PROBE,
                               "query_encode_ms": percentiles(encode_ms), "sizes": {}}
-    with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
+    if work_dir is not None:
+        work_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mambo-bench-", dir=work_dir) as tmp:
         real = base_library(Path(tmp) / "base.sqlite", base)
         for size in sizes:
             path = Path(tmp) / f"lib-{size}.sqlite"
@@ -258,20 +281,35 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
             maintain_vector_index(db, clusters=clusters)
             index_s = time.monotonic() - t0
             index = db.q1("vector_index")
+            vector_total = int(db.q1("vector_count")[0])
             db.close()
+            builder_peak = rss_mb("VmHWM")
             rng = random.Random(seed)
             order = [rng.choice(queries) for _ in range(searches)]
+            timed = {k: v for k, v in variants.items()
+                     if vector_total <= FLOAT_TIMED_MAX or v.get("dense_index") != "float"}
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
-                row: dict[str, Any] = child.submit(_timed_searches, str(path), variants, queries, order).result()
+                row: dict[str, Any] = child.submit(_timed_searches, str(path), timed, queries, order).result()
+            row["builder_peak_rss_mb"] = builder_peak
             row["build_seconds"] = round(build_s, 1)
             row["clusters"] = index[0] if index else 0
+            row["probe"] = large_probe(row["clusters"]) if vector_total > QUANTIZED_MIN_VECTORS else IVF_PROBE
             row["index_seconds"] = round(index_s, 1)
             db = DB(path)
-            # the floor scans what the dense route scans: every all-fields and evidence vector
-            mat = np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
-                            db.con.execute("SELECT embedding FROM item_vectors UNION ALL "
-                                           "SELECT embedding FROM item_field_vectors")])
-            row["vectors"] = len(mat)
+            # the floor scans what the dense route scans: every all-fields and evidence vector (up
+            # to FLOOR_MAX_VECTORS of them, read into one matrix; the time is scaled to all)
+            mat = np.zeros((min(vector_total, FLOOR_MAX_VECTORS), EMBED_DIM), dtype=np.float32)
+            got = 0
+            for (v,) in db.con.execute("SELECT embedding FROM item_vectors UNION ALL "
+                                       "SELECT embedding FROM item_field_vectors"):
+                if got == len(mat):
+                    break
+                mat[got] = np.frombuffer(v, dtype=np.float32)
+                got += 1
+            mat = mat[:got]
+            scale = vector_total / max(1, got)
+            row["vectors"] = vector_total
+            row["floor_vectors"] = got
             qvecs = {q: embedder.encode([plan_for(db, q, DEFAULT_SYSTEMS["dense"]).dense_query])[0] for q in queries}
             floor = []
             for q in order:
@@ -280,7 +318,7 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
                 sims = mat @ qv
                 top = np.argpartition(-sims, 10)[:10]
                 top[np.argsort(-sims[top])]
-                floor.append((time.perf_counter() - t) * 1000)
+                floor.append((time.perf_counter() - t) * 1000 * scale)
             row["numpy_floor"] = percentiles(floor)
             searcher = Searcher(db, embedder)
             exact = {q: {r.item_id for r in searcher.search(q, variants["dense-float"], empty_rule=False)}
@@ -308,13 +346,17 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
                f"default system: {default}")
     for size, row in report["sizes"].items():
         floor95 = row["numpy_floor"]["p95"]
-        coarse = (f"{row['clusters']} clusters ({row['index_seconds']} s), probe {IVF_PROBE}" if row["clusters"]
-                  else "no clusters (exact)")
-        click.echo(f"{int(size):,} items (built in {row['build_seconds']} s, database {row['database_mb']} MB; "
+        kind = "int8 codes" if row["vectors"] > QUANTIZED_MIN_VECTORS else "float"
+        coarse = (f"{row['clusters']} clusters of {kind} ({row['index_seconds']} s), probe {row['probe']}"
+                  if row["clusters"] else "no clusters (exact)")
+        click.echo(f"{int(size):,} items, {row['vectors']:,} vectors (built in {row['build_seconds']} s, "
+                   f"database {row['database_mb']} MB, builder peak RSS {row['builder_peak_rss_mb']} MB; "
                    f"search process RSS {row['rss_mb']} MB, peak {row['peak_rss_mb']} MB):")
+        if row["floor_vectors"] < row["vectors"]:
+            click.echo(f"  numpy floor timed on {row['floor_vectors']:,} vectors and scaled to all (extrapolated)")
         click.echo(f"  coarse index: {coarse}, recall@10 vs float {row['ivf_recall_at_10']}; "
                    f"bit recall@10 {row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}")
-        for name in [*variants, "numpy_floor"]:
+        for name in [*(v for v in variants if v in row), "numpy_floor"]:
             ratio = f"   {row[name]['p95'] / floor95:5.1f}x floor p95" if name != "numpy_floor" and floor95 else ""
             recall_note = ""
             if name.startswith("dense-bit-x"):

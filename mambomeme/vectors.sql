@@ -1,0 +1,47 @@
+-- The coarse index's int8 codes (migration 019, mambomeme/vectors.py maintain_vector_index).
+
+-- name: holds_vector_codes
+-- Whether the library's coarse index scans int8 codes (a large library: QUANTIZED_MIN_VECTORS).
+SELECT EXISTS (SELECT 1 FROM vector_codes_items);
+
+-- name: clear_vector_codes
+DELETE FROM vector_codes;
+DELETE FROM vector_codes_items;
+
+-- name: insert_vector_code
+INSERT INTO vector_codes(vector_id, cluster, embedding, servable)
+VALUES (:vector_id, :cluster, vec_int8(:code), :servable);
+
+-- name: record_vector_codes_items
+-- Every item with an all-fields vector is in vector_codes, with its checksum ('' for an item with
+-- no embedding record: the benchmarks' synthetic items).
+INSERT INTO vector_codes_items(item_id, vector_sha256)
+SELECT value, coalesce((SELECT e.vector_sha256 FROM item_embeddings e WHERE e.item_id = value), '')
+FROM json_each(:ids);
+
+-- name: items_to_quantize
+-- Items embedded (again) since vector_codes was written: their codes are written again.
+SELECT e.item_id, e.vector_sha256 FROM item_embeddings e
+LEFT JOIN vector_codes_items q ON q.item_id = e.item_id
+WHERE q.vector_sha256 IS NOT e.vector_sha256
+ORDER BY e.item_id;
+
+-- name: item_vectors_to_quantize
+-- One item's float vectors and the partitions ingest gave them (insert_vector: the nearest centroid).
+SELECT item_id * 4, cluster, embedding, servable FROM item_vectors WHERE item_id = :item_id
+UNION ALL
+SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vector_id = :item_id * 4 + 1
+UNION ALL
+SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2;
+
+-- name: forget_item_codes
+DELETE FROM vector_codes WHERE vector_id = :item_id * 4;
+DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 1;
+DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 2;
+
+-- name: record_item_codes
+INSERT OR REPLACE INTO vector_codes_items(item_id, vector_sha256) VALUES (:item_id, :vector_sha256);
+
+-- name: large_vector_index
+-- The coarse index's size when the library is quantized (Searcher: the probe grows with it).
+SELECT clusters FROM vector_index WHERE EXISTS (SELECT 1 FROM vector_codes_items);

@@ -197,8 +197,9 @@ def needs_model(cfg: dict[str, Any]) -> bool:
     return cfg["route_weights"].get("dense", 0) > 0
 
 
-# Per connection: (library version, described share, whether it holds any vector) (Searcher.facts)
-_FACTS: weakref.WeakKeyDictionary[DB, tuple[tuple[int, int], float, bool]] = weakref.WeakKeyDictionary()
+# Per connection: (library version, described share, whether it holds any vector, the partitions of
+# a large library's int8 coarse index or None) (Searcher.facts)
+_FACTS: weakref.WeakKeyDictionary[DB, tuple[tuple[int, int], float, bool, int | None]] = weakref.WeakKeyDictionary()
 
 
 def with_query(params: dict[str, Any], vec: Any) -> dict[str, Any]:
@@ -228,17 +229,20 @@ class Searcher:
         # SQL scan, exactly, in a tenth of the time
         self.vectors = vectors
 
-    def facts(self) -> tuple[float, bool]:
+    def facts(self) -> tuple[float, bool, int | None]:
         """(the share of servable memes whose sidecar described them (QueryEvidence.described),
-        whether the library holds any vector), kept per connection (the search screen makes a
+        whether the library holds any vector, the partitions of its coarse index when it scans int8
+        codes (a large library, vectors.py) or None), kept per connection (the search screen makes a
         Searcher a search) and read again only when the library changed (PRAGMA data_version:
         another connection's commits; total_changes: its own)."""
         version = (int(self.db.q1("data_version")[0]), self.db.con.total_changes())
         known = _FACTS.get(self.db)
         if known is None or known[0] != version:
-            known = (version, float(self.db.q1("described_share")[0] or 0.0), bool(self.db.q1("holds_vectors")[0]))
+            large = self.db.q1("large_vector_index")
+            known = (version, float(self.db.q1("described_share")[0] or 0.0), bool(self.db.q1("holds_vectors")[0]),
+                     int(large[0]) if large is not None else None)
             _FACTS[self.db] = known
-        return known[1], known[2]
+        return known[1], known[2], known[3]
 
     @classmethod
     def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any],
@@ -274,7 +278,7 @@ class Searcher:
         and a list is shown when the "no match" rule accepts it or when one of its first three memes
         holds every word as typed so far; a submitted query keeps the rule alone."""
         cfg = system if isinstance(system, dict) else system_config(self.db, system)
-        described, holds_vectors = self.facts()
+        described, holds_vectors, large_clusters = self.facts()
         if needs_model(cfg) and not holds_vectors:
             # No vectors at all: a library whose memes wait to be embedded by this version's model
             # (migration 015 emptied all-MiniLM-L6-v2's). Its words answer, under the word route's
@@ -302,12 +306,10 @@ class Searcher:
             "qcode": None, "codes_k": cfg.get("codes_k", CODES_K),
             "codes_rescore": cfg.get("codes_rescore", CODES_RESCORE),
         }
-        if use_dense and cfg["dense_index"] == "ivf":
+        if use_dense and cfg["dense_index"] == "ivf" and large_clusters is not None:
             # A large library's coarse index scans int8 codes in more partitions (vectors.py)
-            large = self.db.q1("large_vector_index")
-            if large is not None:
-                params["dense_index"] = "ivf-int8"
-                params["probe"] = cfg.get("large_probe") or large_probe(int(large[0]))
+            params["dense_index"] = "ivf-int8"
+            params["probe"] = cfg.get("large_probe") or large_probe(large_clusters)
         details: dict[int, dict[str, Any]] = {}
         dense_ranking = None
         matrix = (self.vectors.get(self.db) if use_dense and self.vectors is not None

@@ -94,9 +94,10 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
                 # clusters 1..n; 0 is "no index"
                 assign = (nearest_centroid(vectors, centroids) + 1 if want
                           else np.zeros(stop - start, dtype=np.int64)).tolist()
-                for vid, cluster, vec, ok, is_whole in zip(ids[start:stop].tolist(), assign, vectors,
-                                                            servable[start:stop].tolist(),
-                                                            whole[start:stop].tolist(), strict=True):
+                codes = int8_codes(vectors) if quantized else [None] * len(vectors)
+                for vid, cluster, vec, code, ok, is_whole in zip(ids[start:stop].tolist(), assign, vectors, codes,
+                                                                  servable[start:stop].tolist(),
+                                                                  whole[start:stop].tolist(), strict=True):
                     blob = vec.tobytes()
                     if is_whole:
                         db.q("insert_vector_in_cluster", {"item_id": vid, "cluster": cluster, "embedding": blob,
@@ -104,10 +105,7 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
                     else:
                         db.q("insert_field_vector_in_cluster", {"vector_id": vid, "cluster": cluster,
                                                                 "embedding": blob, "servable": ok})
-                if quantized:
-                    for vid, cluster, code, ok, is_whole in zip(ids[start:stop].tolist(), assign, int8_codes(vectors),
-                                                                servable[start:stop].tolist(),
-                                                                whole[start:stop].tolist(), strict=True):
+                    if code is not None:
                         db.q("insert_vector_code", {"vector_id": vid * 4 if is_whole else vid, "cluster": cluster,
                                                     "code": code.tobytes(), "servable": ok})
             if quantized:

@@ -166,12 +166,11 @@ def prototype_vectors(vecs: dict[str, object]) -> dict[str, object]:
 
 
 def features(X, protos: dict[str, object]):  # noqa: ANN001, ANN201
-    """As safety_meaning.MeaningModel.features: the vector, then its best cosine to each class's
-    prototypes (a prototype's own row meets itself at 1.0, which is what the product computes for
-    that sentence too)."""
-    import numpy as np
+    """The model's input, as the product computes it (safety_meaning.prototype_features): a
+    prototype's own row meets itself at 1.0, as that sentence would in a library."""
+    from mambomeme.safety_meaning import prototype_features
 
-    return np.hstack([X, np.stack([(X @ protos[c].T).max(axis=1) for c in CLASSES], axis=1)])
+    return prototype_features(X, [protos[c] for c in CLASSES])
 
 
 def train(vecs: dict[str, object]) -> dict:

@@ -44,8 +44,9 @@ class MeaningModel:
         self.classes = list(data["classes"])
         self.weights = np.array(data["weights"], dtype=np.float32)
         self.bias = np.array(data["bias"], dtype=np.float32)
+        dim = int(data["model"]["dimensions"])
         self.prototypes = [np.frombuffer(base64.b64decode(data["prototypes"][c]), dtype=np.float32).reshape(-1, dim)
-                           for c in self.classes for dim in [int(data["model"]["dimensions"])]]
+                           for c in self.classes]
         # The bars, chosen on development material with out-of-fold scores grouped by phrase: `unsafe`
         # (withheld) is the lowest with false hides <= 1 % in each harmless set, `sensitive` (marked,
         # shown) keeps marks <= 5 %; their values and the folds are in the file's "training" and
@@ -58,12 +59,8 @@ class MeaningModel:
         return {"name": name, "version": version, "weights_sha256": self.sha256}
 
     def features(self, vecs: Any) -> Any:
-        """The model's input: each caption vector followed by its best cosine to each class's
-        prototype sentences (vectors are unit length, so a dot product is the cosine)."""
-        import numpy as np
-
-        v = np.asarray(vecs, dtype=np.float32)
-        return np.hstack([v, np.stack([(v @ p.T).max(axis=1) for p in self.prototypes], axis=1)])
+        """The model's input for rows of caption vectors (prototype_features)."""
+        return prototype_features(vecs, self.prototypes)
 
     def judge(self, vecs: Any) -> list[Meaning]:
         """One Meaning per row of caption vectors (unit vectors of the model named in the file)."""
@@ -87,6 +84,16 @@ class MeaningModel:
                 safety = "sensitive" if score >= self.sensitive_bar else "safe"
             out.append(Meaning(safety, kind, round(score, 4)))
         return out
+
+
+def prototype_features(vecs: Any, prototypes: list[Any]) -> Any:
+    """Each caption vector followed by its best cosine to each class's prototype sentences (one
+    matrix a class, in the model's class order; vectors are unit length, so a dot product is the
+    cosine). The trainer (benchdata/train_caption_meaning.py) builds its input with this too."""
+    import numpy as np
+
+    v = np.asarray(vecs, dtype=np.float32)
+    return np.hstack([v, np.stack([(v @ p.T).max(axis=1) for p in prototypes], axis=1)])
 
 
 @functools.cache

@@ -31,23 +31,6 @@ from mambomeme.lab import nomatch  # noqa: E402
 from mambomeme.lab.calibrate import evaluate_runs  # noqa: E402
 
 
-def fit_weighted(x: np.ndarray, y: np.ndarray, sw: np.ndarray, l2: float = nomatch.L2) -> np.ndarray:
-    """nomatch.fit_logistic with a weight per sample (IRLS)."""
-    xb = np.hstack([np.ones((len(x), 1)), x])
-    w = np.zeros(xb.shape[1])
-    reg = np.full(xb.shape[1], l2)
-    reg[0] = 0.0
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-np.clip(xb @ w, -60, 60)))
-        grad = xb.T @ (sw * (p - y)) + reg * w
-        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(len(w))
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return w
-
-
 def chooser(ratio: float | None, dev_only: bool = False):  # noqa: ANN201
     def choose(names: tuple[str, ...], libs: dict[str, Any], queries: list[dict[str, Any]],
                train: set[str]) -> dict[str, Any]:
@@ -60,7 +43,7 @@ def chooser(ratio: float | None, dev_only: bool = False):  # noqa: ANN201
             w = nomatch.fit_logistic(x, y)
         else:
             sw = np.where(y > 0, ratio / max(y.sum(), 1), 1.0 / max((1 - y).sum(), 1)) * len(y)
-            w = fit_weighted(x, y, sw)
+            w = nomatch.fit_logistic(x, y, sample_weight=sw)
         subset = [q for q in queries if q["id"] in train]
         unruled = evaluate_runs(c.db, subset, {q["id"]: c.raw[q["id"]] for q in subset})
         best = None

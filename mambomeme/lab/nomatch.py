@@ -38,16 +38,19 @@ L2 = 0.01  # ridge on the weights (not the bias): keeps the fit stable with ~450
 FOLDS = 5
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 50) -> np.ndarray:
-    """Newton-Raphson (IRLS) for logistic regression; returns [bias, weights...]."""
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = L2, iterations: int = 50,
+                 sample_weight: np.ndarray | None = None) -> np.ndarray:
+    """Newton-Raphson (IRLS) for logistic regression, each sample weighing `sample_weight` (1 when
+    not given); returns [bias, weights...]."""
     xb = np.hstack([np.ones((len(x), 1)), x])
+    sw = np.ones(len(x)) if sample_weight is None else sample_weight
     w = np.zeros(xb.shape[1])
     reg = np.full(xb.shape[1], l2)
     reg[0] = 0.0
     for _ in range(iterations):
         p = 1 / (1 + np.exp(-np.clip(xb @ w, -60, 60)))
-        grad = xb.T @ (p - y) + reg * w
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(len(w))
+        grad = xb.T @ (sw * (p - y)) + reg * w
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(len(w))
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.max(np.abs(step)) < 1e-8:

@@ -28,6 +28,7 @@ from helpers import (
     TUI_MODULE,
     app_cmd,
     assert_restored,
+    expect_ready,
     finish,
     forget_vectors,
     output,
@@ -717,7 +718,7 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
     first = time.monotonic() - t0
     assert re.search(r"results · [\d.]+ ms · bm25 v\d+ · model loading…", status)
     assert first < 5, f"first answer after {first:.1f} s"  # ~0.5 s when the machine is idle
-    child.expect("model ready", timeout=90)
+    expect_ready(child, timeout=90)
     # The list shown by the stand-in is asked again of the full system, without a key
     child.expect(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ")
     assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready", search(child, "cena", 2))
@@ -734,6 +735,7 @@ def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     child.expect("model loading…")
     child.send("john cena\r")
     child.expect("waiting for the model")
+    expect_ready(child)
     child.expect(r"search #1 ")
     assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ", output(child))
     child.send("\x1b")
@@ -748,6 +750,62 @@ def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     rc, raw = finish(child)
     assert rc == 130 and time.monotonic() - t0 < 5
     assert "Traceback" not in raw
+    assert_restored(raw)
+
+
+# The app's sitecustomize in the next test: the model's thread waits until the screen's vector-matrix
+# thread is inside its import of numpy (numpy/_globals.py, numpy's import lock held), which waits in
+# turn until the model's thread waits on an import lock, then both go on; $HOLD_MARK says how it went.
+HOLD_NUMPY_IMPORT = """
+import os, sys, threading, time
+
+in_numpy = threading.Event()
+
+def _hold(frame, event, arg):
+    me = threading.current_thread().name
+    if me == "mambo-model":
+        sys.settrace(None)
+        in_numpy.wait(30)
+    elif me != "mambo-vector-matrix":
+        sys.settrace(None)
+    elif frame.f_code.co_name == "<module>" and frame.f_code.co_filename.endswith("numpy/_globals.py"):
+        sys.settrace(None)
+        in_numpy.set()
+        model = next(t for t in threading.enumerate() if t.name == "mambo-model")
+        deadline, waited = time.monotonic() + 30, False
+        while not waited and model.is_alive() and time.monotonic() < deadline:
+            top = sys._current_frames().get(model.ident)
+            waited = top is not None and top.f_code.co_name == "acquire" and "importlib" in top.f_code.co_filename
+            time.sleep(0.001)
+        with open(os.environ["HOLD_MARK"], "w") as f:
+            f.write("the model's thread waited" if waited else "the model's thread never waited")
+
+threading.settrace(_hold)
+"""
+
+
+@pytest.mark.slow
+def test_the_model_loads_while_another_thread_imports_numpy(fixture_library: Path, tmp_path: Path):
+    """The screen loads the model on one thread and its vector matrix on another, both importing
+    numpy first. onnxruntime's extension imports a numpy submodule before numpy itself, so against a
+    numpy import under way on the other thread both imports failed ("ImportError: import numpy
+    failed": "model failed: lexical only", now and then on a busy machine). The overlap is made
+    every time here; the model must load, and nothing may be said of it after the screen."""
+    (tmp_path / "sitecustomize.py").write_text(HOLD_NUMPY_IMPORT)
+    mark = tmp_path / "held.txt"
+    child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90,
+                    env={"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "HOLD_MARK": str(mark)})
+    child.expect("model loading…")
+    child.send("john cena\r")
+    expect_ready(child)
+    child.expect(r"search #1 ")
+    assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ", output(child))
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert mark.read_text() == "the model's thread waited"
+    after = raw[raw.rindex(f"{ESC}[?1049l"):]
+    assert "failed" not in after and "Traceback" not in after
     assert_restored(raw)
 
 
@@ -913,7 +971,7 @@ def test_a_failed_opener_is_said_on_the_status_line(fixture_library: Path, syste
     child.send("\x0f")  # Ctrl-O with an opener that exits 1
     child.expect(r"the opener failed \(`false` exit 1\)")
     if system == "hybrid":
-        child.expect(r"hybrid v\d+ · model ready")  # the model-ready answer (or Enter's, if it was ready)
+        expect_ready(child, r"hybrid v\d+ · model ready")  # the model-ready answer (or Enter's, if it was ready)
         time.sleep(0.5)
         later = output(child)[output(child).rindex("the opener failed"):]
         assert "Enter choose" not in later  # the status line was not given back to the key hints

@@ -33,6 +33,7 @@ from helpers import (
     forget_vectors,
     output,
     run_app,
+    screen_text,
     search,
     spawn,
 )
@@ -343,6 +344,23 @@ def test_wait_ready_holds_the_search_until_the_model_is_ready():
     assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3), tui.Typed(4)] and s.pending == "cena"
     s, eff = feed(s, tui.ModelStatus("ready"))
     assert eff == [tui.DoSearch("cena", 1)] and s.model == "ready"
+
+
+def test_a_model_that_failed_says_why_over_the_answer_it_let_go():
+    """--wait-ready: the model fails, the held search goes to the words, and its answer keeps the
+    reason on the message line; the next submit's answer clears it (the status line still says
+    "model failed")."""
+    s, _ = feed(tui.TUIState(system="hybrid", wait_ready=True), *"cena", "<Ctrl-m>")
+    s, eff = feed(s, tui.ModelStatus("failed", "ImportError: import numpy failed"))
+    assert eff == [tui.DoSearch("cena", 1)] and s.pending is None
+    rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
+    s, _ = feed(s, tui.Searched(1, "cena", rows, 2.0, "bm25", 1))
+    text, _ = screen(s)
+    assert text[22].startswith(" the model failed to load (ImportError: import numpy failed); searching by")
+    assert "bm25 v1 · model failed: lexical only" in text[23]
+    s, eff = feed(s, "<Ctrl-u>", *"cat", "<Ctrl-m>")
+    s, _ = feed(s, tui.Searched(2, "cat", rows, 2.0, "bm25", 1))
+    assert s.message == "" and "model failed: lexical only" in screen(s)[0][23]
 
 
 def test_results_follow_the_typing_and_stale_answers_are_dropped():
@@ -806,6 +824,25 @@ def test_the_model_loads_while_another_thread_imports_numpy(fixture_library: Pat
     assert mark.read_text() == "the model's thread waited"
     after = raw[raw.rindex(f"{ESC}[?1049l"):]
     assert "failed" not in after and "Traceback" not in after
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_a_model_that_cannot_load_says_why_after_the_screen(fixture_library: Path, tmp_path: Path):
+    """A model that cannot load (its cache folder is a file here) leaves the screen searching by
+    words, and its reason, on the message line until the next message, is said again on stderr
+    once the screen is gone."""
+    cache = tmp_path / "not-a-folder"
+    cache.write_text("")
+    child = run_app(fixture_library, "--system", "hybrid", env={"MAMBO_MODEL_CACHE": str(cache)})
+    child.expect("model failed: lexical only")
+    assert re.search(r"bm25 v\d+ · model failed: lexical only", search(child, "john cena", 1))
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    after = screen_text(raw[raw.rindex(f"{ESC}[?1049l"):raw.rindex("RC=")])
+    assert re.search(r"mambo: the embedding model failed to load \(\w+Error: .*not-a-folder.*\); the search "
+                     r"screen searched by words only", after), after
     assert_restored(raw)
 
 

@@ -821,6 +821,7 @@ def test_the_model_loads_while_another_thread_imports_numpy(fixture_library: Pat
     child.send("\x1b")
     rc, raw = finish(child)
     assert rc == 130
+    assert mark.exists(), "the vector-matrix thread was not the first to import numpy: no overlap was made"
     assert mark.read_text() == "the model's thread waited"
     after = raw[raw.rindex(f"{ESC}[?1049l"):]
     assert "failed" not in after and "Traceback" not in after

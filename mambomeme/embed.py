@@ -305,6 +305,10 @@ class Embedder:
     def __init__(self, quiet: bool = False, threads: int = 1) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         path, sha = ensure_onnx(quiet=quiet)
+        # numpy whole before onnxruntime: its extension imports numpy._core._multiarray_umath first,
+        # then numpy, and against another thread importing numpy (the search screen's vector
+        # matrix) both imports fail ("ImportError: import numpy failed"; tests/test_tui.py).
+        import numpy  # noqa: F401
         import onnxruntime
         from tokenizers import Tokenizer
 

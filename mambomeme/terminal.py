@@ -659,6 +659,11 @@ class _Shell:
                         f.close()
             for child in self.children:
                 child.poll()
+        if self.state.model == "failed":  # the screen's message line is gone: say why where it stays
+            with contextlib.suppress(OSError):
+                sys.stderr.write(f"mambo: the embedding model failed to load ({self.state.model_detail}); "
+                                 "the search screen searched by words only\n")
+                sys.stderr.flush()
         if self.chosen is not None:
             tty = sys.stdout.isatty()
             sys.stdout.write("".join((show_path(p) if tty else p) + "\n" for p in self.chosen))

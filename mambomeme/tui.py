@@ -292,6 +292,12 @@ def _selected_row(s: TUIState) -> Row | None:
     return s.rows[s.selected] if s.rows and 0 <= s.selected < len(s.rows) else None
 
 
+def _model_failed_note(detail: str) -> str:
+    """The message line when the model failed to load; a submit clears it, and the answer to a
+    search asked before the failure keeps it."""
+    return f"the model failed to load ({detail}); searching by words only"
+
+
 def _submit(s: TUIState) -> tuple[TUIState, list]:
     query = s.query
     if not query.strip():
@@ -482,19 +488,20 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
                 used_system=event.system, used_version=event.system_version, selected=0,
-                focus="list" if event.rows else "query", cursor=len(s.query), message="", withheld=event.withheld,
+                focus="list" if event.rows else "query", cursor=len(s.query), withheld=event.withheld,
+                message=s.message if s.model == "failed" and s.message == _model_failed_note(s.model_detail) else "",
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
             effects = [Record("render", event.query)]
     elif isinstance(event, ModelStatus):
         was = s.model
         s = dataclasses.replace(s, model=event.status, model_detail=event.detail)
-        if event.status == "failed":
-            s = dataclasses.replace(s, message=f"the model failed to load ({event.detail}); searching by words only")
         if event.status != "loading" and s.pending is not None:
             s, effects = _submit(dataclasses.replace(s, query=s.pending, cursor=len(s.pending)))
         elif event.status == "ready" and was == "loading" and s.asked_query is not None:
             # What is on screen came from the lexical stand-in: ask again with the full system.
             s, effects = _live_search(s, s.asked_query)
+        if event.status == "failed":  # said after the submit it lets go (--wait-ready): its answer keeps it
+            s = dataclasses.replace(s, message=_model_failed_note(event.detail))
     elif isinstance(event, PreviewLoaded):
         s = dataclasses.replace(s, previews={**s.previews, event.item_id: event.preview})
     elif isinstance(event, Message):

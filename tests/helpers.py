@@ -4,6 +4,7 @@ a real PTY. Fixtures are in conftest.py; no test module imports another."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -161,6 +162,30 @@ def search(child: pexpect.spawn, query: str, seq: int) -> str:
     child.send("\r")
     child.expect(rf"\x1b\[7m([^\x1b\n]*)search #{seq} ")
     return child.match.group(1)
+
+
+def screen_text(raw: str) -> str:
+    """What the app drew, readable: each cursor move to a row starts a line, other sequences dropped."""
+    text = re.sub(r"\x1b\[\d+;\d+H", "\n", raw)
+    return re.sub(r"\x1b\[[\d;?]*[a-zA-Z]|\x1b\][^\x07]*\x07|\x1b[=>]", "", text)
+
+
+def expect_ready(child: pexpect.spawn, ready: str = "model ready", timeout: float = -1) -> None:
+    """Wait for `ready` (a pattern of the status line once the model is loaded). A model that fails
+    to load fails the test with its reason (the message line, and the note the app leaves on stderr
+    on its way out) and the whole screen, which the next message would otherwise hide."""
+    try:
+        if child.expect([ready, "model failed"], timeout=timeout) == 0:
+            return
+        what = "the model failed to load"
+    except pexpect.TIMEOUT:
+        what = f"no {ready!r} on the screen"
+    child.send("\x1b")
+    with contextlib.suppress(pexpect.ExceptionPexpect):
+        child.expect(pexpect.EOF, timeout=10)
+    raw = output(child)
+    reasons = re.findall(r"model failed to load \(([^\n]*)", screen_text(raw))
+    raise AssertionError(f"{what}: {reasons}\n--- everything the app drew ---\n{screen_text(raw)}")
 
 
 def finish(child: pexpect.spawn) -> tuple[int, str]:

@@ -28,10 +28,12 @@ from helpers import (
     TUI_MODULE,
     app_cmd,
     assert_restored,
+    expect_ready,
     finish,
     forget_vectors,
     output,
     run_app,
+    screen_text,
     search,
     spawn,
 )
@@ -342,6 +344,23 @@ def test_wait_ready_holds_the_search_until_the_model_is_ready():
     assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3), tui.Typed(4)] and s.pending == "cena"
     s, eff = feed(s, tui.ModelStatus("ready"))
     assert eff == [tui.DoSearch("cena", 1)] and s.model == "ready"
+
+
+def test_a_model_that_failed_says_why_over_the_answer_it_let_go():
+    """--wait-ready: the model fails, the held search goes to the words, and its answer keeps the
+    reason on the message line; the next submit's answer clears it (the status line still says
+    "model failed")."""
+    s, _ = feed(tui.TUIState(system="hybrid", wait_ready=True), *"cena", "<Ctrl-m>")
+    s, eff = feed(s, tui.ModelStatus("failed", "ImportError: import numpy failed"))
+    assert eff == [tui.DoSearch("cena", 1)] and s.pending is None
+    rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
+    s, _ = feed(s, tui.Searched(1, "cena", rows, 2.0, "bm25", 1))
+    text, _ = screen(s)
+    assert text[22].startswith(" the model failed to load (ImportError: import numpy failed); searching by")
+    assert "bm25 v1 · model failed: lexical only" in text[23]
+    s, eff = feed(s, "<Ctrl-u>", *"cat", "<Ctrl-m>")
+    s, _ = feed(s, tui.Searched(2, "cat", rows, 2.0, "bm25", 1))
+    assert s.message == "" and "model failed: lexical only" in screen(s)[0][23]
 
 
 def test_results_follow_the_typing_and_stale_answers_are_dropped():
@@ -717,7 +736,7 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
     first = time.monotonic() - t0
     assert re.search(r"results · [\d.]+ ms · bm25 v\d+ · model loading…", status)
     assert first < 5, f"first answer after {first:.1f} s"  # ~0.5 s when the machine is idle
-    child.expect("model ready", timeout=90)
+    expect_ready(child, timeout=90)
     # The list shown by the stand-in is asked again of the full system, without a key
     child.expect(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ")
     assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready", search(child, "cena", 2))
@@ -734,6 +753,7 @@ def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     child.expect("model loading…")
     child.send("john cena\r")
     child.expect("waiting for the model")
+    expect_ready(child)
     child.expect(r"search #1 ")
     assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ", output(child))
     child.send("\x1b")
@@ -748,6 +768,82 @@ def test_wait_ready_and_quit_while_loading(fixture_library: Path):
     rc, raw = finish(child)
     assert rc == 130 and time.monotonic() - t0 < 5
     assert "Traceback" not in raw
+    assert_restored(raw)
+
+
+# The app's sitecustomize in the next test: the model's thread waits until the screen's vector-matrix
+# thread is inside its import of numpy (numpy/_globals.py, numpy's import lock held), which waits in
+# turn until the model's thread waits on an import lock, then both go on; $HOLD_MARK says how it went.
+HOLD_NUMPY_IMPORT = """
+import os, sys, threading, time
+
+in_numpy = threading.Event()
+
+def _hold(frame, event, arg):
+    me = threading.current_thread().name
+    if me == "mambo-model":
+        sys.settrace(None)
+        in_numpy.wait(30)
+    elif me != "mambo-vector-matrix":
+        sys.settrace(None)
+    elif frame.f_code.co_name == "<module>" and frame.f_code.co_filename.endswith("numpy/_globals.py"):
+        sys.settrace(None)
+        in_numpy.set()
+        model = next(t for t in threading.enumerate() if t.name == "mambo-model")
+        deadline, waited = time.monotonic() + 30, False
+        while not waited and model.is_alive() and time.monotonic() < deadline:
+            top = sys._current_frames().get(model.ident)
+            waited = top is not None and top.f_code.co_name == "acquire" and "importlib" in top.f_code.co_filename
+            time.sleep(0.001)
+        with open(os.environ["HOLD_MARK"], "w") as f:
+            f.write("the model's thread waited" if waited else "the model's thread never waited")
+
+threading.settrace(_hold)
+"""
+
+
+@pytest.mark.slow
+def test_the_model_loads_while_another_thread_imports_numpy(fixture_library: Path, tmp_path: Path):
+    """The screen loads the model on one thread and its vector matrix on another, both importing
+    numpy first. onnxruntime's extension imports a numpy submodule before numpy itself, so against a
+    numpy import under way on the other thread both imports failed ("ImportError: import numpy
+    failed": "model failed: lexical only", now and then on a busy machine). The overlap is made
+    every time here; the model must load, and nothing may be said of it after the screen."""
+    (tmp_path / "sitecustomize.py").write_text(HOLD_NUMPY_IMPORT)
+    mark = tmp_path / "held.txt"
+    child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90,
+                    env={"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "HOLD_MARK": str(mark)})
+    child.expect("model loading…")
+    child.send("john cena\r")
+    expect_ready(child)
+    child.expect(r"search #1 ")
+    assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ", output(child))
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert mark.exists(), "the vector-matrix thread was not the first to import numpy: no overlap was made"
+    assert mark.read_text() == "the model's thread waited"
+    after = raw[raw.rindex(f"{ESC}[?1049l"):]
+    assert "failed" not in after and "Traceback" not in after
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_a_model_that_cannot_load_says_why_after_the_screen(fixture_library: Path, tmp_path: Path):
+    """A model that cannot load (its cache folder is a file here) leaves the screen searching by
+    words, and its reason, on the message line until the next message, is said again on stderr
+    once the screen is gone."""
+    cache = tmp_path / "not-a-folder"
+    cache.write_text("")
+    child = run_app(fixture_library, "--system", "hybrid", env={"MAMBO_MODEL_CACHE": str(cache)})
+    child.expect("model failed: lexical only")
+    assert re.search(r"bm25 v\d+ · model failed: lexical only", search(child, "john cena", 1))
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    after = screen_text(raw[raw.rindex(f"{ESC}[?1049l"):raw.rindex("RC=")])
+    assert re.search(r"mambo: the embedding model failed to load \(\w+Error: .*not-a-folder.*\); the search "
+                     r"screen searched by words only", after), after
     assert_restored(raw)
 
 
@@ -913,7 +1009,7 @@ def test_a_failed_opener_is_said_on_the_status_line(fixture_library: Path, syste
     child.send("\x0f")  # Ctrl-O with an opener that exits 1
     child.expect(r"the opener failed \(`false` exit 1\)")
     if system == "hybrid":
-        child.expect(r"hybrid v\d+ · model ready")  # the model-ready answer (or Enter's, if it was ready)
+        expect_ready(child, r"hybrid v\d+ · model ready")  # the model-ready answer (or Enter's, if it was ready)
         time.sleep(0.5)
         later = output(child)[output(child).rindex("the opener failed"):]
         assert "Enter choose" not in later  # the status line was not given back to the key hints

@@ -1062,9 +1062,9 @@ CREATE VIRTUAL TABLE vector_codes USING vec0(
 -- of its codes (all fields, caption, picture, in that order), which `mambo check` verifies.
 CREATE TABLE vector_codes_items (
     item_id       INTEGER PRIMARY KEY REFERENCES items(item_id) ON DELETE CASCADE,
-    vector_sha256 TEXT NOT NULL,
-    codes_sha256  TEXT
+    vector_sha256 TEXT NOT NULL
 );
+ALTER TABLE vector_codes_items ADD COLUMN codes_sha256 TEXT;
 
 CREATE TRIGGER vector_codes_servable AFTER UPDATE OF safety, rights, private ON items
 WHEN EXISTS (SELECT 1 FROM vector_codes_items WHERE item_id = new.item_id) BEGIN

@@ -181,8 +181,10 @@ WHERE v.term >= :low AND v.term < :high AND length(v.term) BETWEEN :shortest AND
 
 -- name: matrix_bounds
 -- How many vectors each table holds, servable or not (an unfiltered count reads vec0's row index
--- only; filtered by `servable` it would read every vector).
-SELECT (SELECT count(*) FROM item_vectors), (SELECT count(*) FROM item_field_vectors);
+-- only; filtered by `servable` it would read every vector), and whether the library is quantized
+-- (it keeps no float vector of a quantized item: not for the matrix).
+SELECT (SELECT count(*) FROM item_vectors), (SELECT count(*) FROM item_field_vectors),
+       EXISTS (SELECT 1 FROM vector_codes_items);
 
 -- name: matrix_vectors
 -- The servable vectors a long-lived search holds in memory (vectormatrix.py): all-fields ...

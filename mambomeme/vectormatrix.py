@@ -44,11 +44,12 @@ class VectorMatrix:
 
     @classmethod
     def load(cls, db: DB) -> VectorMatrix | None:
-        """Read the servable vectors; None when the library is over MATRIX_MAX_VECTORS."""
+        """Read the servable vectors; None when the library is over MATRIX_MAX_VECTORS (or holds
+        int8 codes: a large library, vectors.py)."""
         import numpy as np
 
-        whole_n, fields_n = (int(x) for x in db.q1("matrix_bounds"))
-        if whole_n + fields_n > MATRIX_MAX_VECTORS:
+        whole_n, fields_n, quantized = (int(x) for x in db.q1("matrix_bounds"))
+        if whole_n + fields_n > MATRIX_MAX_VECTORS or quantized:
             return None
         fingerprint = tuple(db.q1("vector_fingerprint"))
 

@@ -15,7 +15,7 @@ CREATE VIRTUAL TABLE vector_codes USING vec0(
     chunk_size=256
 );
 INSERT INTO vector_codes(vector_id, cluster, embedding, servable)
-SELECT vector_id, cluster, vec_int8(embedding), servable FROM temp.codes_020 ORDER BY cluster, vector_id;
+SELECT vector_id, cluster, vec_int8(embedding), servable FROM temp.codes_020;
 DROP TABLE temp.codes_020;
 
 -- The checksum of each quantized item's codes (all fields, caption, picture, in that order):

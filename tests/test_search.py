@@ -370,6 +370,13 @@ def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: py
     top = searcher.search("john cena", default, empty_rule=False)
     assert top and top[0].item_id == exact["john cena"][0].item_id
     assert searcher.search("john cena", "hybrid")[0].item_id == top[0].item_id
+    # the search screen's in-memory matrix declines a quantized library: the codes answer
+    memory = InMemoryVectors(library_copy[0])
+    memory.start()
+    memory.wait(60)
+    assert memory.get(db) is None
+    held = Searcher(db, get_embedder(), vectors=memory).search("john cena", default, empty_rule=False)
+    assert [r.item_id for r in held] == [r.item_id for r in top]
 
     first = top[0].item_id
     with db.write():

@@ -1042,24 +1042,29 @@ CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);
 -- Migration 019: the coarse index of a large library scans int8 codes, not floats. sqlite-vec 0.1.9 reads a
 -- float[768] vector for a cosine distance in ~0.7-1.3 us and an int8[768] one for an L2 distance in
 -- about half that (no SIMD in its wheel). Over QUANTIZED_MIN_VECTORS vectors (mambomeme/vectors.py)
--- every vector, all-fields and evidence alike, also has a code here (its unit vector times
--- CODE_SCALE, rounded: L2 between codes ranks as cosine between the vectors), in the partition of
--- its nearest centroid; a search takes each probed partition's nearest codes and ranks them by
--- their float vectors' cosine (search.sql dense_candidates, 'ivf-int8'). The float vectors stay
--- the library's vectors.
+-- every vector, all-fields and evidence alike, is a code here (its unit vector times CODE_SCALE,
+-- rounded: L2 between codes ranks as cosine between the vectors), in the partition of its nearest
+-- centroid; a search takes each probed partition's nearest codes and ranks them by the query's
+-- cosine to the codes (search.sql dense_candidates, 'ivf-int8'). Migration 020: once quantized, an
+-- item keeps its codes only (its float vectors are deleted: 68 % of the file at 300,000 memes);
+-- readers take the float vector when there is one, else the code. Chunks of 256: each partition
+-- fills its last chunk on average by half.
 CREATE VIRTUAL TABLE vector_codes USING vec0(
     vector_id INTEGER PRIMARY KEY,
     cluster integer partition key,
     embedding int8[768] distance_metric=l2,
-    servable integer
+    servable integer,
+    chunk_size=256
 );
 
 -- Which items vector_codes holds, by their all-fields vector's checksum (item_embeddings): an item
--- embedded (again) since is quantized by the next maintain_vector_index.
+-- embedded (again) since is quantized by the next maintain_vector_index. codes_sha256: the SHA-256
+-- of its codes (all fields, caption, picture, in that order), which `mambo check` verifies.
 CREATE TABLE vector_codes_items (
     item_id       INTEGER PRIMARY KEY REFERENCES items(item_id) ON DELETE CASCADE,
     vector_sha256 TEXT NOT NULL
 );
+ALTER TABLE vector_codes_items ADD COLUMN codes_sha256 TEXT;
 
 CREATE TRIGGER vector_codes_servable AFTER UPDATE OF safety, rights, private ON items
 WHEN EXISTS (SELECT 1 FROM vector_codes_items WHERE item_id = new.item_id) BEGIN
@@ -1079,4 +1084,4 @@ CREATE TRIGGER vector_codes_delete AFTER DELETE ON item_embeddings BEGIN
     DELETE FROM vector_codes_items WHERE item_id = old.item_id;
 END;
 
-PRAGMA user_version = 19;
+PRAGMA user_version = 20;

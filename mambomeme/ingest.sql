@@ -144,8 +144,11 @@ INSERT INTO vector_index(index_id, clusters, trained_vectors, training_sample, i
 VALUES (1, :clusters, :trained_vectors, :training_sample, :iterations, :seed, :seconds);
 
 -- name: vector_count
--- Every vector a dense scan reads: all-fields and evidence vectors (IVF_MIN_VECTORS counts these).
-SELECT (SELECT count(*) FROM item_vectors) + (SELECT count(*) FROM item_field_vectors);
+-- Every vector a dense scan reads: all-fields and evidence vectors (IVF_MIN_VECTORS counts these),
+-- float or int8 code (a quantized item keeps its codes only; one embedded again since it was
+-- quantized is counted twice until the end of its `mambo add`).
+SELECT (SELECT count(*) FROM item_vectors) + (SELECT count(*) FROM item_field_vectors)
+       + (SELECT count(*) FROM vector_codes);
 
 -- name: insert_vector_bit
 INSERT INTO item_vectors_bit(item_id, embedding, servable)
@@ -231,7 +234,8 @@ UPDATE vocabulary_size SET documents = (SELECT count(*) FROM servable_items);
 -- What a crash must never lose (`mambo bench soak` compares it before and after every kill):
 -- each indexed file with its item's content hash, text, judgements (safety, rights) and vector.
 SELECT r.name || '/' || f.rel_path AS path, i.sha256, i.title, i.ocr_text, i.safety, i.rights,
-       hex(v.embedding) AS vector
+       hex(coalesce(v.embedding, (SELECT c.embedding FROM vector_codes c WHERE c.vector_id = i.item_id * 4)))
+           AS vector
 FROM files f
 JOIN library_roots r ON r.root_id = f.root_id
 JOIN items i ON i.item_id = f.item_id

@@ -13,6 +13,7 @@ from mambomeme.query_plan import plan_query
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
 from mambomeme.state import restate
+from mambomeme.vectors import stored_vector
 
 # The caption signals (text rules and caption-meaning model) the library's classes come from.
 TEXT_RULES_SETTING = "safety_text_rules"
@@ -67,10 +68,10 @@ def record_meaning_signals(db: DB, item_ids: list[int]) -> list[int]:
         return []
     rows = db.q("caption_vectors", {"item_ids": json.dumps(list(item_ids)), "name": EMBED_MODEL_NAME,
                                     "weights_sha256": WEIGHTS_SHA256, "text_recipe": EMBED_TEXT_RECIPE})
-    rows = [(i, v) for i, v in rows if v is not None]
+    rows = [(i, v) for i, v in ((i, stored_vector(f, c)) for i, f, c in rows) if v is not None]
     if not rows:
         return []
-    vecs = np.stack([np.frombuffer(v, dtype=np.float32) for _i, v in rows])
+    vecs = np.stack([v for _i, v in rows])
     engine = meaning_engine_id(db)
     for (item_id, _v), m in zip(rows, meaning_model().judge(vecs), strict=True):
         db.q("upsert_safety_signal", {"item_id": item_id, "signal": "meaning", "engine_id": engine,

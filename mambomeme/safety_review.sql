@@ -23,9 +23,12 @@ DELETE FROM safety_signals WHERE item_id = :item_id AND signal = :signal;
 -- The stored caption vector of each named item embedded by the current model and text recipe: its
 -- caption field vector, or the all-fields vector when the caption is the item's whole text (then
 -- no field vector is stored: embed_items). Items with no caption have none.
+-- A quantized item (a large library) has codes only: the code of the same vector (vectors.stored_vector).
 SELECT i.item_id,
        coalesce((SELECT fv.embedding FROM item_field_vectors fv WHERE fv.vector_id = i.item_id * 4 + 1),
-                (SELECT v.embedding FROM item_vectors v WHERE v.item_id = i.item_id)) AS embedding
+                (SELECT v.embedding FROM item_vectors v WHERE v.item_id = i.item_id)) AS embedding,
+       coalesce((SELECT c.embedding FROM vector_codes c WHERE c.vector_id = i.item_id * 4 + 1),
+                (SELECT c.embedding FROM vector_codes c WHERE c.vector_id = i.item_id * 4)) AS code
 FROM items i
 JOIN item_embeddings e ON e.item_id = i.item_id
 JOIN embedding_models m ON m.model_id = e.model_id

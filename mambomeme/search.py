@@ -26,8 +26,8 @@ from mambomeme.query_plan import (
     plan_query,
     typed_share,
 )
-from mambomeme.vectormatrix import InMemoryVectors, VectorMatrix
-from mambomeme.vectors import CODES_K, CODES_RESCORE, DENSE_OVERSAMPLE, IVF_PROBE, int8_codes, large_probe
+from mambomeme.vectormatrix import InMemoryVectors, VectorMatrix, feedback_rerank
+from mambomeme.vectors import CODES_K, CODES_RESCORE, DENSE_OVERSAMPLE, IVF_PROBE, dequantize, int8_codes, large_probe
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Retrieval
@@ -261,6 +261,14 @@ class Searcher:
         all-fields similarity], ...]; with `feedback` (DENSE_FEEDBACK), re-ranked by the moved query."""
         rows = reader.q("search", params | {"use_lexical": False, "use_fuzzy": False, "pool": params["depth"]})
         ranking = json.dumps([[r[0], r[5], r[6]] for r in rows])
+        if feedback and rows and params["dense_index"] == "ivf-int8":
+            # a large library keeps codes only: the candidates' codes, moved as dense_feedback does
+            stored: dict[int, list[Any]] = {}
+            for item_id, _kind, code in reader.q("candidate_codes", {"ids": json.dumps([r[0] for r in rows]),
+                                                                     "field_vectors": params["field_vectors"]}):
+                stored.setdefault(item_id, []).append(dequantize(code))
+            ranked = [(r[0], (r[5], r[6])) for r in rows if r[0] in stored]
+            return json.dumps(feedback_rerank(params["qvec"], ranked, stored, feedback))
         if feedback and rows:
             # q + alpha * mean(top n) has the direction of q * n / alpha + sum(top n) (DENSE_FEEDBACK)
             n = min(feedback["top"], len(rows))
@@ -306,8 +314,9 @@ class Searcher:
             "qcode": None, "codes_k": cfg.get("codes_k", CODES_K),
             "codes_rescore": cfg.get("codes_rescore", CODES_RESCORE),
         }
-        if use_dense and cfg["dense_index"] == "ivf" and large_clusters is not None:
-            # A large library's coarse index scans int8 codes in more partitions (vectors.py)
+        if use_dense and large_clusters is not None:
+            # A large library's coarse index scans int8 codes in more partitions, and it is the only
+            # dense index such a library has: it keeps no float vector (vectors.py)
             params["dense_index"] = "ivf-int8"
             params["probe"] = cfg.get("large_probe") or large_probe(large_clusters)
         details: dict[int, dict[str, Any]] = {}

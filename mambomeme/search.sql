@@ -92,19 +92,13 @@ WITH lex AS (
       AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
                         UNION ALL SELECT 0)
     UNION ALL
-    -- a large library's coarse index (migration 019, mambomeme/vectors.py): in each of the :probe
-    -- partitions nearest the query, the :codes_k vectors whose int8 codes are nearest the query's
-    -- (:qcode), every kind in one table (vector_id = item_id * 4 + kind); the :codes_rescore
-    -- nearest of those are ranked by their float vectors' cosine (a primary-key read costs ~40 us
-    -- in vec0, so only these few)
-    SELECT c.vector_id >> 2,
-           1.0 - vec_distance_cosine(
-               CASE WHEN c.vector_id & 3 = 0
-                    THEN (SELECT v.embedding FROM item_vectors v WHERE v.item_id = c.vector_id >> 2)
-                    ELSE (SELECT f.embedding FROM item_field_vectors f WHERE f.vector_id = c.vector_id) END,
-               :qvec),
-           c.vector_id & 3
-    FROM (SELECT vector_id FROM vector_codes
+    -- a large library's coarse index (migrations 019-020, mambomeme/vectors.py): in each of the
+    -- :probe partitions nearest the query, the :codes_k vectors whose int8 codes are nearest the
+    -- query's (:qcode), every kind in one table (vector_id = item_id * 4 + kind); the
+    -- :codes_rescore nearest of those are ranked by the cosine between the codes (the library keeps
+    -- no float vector of a quantized item)
+    SELECT c.vector_id >> 2, 1.0 - vec_distance_cosine(vec_int8(c.embedding), vec_int8(:qcode)), c.vector_id & 3
+    FROM (SELECT vector_id, embedding FROM vector_codes
           WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf-int8'
             AND embedding MATCH vec_int8(:qcode) AND k = :codes_k AND servable = 1
             AND cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe)
@@ -187,8 +181,10 @@ WHERE v.term >= :low AND v.term < :high AND length(v.term) BETWEEN :shortest AND
 
 -- name: matrix_bounds
 -- How many vectors each table holds, servable or not (an unfiltered count reads vec0's row index
--- only; filtered by `servable` it would read every vector).
-SELECT (SELECT count(*) FROM item_vectors), (SELECT count(*) FROM item_field_vectors);
+-- only; filtered by `servable` it would read every vector), and whether the library is quantized
+-- (it keeps no float vector of a quantized item: not for the matrix).
+SELECT (SELECT count(*) FROM item_vectors), (SELECT count(*) FROM item_field_vectors),
+       EXISTS (SELECT 1 FROM vector_codes_items);
 
 -- name: matrix_vectors
 -- The servable vectors a long-lived search holds in memory (vectormatrix.py): all-fields ...
@@ -249,8 +245,9 @@ ORDER BY s.moved_sim DESC, r.pos;
 PRAGMA data_version;
 
 -- name: holds_vectors
--- Whether the library holds any vector (none: its memes wait to be embedded, Searcher.search).
-SELECT EXISTS (SELECT 1 FROM item_vectors);
+-- Whether the library holds any vector, float or code (none: its memes wait to be embedded,
+-- Searcher.search).
+SELECT EXISTS (SELECT 1 FROM item_vectors) OR EXISTS (SELECT 1 FROM vector_codes_items);
 
 -- name: described_share
 -- The share of servable memes a sidecar described (title, template, people, tags or a description

@@ -113,19 +113,21 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
 
     def vectors() -> None:
         # A flipped byte in a vector page passes integrity_check (the B-tree is intact) but changes
-        # what dense search finds: each vector is checked against the SHA-256 stored beside it.
-        bad, unchecked = [], 0
-        for item_id, want, vec in db.q("vector_checksums"):
-            if want is None:
-                unchecked += 1
-            elif vec is None or hashlib.sha256(vec).hexdigest() != want:
-                bad.append(item_id)
-        if bad:
-            problems.append(f"{len(bad)} vector(s) differ from their stored checksum (items "
-                            f"{', '.join(map(str, bad[:10]))}{' ...' if len(bad) > 10 else ''}): the library is "
-                            "damaged; restore it from a backup, or remove those items' files and `mambo add` them")
-        if unchecked:
-            notes.append(f"{unchecked} vector(s) written before schema 7 have no checksum to verify")
+        # what dense search finds: each vector (or a large library's int8 code) is checked against
+        # the SHA-256 stored beside it.
+        for query, what, since in (("vector_checksums", "vector", 7), ("code_checksums", "int8 code", 20)):
+            bad, unchecked = [], 0
+            for item_id, want, blob in db.q(query):
+                if want is None:
+                    unchecked += 1
+                elif blob is None or hashlib.sha256(blob).hexdigest() != want:
+                    bad.append(item_id)
+            if bad:
+                problems.append(f"{len(bad)} {what}(s) differ from their stored checksum (items "
+                                f"{', '.join(map(str, bad[:10]))}{' ...' if len(bad) > 10 else ''}): the library is "
+                                "damaged; restore it from a backup, or remove those items' files and `mambo add` them")
+            if unchecked:
+                notes.append(f"{unchecked} {what}(s) written before schema {since} have no checksum to verify")
         n = db.q1("bit_vectors_not_from_floats")[0]
         if n:
             problems.append(f"{n} bit vector(s) are not the quantized float vector")

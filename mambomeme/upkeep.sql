@@ -46,7 +46,8 @@ SELECT item_id FROM files WHERE file_id = :file_id;
 -- Every item must be searchable in every route or in none: these counts must be zero.
 SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f WHERE f.rowid = i.item_id))
            AS items_without_fts,
-       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.item_id))
+       (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = i.item_id)
+                                       AND NOT EXISTS (SELECT 1 FROM vector_codes_items q WHERE q.item_id = i.item_id))
            AS items_without_vector,
        (SELECT count(*) FROM item_vectors v WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = v.item_id))
            AS vectors_without_item,
@@ -86,7 +87,16 @@ SELECT (SELECT count(*) FROM items i WHERE NOT EXISTS (SELECT 1 FROM items_fts f
        + (SELECT count(*) FROM item_field_vectors v
           WHERE v.cluster IS NOT coalesce((SELECT c.cluster FROM vector_centroids c WHERE c.cluster = v.cluster),
                                           CASE WHEN EXISTS (SELECT 1 FROM vector_index) THEN -1 ELSE 0 END))
-           AS vectors_outside_the_coarse_index;
+           AS vectors_outside_the_coarse_index,
+       -- a large library's codes (migrations 019-020): the same rules
+       (SELECT count(*) FROM vector_codes_items q
+        WHERE NOT EXISTS (SELECT 1 FROM vector_codes c WHERE c.vector_id = q.item_id * 4)) AS quantized_items_without_code,
+       (SELECT count(*) FROM vector_codes c
+        WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.item_id = c.vector_id >> 2)) AS codes_without_item,
+       (SELECT count(*) FROM vector_codes c
+        WHERE c.servable IS NOT ((c.vector_id >> 2) IN (SELECT item_id FROM servable_items))) AS codes_with_wrong_servable,
+       (SELECT count(*) FROM vector_codes c
+        WHERE NOT EXISTS (SELECT 1 FROM vector_centroids v WHERE v.cluster = c.cluster)) AS codes_outside_the_coarse_index;
 
 -- name: template_counts
 SELECT source, count(*) AS n FROM templates GROUP BY source ORDER BY source;
@@ -96,9 +106,13 @@ SELECT (SELECT count(*) FROM items WHERE template_id IS NOT NULL) AS recognised,
        (SELECT count(*) FROM items WHERE derived <> '{}') AS with_derived_fields;
 
 -- name: vector_checksums
--- Every embedded item's stored vector checksum (NULL: written before schema 7) and its vector.
+-- Every embedded item's stored vector checksum (NULL: written before schema 7) and its vector,
+-- unless it keeps int8 codes only (a large library: code_checksums checks those).
 SELECT e.item_id, e.vector_sha256, (SELECT v.embedding FROM item_vectors v WHERE v.item_id = e.item_id)
-FROM item_embeddings e ORDER BY e.item_id;
+FROM item_embeddings e
+WHERE EXISTS (SELECT 1 FROM item_vectors v WHERE v.item_id = e.item_id)
+   OR NOT EXISTS (SELECT 1 FROM vector_codes_items q WHERE q.item_id = e.item_id)
+ORDER BY e.item_id;
 
 -- name: bit_vectors_not_from_floats
 SELECT count(*) FROM item_vectors v JOIN item_vectors_bit b ON b.item_id = v.item_id

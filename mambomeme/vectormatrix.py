@@ -44,11 +44,12 @@ class VectorMatrix:
 
     @classmethod
     def load(cls, db: DB) -> VectorMatrix | None:
-        """Read the servable vectors; None when the library is over MATRIX_MAX_VECTORS."""
+        """Read the servable vectors; None when the library is over MATRIX_MAX_VECTORS (or holds
+        int8 codes: a large library, vectors.py)."""
         import numpy as np
 
-        whole_n, fields_n = (int(x) for x in db.q1("matrix_bounds"))
-        if whole_n + fields_n > MATRIX_MAX_VECTORS:
+        whole_n, fields_n, quantized = (int(x) for x in db.q1("matrix_bounds"))
+        if whole_n + fields_n > MATRIX_MAX_VECTORS or quantized:
             return None
         fingerprint = tuple(db.q1("vector_fingerprint"))
 
@@ -102,23 +103,35 @@ class VectorMatrix:
                     cur[1] = sim
         ranked = sorted(best.items(), key=lambda x: (-x[1][0], x[0]))[:k]  # type: ignore[operator]
         if feedback and ranked:
-            # Rocchio as dense_feedback: q * n / alpha + the sum of one vector of each of the n best
-            # items (its all-fields one or, with "best", the one nearest q) points as q + alpha *
-            # their mean; each candidate is ranked again by its best vector's cosine to it, keeping
-            # its first-pass similarities
             whole_row, field_rows = self.rows
-            stored = {item: np.vstack([self.whole[whole_row[item]],
-                                       self.fields[field_rows.get(item, []) if field_vectors else []]])
+            stored = {item: [self.whole[whole_row[item]],
+                             *(self.fields[field_rows.get(item, [])] if field_vectors else [])]
                       for item, _ in ranked}  # all fields first, then caption and picture
-            n = min(feedback["top"], len(ranked))
-            best = bool(feedback.get("best"))
-            given = [v[int(np.argmax(v @ q))] if best else v[0] for v in (stored[item] for item, _ in ranked[:n])]
-            moved = raw * n / feedback["alpha"] + np.sum(given, axis=0)
-            moved = moved / (np.linalg.norm(moved) or 1.0)
-            moved_sim = {item: float(np.max(v @ moved)) for item, v in stored.items()}
-            order = {item: pos for pos, (item, _) in enumerate(ranked)}
-            ranked.sort(key=lambda x: (-moved_sim[x[0]], order[x[0]]))
+            return json.dumps(feedback_rerank(raw, ranked, stored, feedback))
         return json.dumps([[item, sim, whole] for item, (sim, whole) in ranked])
+
+
+def feedback_rerank(qvec: Any, ranked: list[tuple[int, tuple[Any, Any]]], stored: dict[int, list[Any]],
+                    feedback: dict[str, Any]) -> list[list[Any]]:
+    """Rocchio as search.sql's dense_feedback: q * n / alpha + the sum of one vector of each of the
+    n best items (its all-fields one or, with "best", the one nearest q) points as q + alpha * their
+    mean; each candidate is ranked again by its best vector's cosine to it, keeping its first-pass
+    similarities. `ranked`: [(item id, (similarity, all-fields similarity)), ...] best first;
+    `stored`: each item's unit vectors, all fields first. Returns the `:dense` JSON's rows."""
+    import numpy as np
+
+    raw = np.frombuffer(qvec, dtype=np.float32) if isinstance(qvec, bytes) else np.asarray(qvec, dtype=np.float32)
+    q = raw / (np.linalg.norm(raw) or 1.0)
+    vecs = {item: np.vstack(v) for item, v in stored.items()}
+    n = min(feedback["top"], len(ranked))
+    best = bool(feedback.get("best"))
+    given = [v[int(np.argmax(v @ q))] if best else v[0] for v in (vecs[item] for item, _ in ranked[:n])]
+    moved = raw * n / feedback["alpha"] + np.sum(given, axis=0)
+    moved = moved / (np.linalg.norm(moved) or 1.0)
+    moved_sim = {item: float(np.max(v @ moved)) for item, v in vecs.items()}
+    order = {item: pos for pos, (item, _) in enumerate(ranked)}
+    out = sorted(ranked, key=lambda x: (-moved_sim[x[0]], order[x[0]]))
+    return [[item, sim, whole] for item, (sim, whole) in out]
 
 
 class InMemoryVectors:

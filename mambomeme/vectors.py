@@ -3,7 +3,7 @@ its nearest centroid's partition), retrained as the library grows or shrinks."""
 
 from __future__ import annotations
 
-import json
+import hashlib
 import sys
 import tempfile
 import time
@@ -54,11 +54,12 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
     IVF_MIN_VECTORS (all-fields and evidence vectors counted together: the scan reads them all),
     retrain when it has doubled or halved since, drop it below the minimum; over
     QUANTIZED_MIN_VECTORS the index is finer (ivf_clusters) and every vector's int8 code joins its
-    partition too (vector_codes), and items embedded since the last call are quantized.
-    Retraining rewrites every vector (vec0 cannot move a row to another partition), in one
-    transaction: an interruption leaves the previous index. The vectors pass through a spill file
-    beside the library, never all in memory (a million memes hold ~9 GB of them). `clusters` forces
-    a (re)clustering into that many centroids (benchmarks, tests). Returns what was done, if anything."""
+    partition instead (vector_codes: the item's float vectors are deleted), and items embedded
+    since the last call are quantized. Retraining rewrites every vector (vec0 cannot move a row to
+    another partition), in one transaction: an interruption leaves the previous index. The vectors
+    pass through a spill file beside the library, never all in memory (a million memes hold ~9 GB
+    of them as floats). `clusters` forces a (re)clustering into that many centroids (benchmarks,
+    tests). Returns what was done, if anything."""
     import numpy as np
 
     n = int(db.q1("vector_count")[0])
@@ -94,22 +95,26 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
                 # clusters 1..n; 0 is "no index"
                 assign = (nearest_centroid(vectors, centroids) + 1 if want
                           else np.zeros(stop - start, dtype=np.int64)).tolist()
-                codes = int8_codes(vectors) if quantized else [None] * len(vectors)
-                for vid, cluster, vec, code, ok, is_whole in zip(ids[start:stop].tolist(), assign, vectors, codes,
-                                                                  servable[start:stop].tolist(),
-                                                                  whole[start:stop].tolist(), strict=True):
-                    blob = vec.tobytes()
+                if quantized:  # codes only (migration 020)
+                    for vid, cluster, code, ok, is_whole in zip(ids[start:stop].tolist(), assign, int8_codes(vectors),
+                                                                servable[start:stop].tolist(),
+                                                                whole[start:stop].tolist(), strict=True):
+                        blob = code.tobytes()
+                        db.q("insert_vector_code", {"vector_id": vid * 4 if is_whole else vid, "cluster": cluster,
+                                                    "code": blob, "servable": ok})
+                        if is_whole:
+                            db.q("record_vector_codes_item", {"item_id": vid,
+                                                              "codes_sha256": hashlib.sha256(blob).hexdigest()})
+                    continue
+                for vid, cluster, vec, ok, is_whole in zip(ids[start:stop].tolist(), assign, vectors,
+                                                           servable[start:stop].tolist(),
+                                                           whole[start:stop].tolist(), strict=True):
                     if is_whole:
-                        db.q("insert_vector_in_cluster", {"item_id": vid, "cluster": cluster, "embedding": blob,
-                                                          "servable": ok})
+                        db.q("insert_vector_in_cluster", {"item_id": vid, "cluster": cluster,
+                                                          "embedding": vec.tobytes(), "servable": ok})
                     else:
                         db.q("insert_field_vector_in_cluster", {"vector_id": vid, "cluster": cluster,
-                                                                "embedding": blob, "servable": ok})
-                    if code is not None:
-                        db.q("insert_vector_code", {"vector_id": vid * 4 if is_whole else vid, "cluster": cluster,
-                                                    "code": code.tobytes(), "servable": ok})
-            if quantized:
-                db.q("record_vector_codes_items", {"ids": json.dumps(ids[whole].tolist())})
+                                                                "embedding": vec.tobytes(), "servable": ok})
             if want:
                 db.q("record_vector_index", {"clusters": want, "trained_vectors": n, "training_sample": sample,
                                              "iterations": IVF_ITERATIONS, "seed": IVF_SEED,
@@ -123,24 +128,32 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
 
 
 def spill_vectors(db: DB, spill: Path) -> tuple[Any, Any, Any]:
-    """Every float vector, all-fields ones (by item id) then evidence ones (by vector id), written
-    to `spill` in that order; returns their ids, servable flags and which are all-fields vectors."""
+    """Every vector, written to `spill` as float32: all-fields ones (by item id), evidence ones (by
+    vector id), then the codes of quantized items that have no float vector (unit vectors again);
+    returns their ids (item id for all-fields vectors, vector id for the rest), servable flags and
+    which are all-fields vectors."""
     import numpy as np
 
     ids: list[int] = []
     servable: list[int] = []
-    whole_n = 0
+    whole: list[bool] = []
     with spill.open("wb") as out:
         for name in ("vectors_for_clustering", "field_vectors_for_clustering"):
             for vid, blob, ok in db.con.execute(Q[name]):
                 ids.append(vid)
                 servable.append(ok)
+                whole.append(name == "vectors_for_clustering")
                 out.write(blob)
-            if name == "vectors_for_clustering":
-                whole_n = len(ids)
-    whole = np.zeros(len(ids), dtype=bool)
-    whole[:whole_n] = True
-    return np.array(ids, dtype=np.int64), np.array(servable, dtype=np.int64), whole
+        # an item embedded again since it was quantized has floats and its old codes: the floats win
+        floats = {vid if w else vid >> 2 for vid, w in zip(ids, whole, strict=True)}
+        for vid, code, ok in db.con.execute(Q["codes_for_clustering"]):
+            if vid >> 2 in floats:
+                continue
+            ids.append(vid >> 2 if vid & 3 == 0 else vid)
+            servable.append(ok)
+            whole.append(vid & 3 == 0)
+            out.write(dequantize(code).tobytes())
+    return np.array(ids, dtype=np.int64), np.array(servable, dtype=np.int64), np.array(whole, dtype=bool)
 
 
 def read_spill(spill: Path, rows: Any) -> Any:
@@ -171,9 +184,26 @@ def int8_codes(vectors: Any) -> Any:
     return np.clip(np.rint(vectors / np.where(norms == 0, 1, norms) * CODE_SCALE), -127, 127).astype(np.int8)
 
 
+def dequantize(code: bytes) -> Any:
+    """An int8 code as the float32 unit vector it stands for (readers of a quantized item's vector)."""
+    import numpy as np
+
+    v = np.frombuffer(code, dtype=np.int8).astype(np.float32)
+    return v / (np.linalg.norm(v) or 1.0)
+
+
+def stored_vector(embedding: bytes | None, code: bytes | None) -> Any:
+    """An item's stored vector: the float one when there is one, else its code's; None for neither."""
+    import numpy as np
+
+    if embedding is not None:
+        return np.frombuffer(embedding, dtype=np.float32)
+    return dequantize(code) if code is not None else None
+
+
 def quantize_new(db: DB, *, quiet: bool = True) -> str | None:
     """int8 codes for the items embedded (again) since vector_codes was written (each in the partition
-    ingest gave its float vector). Returns what was done, if anything."""
+    ingest gave its float vector), which then keep their codes only. Returns what was done, if anything."""
     import numpy as np
 
     todo = db.q("items_to_quantize")
@@ -184,12 +214,15 @@ def quantize_new(db: DB, *, quiet: bool = True) -> str | None:
         for item_id, sha in todo:
             db.q("forget_item_codes", {"item_id": item_id})
             rows = db.q("item_vectors_to_quantize", {"item_id": item_id})
-            if rows:
-                codes = int8_codes(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]))
-                for (vid, cluster, _blob, ok), code in zip(rows, codes, strict=True):
-                    db.q("insert_vector_code", {"vector_id": vid, "cluster": cluster, "code": code.tobytes(),
-                                                "servable": ok})
-            db.q("record_item_codes", {"item_id": item_id, "vector_sha256": sha})
+            codes = int8_codes(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])) if rows else []
+            for (vid, cluster, _blob, ok), code in zip(rows, codes, strict=True):
+                db.q("insert_vector_code", {"vector_id": vid, "cluster": cluster, "code": code.tobytes(),
+                                            "servable": ok})
+            if not rows:  # (no vector to quantize: the item waits to be embedded)
+                continue
+            db.q("record_item_codes", {"item_id": item_id, "vector_sha256": sha,
+                                       "codes_sha256": hashlib.sha256(codes[0].tobytes()).hexdigest()})
+            db.q("drop_item_floats", {"item_id": item_id})
     done = f"coarse vector index: int8 codes of {len(todo):,} items ({time.monotonic() - t0:.1f} s)"
     if not quiet:
         print(done, file=sys.stderr, flush=True)
@@ -199,13 +232,15 @@ def quantize_new(db: DB, *, quiet: bool = True) -> str | None:
 # Over the in-memory matrix's limit the coarse index has twice the partitions (sqrt(n)/2) and scans
 # int8 codes (migration 019: sqlite-vec's int8 L2 costs about half its float cosine), probing a
 # share of its partitions; the CODES_RESCORE nearest of each probed partition's CODES_K nearest
-# codes are ranked by float cosine. Libraries at or under it rank exactly as before.
-# 100,000 items (274 partitions): probe 25 / 32 / 40 recall@10 0.940 / 0.949 / 0.962 against
-# exact float; sign bits kept 0.81-0.83. See docs/decisions.md#large-index.
+# codes are ranked by the codes' cosine (migration 020: a quantized item keeps its codes only; over
+# the dev library's 2,202 vectors the codes' cosine keeps 0.988 of the float top 10, the query's
+# float vector against dequantized codes 0.993 at ~25x the cost in SQL). Libraries at or under it
+# rank exactly as before. 100,000 items (274 partitions), codes only: probe 38 / 50 recall@10
+# 0.948 / 0.959 against exact float (docs/decisions.md#large-index, docs/benchmarks.md).
 QUANTIZED_MIN_VECTORS = MATRIX_MAX_VECTORS
-LARGE_PROBE_SHARE = 0.14
+LARGE_PROBE_SHARE = 0.16
 CODES_K = 20
-CODES_RESCORE = 100  # a vec0 primary-key read of a float vector costs ~40 us: only these
+CODES_RESCORE = 100
 CODE_SCALE = 500  # mpnet's unit vectors: no component over 0.24 in 300,000 (codes up to ~120)
 SPILL_BATCH = 20_000  # vectors read, assigned and written at a time while (re)clustering
 

@@ -12,12 +12,36 @@ DELETE FROM vector_codes_items;
 INSERT INTO vector_codes(vector_id, cluster, embedding, servable)
 VALUES (:vector_id, :cluster, vec_int8(:code), :servable);
 
--- name: record_vector_codes_items
--- Every item with an all-fields vector is in vector_codes, with its checksum ('' for an item with
--- no embedding record: the benchmarks' synthetic items).
-INSERT INTO vector_codes_items(item_id, vector_sha256)
-SELECT value, coalesce((SELECT e.vector_sha256 FROM item_embeddings e WHERE e.item_id = value), '')
-FROM json_each(:ids);
+-- name: record_vector_codes_item
+-- An item whose all-fields vector is in vector_codes, with its float vector's checksum ('' for an
+-- item with no embedding record: the benchmarks' synthetic items) and its code's.
+INSERT OR REPLACE INTO vector_codes_items(item_id, vector_sha256, codes_sha256)
+VALUES (:item_id, coalesce((SELECT e.vector_sha256 FROM item_embeddings e WHERE e.item_id = :item_id), ''),
+        :codes_sha256);
+
+-- name: codes_for_clustering
+-- Every code of a quantized library (vector_id = item_id * 4 + kind), for re-clustering.
+SELECT vector_id, embedding, servable FROM vector_codes;
+
+-- name: drop_item_floats
+-- A quantized item keeps its codes only (migration 020).
+DELETE FROM item_vectors WHERE item_id = :item_id;
+DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 1;
+DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2;
+
+-- name: candidate_codes
+-- The codes of a large library's dense candidates (:ids, a JSON array of item ids), all fields
+-- first, then caption and picture (with :field_vectors), for the query's feedback step.
+SELECT j.value AS item_id, k.kind, c.embedding
+FROM json_each(:ids) j
+JOIN (SELECT 0 AS kind UNION ALL SELECT 1 WHERE :field_vectors UNION ALL SELECT 2 WHERE :field_vectors) k
+JOIN vector_codes c ON c.vector_id = j.value * 4 + k.kind
+ORDER BY j.key, k.kind;
+
+-- name: code_checksums
+-- Every quantized item's stored code checksum and its all-fields code (`mambo check`).
+SELECT q.item_id, q.codes_sha256, (SELECT c.embedding FROM vector_codes c WHERE c.vector_id = q.item_id * 4)
+FROM vector_codes_items q ORDER BY q.item_id;
 
 -- name: items_to_quantize
 -- Items embedded (again) since vector_codes was written: their codes are written again.
@@ -40,7 +64,8 @@ DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 1;
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 2;
 
 -- name: record_item_codes
-INSERT OR REPLACE INTO vector_codes_items(item_id, vector_sha256) VALUES (:item_id, :vector_sha256);
+INSERT OR REPLACE INTO vector_codes_items(item_id, vector_sha256, codes_sha256)
+VALUES (:item_id, :vector_sha256, :codes_sha256);
 
 -- name: large_vector_index
 -- The coarse index's size when the library is quantized (Searcher: the probe grows with it).

@@ -23,6 +23,7 @@ from mambomeme.ingest import embed_items
 from mambomeme.lab.bench import load_dev_queries
 from mambomeme.library import DB
 from mambomeme.query_plan import STOPWORDS, corrections, full_match, holds_query, plan_query
+from mambomeme.safety_review import record_meaning_signals
 from mambomeme.search import (
     DEFAULT_SYSTEM,
     DEFAULT_SYSTEMS,
@@ -35,7 +36,7 @@ from mambomeme.search import (
     evidence_score,
     sync_systems,
 )
-from mambomeme.upkeep import library_status
+from mambomeme.upkeep import check_library, library_status
 from mambomeme.vectormatrix import InMemoryVectors
 from mambomeme.vectors import int8_codes, maintain_vector_index
 
@@ -324,39 +325,58 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
 
 
 def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A large library's coarse index (migration 019): every vector's int8 code in its float vector's
-    partition, probing every partition with every code rescored is exact, similarities are the
-    float vectors' own, hidden items are skipped inside the scan, an item embedded since is
-    quantized by the next maintenance, a deleted one leaves no code, and a library back under the
-    threshold drops the codes. The fixture stands in for a large library (threshold lowered)."""
+    """A large library's coarse index (migrations 019-020): every vector becomes an int8 code in
+    its nearest centroid's partition and the floats are deleted; probing every partition with every
+    code ranked finds the float route's top 10, with similarities within 0.01; hybrid (its feedback
+    step reads the codes) still answers; hidden items are skipped inside the scan; an item embedded
+    since is quantized by the next maintenance; the caption-meaning signal reads the codes; `mambo
+    check` verifies them; a deleted item leaves no code; and a library back under the threshold
+    gets float vectors again. The fixture stands in for a large library (threshold lowered)."""
     import numpy as np
 
     monkeypatch.setattr("mambomeme.vectors.QUANTIZED_MIN_VECTORS", 10)
     monkeypatch.setattr("mambomeme.vectors.IVF_MIN_VECTORS", 10)
     db = open_db(library_copy[0])
     searcher = Searcher(db, get_embedder())
+    floats = {(i << 2): e for i, e in db.con.execute("SELECT item_id, embedding FROM item_vectors")}
+    floats |= dict(db.con.execute("SELECT vector_id, embedding FROM item_field_vectors"))
+    every = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
+    queries = ("john cena", "a yellow rubber duck", "coffee", "a robot")
+    exact = {q: searcher.search(q, every, empty_rule=False) for q in queries}
+    meaning_before = dict(db.con.execute("SELECT item_id, safety FROM safety_signals WHERE signal = 'meaning'"))
+
     assert "4 clusters" in maintain_vector_index(db, clusters=4) and db.q1("large_vector_index") == (4,)
-    floats = {(i << 2): (c, e) for i, c, e in db.con.execute("SELECT item_id, cluster, embedding FROM item_vectors")}
-    floats |= {i: (c, e) for i, c, e in db.con.execute("SELECT vector_id, cluster, embedding FROM item_field_vectors")}
+    assert db.scalar("SELECT count(*) FROM item_vectors") == 0 == db.scalar("SELECT count(*) FROM item_field_vectors")
     codes = {i: (c, e) for i, c, e in db.con.execute("SELECT vector_id, cluster, embedding FROM vector_codes")}
     assert codes.keys() == floats.keys() and len({c for c, _e in codes.values()}) == 4
-    for vid, (cluster, code) in codes.items():
-        vec = np.frombuffer(floats[vid][1], dtype=np.float32)
-        assert cluster == floats[vid][0] and code == int8_codes(vec[None, :])[0].tobytes()
-    assert db.scalar("SELECT count(*) FROM vector_codes_items") == db.scalar("SELECT count(*) FROM item_vectors")
+    for vid, (_cluster, code) in codes.items():
+        assert code == int8_codes(np.frombuffer(floats[vid], dtype=np.float32)[None, :])[0].tobytes()
+    assert db.scalar("SELECT count(*) FROM vector_codes_items") == len([v for v in floats if v & 3 == 0])
+    assert bool(db.q1("holds_vectors")[0])
 
-    every = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
-    wide = every | {"dense_index": "ivf", "large_probe": 4, "codes_k": 4096, "codes_rescore": 10_000}
-    queries = ("john cena", "a yellow rubber duck", "coffee", "a robot")
+    wide = DEFAULT_SYSTEMS["dense"] | {"dense_index": "ivf", "large_probe": 4, "codes_k": 4096, "codes_rescore": 10_000}
     for q in queries:
-        exact = searcher.search(q, every, empty_rule=False)
         got = searcher.search(q, wide, empty_rule=False)
-        assert [r.item_id for r in got] == [r.item_id for r in exact] and len(got) == 10
-        assert [r.similarity for r in got] == pytest.approx([r.similarity for r in exact], abs=1e-5)
-    # the default probe (LARGE_PROBE_SHARE of 4 partitions: 1) still finds the exact top
+        assert {r.item_id for r in got} == {r.item_id for r in exact[q]} and len(got) == 10
+        want = {r.item_id: r.similarity for r in exact[q]}
+        assert [r.similarity for r in got] == pytest.approx([want[r.item_id] for r in got], abs=0.01)
+    # the default probe (LARGE_PROBE_SHARE of 4 partitions: 1) still finds the exact top, a float
+    # route asked of a library with codes only is served by the codes, and hybrid (dense feedback
+    # over the candidates' codes) answers with the same top
     default = DEFAULT_SYSTEMS["dense"] | {"dense_index": "ivf"}
+    for q in queries:
+        assert [r.item_id for r in searcher.search(q, every, empty_rule=False)] == \
+               [r.item_id for r in searcher.search(q, default, empty_rule=False)]
     top = searcher.search("john cena", default, empty_rule=False)
-    assert top and top[0].item_id == searcher.search("john cena", every, empty_rule=False)[0].item_id
+    assert top and top[0].item_id == exact["john cena"][0].item_id
+    assert searcher.search("john cena", "hybrid")[0].item_id == top[0].item_id
+    # the search screen's in-memory matrix declines a quantized library: the codes answer
+    memory = InMemoryVectors(library_copy[0])
+    memory.start()
+    memory.wait(60)
+    assert memory.get(db) is None
+    held = Searcher(db, get_embedder(), vectors=memory).search("john cena", default, empty_rule=False)
+    assert [r.item_id for r in held] == [r.item_id for r in top]
 
     first = top[0].item_id
     with db.write():
@@ -367,12 +387,32 @@ def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: py
         db.con.execute("UPDATE items SET safety = 'safe' WHERE item_id = ?", (first,))
     assert first in {r.item_id for r in searcher.search("john cena", wide, empty_rule=False)}
 
-    # an item embedded since (its checksum differs from the one quantized) gets its codes again
+    # the caption-meaning signal scores the codes as it scored the floats
+    with db.write():
+        ids = [i for (i,) in db.con.execute("SELECT item_id FROM items")]
+        assert len(record_meaning_signals(db, ids)) == len(meaning_before)
+    assert dict(db.con.execute("SELECT item_id, safety FROM safety_signals WHERE signal = 'meaning'")) == meaning_before
+
+    # `mambo check` verifies each code against its checksum
+    problems, _notes = check_library(db, verify_files=False)
+    assert problems == []
+    code = bytearray(codes[first << 2][1])
+    code[0] = (code[0] + 1) % 128
+    with db.write():  # (vec0 updates no int8 column in place)
+        db.con.execute("DELETE FROM vector_codes WHERE vector_id = ?", (first << 2,))
+        db.q("insert_vector_code", {"vector_id": first << 2, "cluster": codes[first << 2][0], "code": bytes(code),
+                                    "servable": 1})
+    problems, _notes = check_library(db, verify_files=False)
+    assert any(p.startswith("1 int8 code(s) differ from their stored checksum (items " + str(first)) for p in problems)
+
+    # an item embedded since (new float vector, its checksum differs) gets its codes again, and
+    # keeps them only
     with db.write():
         db.con.execute("UPDATE vector_codes_items SET vector_sha256 = 'stale' WHERE item_id = ?", (first,))
-        db.q("forget_item_codes", {"item_id": first})
-    assert first not in {r.item_id for r in searcher.search("john cena", wide, empty_rule=False)}
+        db.q("insert_vector", {"item_id": first, "embedding": floats[first << 2]})
     assert "int8 codes of 1 items" in maintain_vector_index(db)
+    assert db.scalar("SELECT count(*) FROM item_vectors") == 0
+    assert check_library(db, verify_files=False)[0] == []
     assert first in {r.item_id for r in searcher.search("john cena", wide, empty_rule=False)}
     assert maintain_vector_index(db) is None  # nothing to do
     # a deleted item leaves no code
@@ -381,10 +421,14 @@ def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: py
     assert db.scalar("SELECT count(*) FROM vector_codes WHERE vector_id >> 2 = ?", (first,)) == 0
     assert db.scalar("SELECT count(*) FROM vector_codes_items WHERE item_id = ?", (first,)) == 0
 
-    # back under the threshold (the real one): the codes go, the float partitions answer
+    # back under the threshold (the real one): the codes go, float vectors (from the codes) answer
     monkeypatch.undo()
     assert "with int8 codes" not in maintain_vector_index(db, clusters=4)
     assert db.scalar("SELECT count(*) FROM vector_codes") == 0 and db.q1("large_vector_index") is None
+    assert db.scalar("SELECT count(*) FROM item_vectors") == len([v for v in floats if v & 3 == 0]) - 1
+    again = searcher.search("a yellow rubber duck", every, empty_rule=False)
+    assert len(again) == 10 and again[0].item_id == next(r.item_id for r in exact["a yellow rubber duck"]
+                                                         if r.item_id != first)
 
 
 def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixture_library: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from mambomeme.embed import CAPTION, EMBED_DIM, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
+from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import Ingester
 from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
@@ -33,6 +33,8 @@ from mambomeme.vectors import (
     QUANTIZED_MIN_VECTORS,
     large_probe,
     maintain_vector_index,
+    read_spill,
+    spill_vectors,
 )
 
 SYNTH_WORDS = (
@@ -187,10 +189,34 @@ def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: lis
     return out
 
 
-# Over this many vectors the exact float routes are not timed (~1 s a search through sqlite-vec),
-# and the numpy floor reads at most FLOOR_MAX_VECTORS (3 GB) and is scaled to the rest.
-FLOAT_TIMED_MAX = 1_000_000
+# The numpy floor reads at most this many vectors (3 GB) and is scaled to the rest.
 FLOOR_MAX_VECTORS = 1_000_000
+
+
+def exact_top10(spill: Path, ids: Any, servable: Any, whole: Any, queries: list[str], qvecs: dict[str, Any], *,
+                whole_only: bool, batch: int = 200_000) -> dict[str, set[int]]:
+    """Each query's exact float32 top 10 items (an item scores its best servable vector, all-fields
+    ones only with `whole_only`), read from a spill file (vectors.spill_vectors) in batches."""
+    import numpy as np
+
+    if not queries:
+        return {}
+    item_of = np.where(whole, ids, ids >> 2)
+    keep = servable.astype(bool) & (whole if whole_only else True)
+    qmat = np.stack([qvecs[q] for q in queries]).astype(np.float32)
+    best: list[dict[int, float]] = [{} for _ in queries]
+    for start in range(0, len(ids), batch):
+        rows = np.arange(start, min(len(ids), start + batch))
+        sims = read_spill(spill, rows) @ qmat.T
+        sims[~keep[rows]] = -np.inf
+        for j in range(len(queries)):
+            col = sims[:, j]
+            top = np.argpartition(-col, 30)[:30] if len(col) > 30 else np.arange(len(col))
+            for i in top.tolist():
+                if col[i] > -np.inf:
+                    item = int(item_of[start + i])
+                    best[j][item] = max(best[j].get(item, -1.0), float(col[i]))
+    return {q: set(sorted(b, key=lambda i: (-b[i], i))[:10]) for q, b in zip(queries, best, strict=True)}
 
 
 def dense_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, Any]) -> float:
@@ -232,9 +258,10 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
     query-encoding time, a numpy brute-force floor over the same float32 vectors, and recall@10 of
     the approximate dense indexes (coarse IVF, bit-quantized) against exact float32 (neighbours are
     real all-mpnet-base-v2 vectors: fixture items and --real-vectors synthetic texts), the library
-    file's size and the building process's peak memory. Over FLOAT_TIMED_MAX vectors the exact
-    float routes are not timed (seconds a search) and the floor is timed on FLOOR_MAX_VECTORS of
-    them and scaled to all (memory-bound: linear in the vectors read)."""
+    file's size and the building process's peak memory. A quantized library (over
+    QUANTIZED_MIN_VECTORS) keeps int8 codes only: its float and bit routes are not timed, and the
+    exact reference is the float vectors as written, kept in a file beside it. The floor is timed
+    on at most FLOOR_MAX_VECTORS vectors and scaled to all (memory-bound: linear in the vectors read)."""
     import multiprocessing
     import shutil
     import tempfile
@@ -277,40 +304,40 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
             t0 = time.monotonic()
             synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
             build_s = time.monotonic() - t0
+            # the exact reference: every float vector as written, kept outside the library (a large
+            # library keeps int8 codes only once indexed)
+            reference = Path(tmp) / f"lib-{size}.f32"
+            ref_ids, ref_servable, ref_whole = spill_vectors(db, reference)
             t0 = time.monotonic()
             maintain_vector_index(db, clusters=clusters)
             index_s = time.monotonic() - t0
             index = db.q1("vector_index")
             vector_total = int(db.q1("vector_count")[0])
+            quantized = vector_total > QUANTIZED_MIN_VECTORS
             db.close()
             builder_peak = rss_mb("VmHWM")
             rng = random.Random(seed)
             order = [rng.choice(queries) for _ in range(searches)]
+            # a quantized library has no float vector: its only dense index is the int8 one
             timed = {k: v for k, v in variants.items()
-                     if vector_total <= FLOAT_TIMED_MAX or v.get("dense_index") != "float"}
+                     if not (quantized and v.get("dense_index") in ("float", "bit-rescore"))}
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
                 row: dict[str, Any] = child.submit(_timed_searches, str(path), timed, queries, order).result()
             row["builder_peak_rss_mb"] = builder_peak
             row["build_seconds"] = round(build_s, 1)
             row["clusters"] = index[0] if index else 0
-            row["probe"] = large_probe(row["clusters"]) if vector_total > QUANTIZED_MIN_VECTORS else IVF_PROBE
+            row["probe"] = large_probe(row["clusters"]) if quantized else IVF_PROBE
             row["index_seconds"] = round(index_s, 1)
             db = DB(path)
             # the floor scans what the dense route scans: every all-fields and evidence vector (up
             # to FLOOR_MAX_VECTORS of them, read into one matrix; the time is scaled to all)
-            mat = np.zeros((min(vector_total, FLOOR_MAX_VECTORS), EMBED_DIM), dtype=np.float32)
-            got = 0
-            for (v,) in db.con.execute("SELECT embedding FROM item_vectors UNION ALL "
-                                       "SELECT embedding FROM item_field_vectors"):
-                if got == len(mat):
-                    break
-                mat[got] = np.frombuffer(v, dtype=np.float32)
-                got += 1
-            mat = mat[:got]
+            got = min(len(ref_ids), FLOOR_MAX_VECTORS)
+            mat = read_spill(reference, np.arange(got))
             scale = vector_total / max(1, got)
             row["vectors"] = vector_total
             row["floor_vectors"] = got
-            qvecs = {q: embedder.encode([plan_for(db, q, DEFAULT_SYSTEMS["dense"]).dense_query])[0] for q in queries}
+            plans = {q: plan_for(db, q, DEFAULT_SYSTEMS["dense"]) for q in queries}
+            qvecs = {q: embedder.encode([plans[q].dense_query])[0] for q in queries}
             floor = []
             for q in order:
                 qv = qvecs[q]
@@ -319,23 +346,28 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
                 top = np.argpartition(-sims, 10)[:10]
                 top[np.argsort(-sims[top])]
                 floor.append((time.perf_counter() - t) * 1000 * scale)
+            del mat
             row["numpy_floor"] = percentiles(floor)
             searcher = Searcher(db, embedder)
-            exact = {q: {r.item_id for r in searcher.search(q, variants["dense-float"], empty_rule=False)}
-                     for q in queries}
+            asked = [q for q in queries if plans[q].tokens]  # (a query of no words has no dense route)
+            exact = exact_top10(reference, ref_ids, ref_servable, ref_whole, asked, qvecs, whole_only=False)
             row["ivf_recall_at_10"] = dense_recall(searcher, exact, variants["dense-ivf"])
             row["ivf_recall_by_probe"] = {p: dense_recall(searcher, exact, variants[f"dense-ivf-p{p}"])
                                           for p in probes}
-            # the bit index holds the all-fields vectors only: its recall is against their exact top 10
-            whole = variants["dense-float"] | {"field_vectors": False}
-            exact_whole = {q: {r.item_id for r in searcher.search(q, whole, empty_rule=False)} for q in queries}
-            row["bit_recall_at_10"] = dense_recall(searcher, exact_whole, variants["dense-bit"])
-            row["bit_recall_by_oversample"] = {o: dense_recall(searcher, exact_whole, variants[f"dense-bit-x{o}"])
+            # the bit index holds the all-fields vectors only: its recall is against their exact top
+            # 10 (it rescores with float vectors: none in a quantized library)
+            exact_whole = exact_top10(reference, ref_ids, ref_servable, ref_whole, asked, qvecs, whole_only=True)
+            row["bit_recall_at_10"] = None if quantized else dense_recall(searcher, exact_whole, variants["dense-bit"])
+            row["bit_recall_by_oversample"] = {o: None if quantized else
+                                               dense_recall(searcher, exact_whole, variants[f"dense-bit-x{o}"])
                                                for o in oversamples}
+            reference.unlink()
+            # pages freed when the floats became codes: later writes (`mambo add`) reuse them
+            free = int(db.scalar("PRAGMA freelist_count")) * int(db.scalar("PRAGMA page_size"))
             db.close()
             row["database_mb"] = round(path.stat().st_size / 1e6, 1)
+            row["database_live_mb"] = round((path.stat().st_size - free) / 1e6, 1)
             report["sizes"][str(size)] = row
-            del mat
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -350,12 +382,14 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
         coarse = (f"{row['clusters']} clusters of {kind} ({row['index_seconds']} s), probe {row['probe']}"
                   if row["clusters"] else "no clusters (exact)")
         click.echo(f"{int(size):,} items, {row['vectors']:,} vectors (built in {row['build_seconds']} s, "
-                   f"database {row['database_mb']} MB, builder peak RSS {row['builder_peak_rss_mb']} MB; "
+                   f"database {row['database_mb']} MB, {row['database_live_mb']} MB in use, "
+                   f"builder peak RSS {row['builder_peak_rss_mb']} MB; "
                    f"search process RSS {row['rss_mb']} MB, peak {row['peak_rss_mb']} MB):")
         if row["floor_vectors"] < row["vectors"]:
             click.echo(f"  numpy floor timed on {row['floor_vectors']:,} vectors and scaled to all (extrapolated)")
-        click.echo(f"  coarse index: {coarse}, recall@10 vs float {row['ivf_recall_at_10']}; "
-                   f"bit recall@10 {row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}")
+        bit = (f"bit recall@10 {row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}"
+               if row["bit_recall_at_10"] is not None else "no float vectors kept (int8 codes only)")
+        click.echo(f"  coarse index: {coarse}, recall@10 vs float {row['ivf_recall_at_10']}; {bit}")
         for name in [*(v for v in variants if v in row), "numpy_floor"]:
             ratio = f"   {row[name]['p95'] / floor95:5.1f}x floor p95" if name != "numpy_floor" and floor95 else ""
             recall_note = ""

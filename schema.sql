@@ -1056,6 +1056,9 @@ CREATE VIRTUAL TABLE vector_codes USING vec0(
     servable integer,
     chunk_size=256
 );
+-- vec0 finds a partition's chunks by scanning its chunks table: at a million memes (12,289 chunks)
+-- that cost ~20 ms a probed partition, whatever its size; with this index 0.1-2 ms.
+CREATE INDEX vector_codes_chunks_partition ON vector_codes_chunks(partition00);
 
 -- Which items vector_codes holds, by their all-fields vector's checksum (item_embeddings): an item
 -- embedded (again) since is quantized by the next maintain_vector_index. codes_sha256: the SHA-256

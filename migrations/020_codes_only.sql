@@ -17,6 +17,9 @@ CREATE VIRTUAL TABLE vector_codes USING vec0(
 INSERT INTO vector_codes(vector_id, cluster, embedding, servable)
 SELECT vector_id, cluster, vec_int8(embedding), servable FROM temp.codes_020;
 DROP TABLE temp.codes_020;
+-- vec0 finds a partition's chunks by scanning its chunks table: at a million memes (12,289 chunks)
+-- that cost ~20 ms a probed partition, whatever its size; with this index 0.1-2 ms.
+CREATE INDEX vector_codes_chunks_partition ON vector_codes_chunks(partition00);
 
 -- The checksum of each quantized item's codes (all fields, caption, picture, in that order):
 -- `mambo check` reads it as it reads item_embeddings.vector_sha256 for float vectors.

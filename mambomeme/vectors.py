@@ -40,15 +40,6 @@ def nearest_centroid(vectors: Any, centroids: Any, batch: int = 20_000) -> Any:
                            for i in range(0, len(vectors), batch)] or [np.zeros(0, dtype=np.int64)])
 
 
-def stack_blobs(rows: list[tuple]) -> Any:
-    """The float32 vectors stored in each row's second column, as one matrix (0 x EMBED_DIM for none)."""
-    import numpy as np
-
-    if not rows:
-        return np.zeros((0, EMBED_DIM), dtype=np.float32)
-    return np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
-
-
 def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = True) -> str | None:
     """Keep the coarse (IVF) index fit for the library's size: train it when the library reaches
     IVF_MIN_VECTORS (all-fields and evidence vectors counted together: the scan reads them all),
@@ -95,26 +86,24 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
                 # clusters 1..n; 0 is "no index"
                 assign = (nearest_centroid(vectors, centroids) + 1 if want
                           else np.zeros(stop - start, dtype=np.int64)).tolist()
-                if quantized:  # codes only (migration 020)
-                    for vid, cluster, code, ok, is_whole in zip(ids[start:stop].tolist(), assign, int8_codes(vectors),
-                                                                servable[start:stop].tolist(),
-                                                                whole[start:stop].tolist(), strict=True):
-                        blob = code.tobytes()
+                # a quantized library keeps codes only (migration 020)
+                stored = int8_codes(vectors) if quantized else vectors
+                for vid, cluster, vec, ok, is_whole in zip(ids[start:stop].tolist(), assign, stored,
+                                                           servable[start:stop].tolist(),
+                                                           whole[start:stop].tolist(), strict=True):
+                    blob = vec.tobytes()
+                    if quantized:
                         db.q("insert_vector_code", {"vector_id": vid * 4 if is_whole else vid, "cluster": cluster,
                                                     "code": blob, "servable": ok})
                         if is_whole:
                             db.q("record_vector_codes_item", {"item_id": vid,
                                                               "codes_sha256": hashlib.sha256(blob).hexdigest()})
-                    continue
-                for vid, cluster, vec, ok, is_whole in zip(ids[start:stop].tolist(), assign, vectors,
-                                                           servable[start:stop].tolist(),
-                                                           whole[start:stop].tolist(), strict=True):
-                    if is_whole:
-                        db.q("insert_vector_in_cluster", {"item_id": vid, "cluster": cluster,
-                                                          "embedding": vec.tobytes(), "servable": ok})
+                    elif is_whole:
+                        db.q("insert_vector_in_cluster", {"item_id": vid, "cluster": cluster, "embedding": blob,
+                                                          "servable": ok})
                     else:
                         db.q("insert_field_vector_in_cluster", {"vector_id": vid, "cluster": cluster,
-                                                                "embedding": vec.tobytes(), "servable": ok})
+                                                                "embedding": blob, "servable": ok})
             if want:
                 db.q("record_vector_index", {"clusters": want, "trained_vectors": n, "training_sample": sample,
                                              "iterations": IVF_ITERATIONS, "seed": IVF_SEED,
@@ -211,17 +200,17 @@ def quantize_new(db: DB, *, quiet: bool = True) -> str | None:
         return None
     t0 = time.monotonic()
     with db.write():
-        for item_id, sha in todo:
+        for (item_id,) in todo:
             db.q("forget_item_codes", {"item_id": item_id})
             rows = db.q("item_vectors_to_quantize", {"item_id": item_id})
-            codes = int8_codes(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])) if rows else []
+            if not rows:  # (no vector to quantize: the item waits to be embedded)
+                continue
+            codes = int8_codes(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]))
             for (vid, cluster, _blob, ok), code in zip(rows, codes, strict=True):
                 db.q("insert_vector_code", {"vector_id": vid, "cluster": cluster, "code": code.tobytes(),
                                             "servable": ok})
-            if not rows:  # (no vector to quantize: the item waits to be embedded)
-                continue
-            db.q("record_item_codes", {"item_id": item_id, "vector_sha256": sha,
-                                       "codes_sha256": hashlib.sha256(codes[0].tobytes()).hexdigest()})
+            db.q("record_vector_codes_item", {"item_id": item_id,
+                                              "codes_sha256": hashlib.sha256(codes[0].tobytes()).hexdigest()})
             db.q("drop_item_floats", {"item_id": item_id})
     done = f"coarse vector index: int8 codes of {len(todo):,} items ({time.monotonic() - t0:.1f} s)"
     if not quiet:

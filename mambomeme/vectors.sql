@@ -45,7 +45,7 @@ FROM vector_codes_items q ORDER BY q.item_id;
 
 -- name: items_to_quantize
 -- Items embedded (again) since vector_codes was written: their codes are written again.
-SELECT e.item_id, e.vector_sha256 FROM item_embeddings e
+SELECT e.item_id FROM item_embeddings e
 LEFT JOIN vector_codes_items q ON q.item_id = e.item_id
 WHERE q.vector_sha256 IS NOT e.vector_sha256
 ORDER BY e.item_id;
@@ -62,10 +62,6 @@ SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vec
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4;
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 1;
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 2;
-
--- name: record_item_codes
-INSERT OR REPLACE INTO vector_codes_items(item_id, vector_sha256, codes_sha256)
-VALUES (:item_id, :vector_sha256, :codes_sha256);
 
 -- name: large_vector_index
 -- The coarse index's size when the library is quantized (Searcher: the probe grows with it).

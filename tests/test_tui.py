@@ -747,17 +747,25 @@ def test_usable_at_once_while_the_model_loads_then_hybrid(fixture_library: Path)
     assert_restored(raw)
 
 
-@pytest.mark.slow
-def test_wait_ready_and_quit_while_loading(fixture_library: Path):
-    child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90)
+def held_search_then_quit(child: pexpect.spawn, *, says_waiting: bool) -> tuple[int, str]:
+    """A search submitted while the model loads (`--wait-ready`) is held (`says_waiting`: and the
+    screen says so), then answered by hybrid itself once the model is ready as search #1; Esc
+    quits. Returns finish()'s (exit code, raw output)."""
     child.expect("model loading…")
     child.send("john cena\r")
-    child.expect("waiting for the model")
+    if says_waiting:
+        child.expect("waiting for the model")
     expect_ready(child)
     child.expect(r"search #1 ")
     assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ", output(child))
     child.send("\x1b")
-    rc, raw = finish(child)
+    return finish(child)
+
+
+@pytest.mark.slow
+def test_wait_ready_and_quit_while_loading(fixture_library: Path):
+    child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90)
+    rc, raw = held_search_then_quit(child, says_waiting=True)
     assert rc == 130
     assert "bm25 v" not in raw
     # quitting while the model is still loading is quick and clean
@@ -813,13 +821,7 @@ def test_the_model_loads_while_another_thread_imports_numpy(fixture_library: Pat
     mark = tmp_path / "held.txt"
     child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90,
                     env={"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "HOLD_MARK": str(mark)})
-    child.expect("model loading…")
-    child.send("john cena\r")
-    expect_ready(child)
-    child.expect(r"search #1 ")
-    assert re.search(r"results · [\d.]+ ms · hybrid v\d+ · model ready[^\n]*search #1 ", output(child))
-    child.send("\x1b")
-    rc, raw = finish(child)
+    rc, raw = held_search_then_quit(child, says_waiting=False)
     assert rc == 130
     assert mark.exists(), "the vector-matrix thread was not the first to import numpy: no overlap was made"
     assert mark.read_text() == "the model's thread waited"

@@ -247,7 +247,7 @@ def dense_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, 
               help="Start from a copy of this library instead of ingesting the fixture.")
 @click.option("--dir", "work_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Build the libraries in this folder (default: a temporary one); a million memes need "
-                   "~35 GB free while the index is built.")
+                   "~46 GB free while the index is built.")
 @click.option("--json", "as_json", is_flag=True)
 def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, oversamples: tuple[int, ...],
                  probes: tuple[int, ...], clusters: int | None, seed: int, base: Path | None, work_dir: Path | None,

@@ -123,8 +123,10 @@ def follow_decisions(db: DB, item_id: int | None) -> None:
 
 
 def decision_origin(db: DB, table: str, sha256: str) -> str | None:
-    """The content a decision was made on: the item's own, or the one its decision follows."""
-    row = db.q1(f"{table}_origin", {"sha256": sha256})
+    """The content a decision was made on: the item's own, or the one its decision follows
+    (`table`: safety_decisions or privacy_decisions)."""
+    query = {"safety_decisions": "safety_decisions_origin", "privacy_decisions": "privacy_decisions_origin"}[table]
+    row = db.q1(query, {"sha256": sha256})
     return None if row is None else str(row[0])
 
 

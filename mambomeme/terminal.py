@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
-from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, show_path
+from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, path_bytes
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_for, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
@@ -353,8 +353,8 @@ OPENER_WATCH_S = 5.0
 
 class _Shell:
     def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
-                 query: str = "", multi: bool = False):
-        self.db, self.system, self.limit = db, system, limit
+                 query: str = "", multi: bool = False, null: bool = False):
+        self.db, self.system, self.limit, self.null = db, system, limit, null
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
         self.cfg = cfg
@@ -664,17 +664,20 @@ class _Shell:
                 sys.stderr.write(f"mambo: the embedding model failed to load ({self.state.model_detail}); "
                                  "the search screen searched by words only\n")
                 sys.stderr.flush()
-        if self.chosen is not None:
-            tty = sys.stdout.isatty()
-            sys.stdout.write("".join((show_path(p) if tty else p) + "\n" for p in self.chosen))
+        if self.chosen is not None:  # exact bytes, as `search -l` prints them (path_bytes)
+            data = path_bytes(self.chosen, null=self.null, tty=sys.stdout.isatty())
             sys.stdout.flush()
+            out = getattr(sys.stdout, "buffer", sys.stdout)
+            out.write(data if out is not sys.stdout else data.decode("utf-8", "surrogateescape"))
+            out.flush()
         return code
 
 
 def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_events: bool = False,
-            wait_ready: bool = False, query: str = "", multi: bool = False) -> int:
+            wait_ready: bool = False, query: str = "", multi: bool = False, null: bool = False) -> int:
     """The full-screen search, opened with `query` typed in (fzf's --query). Returns the exit
-    status: 0 when results were chosen (their paths are printed on stdout, one a line), 130 when
-    the user quit, 128+N after signal N."""
+    status: 0 when results were chosen (their paths are printed on stdout, one a line, or each
+    ended by NUL with `null`), 130 when the user quit, 128+N after signal N. A chosen path that
+    cannot be printed exactly (a newline without `null`) raises MamboError once the screen is gone."""
     return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query,
-                  multi=multi).run()
+                  multi=multi, null=null).run()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import json
 import os
 import shlex
 import signal
@@ -30,6 +31,7 @@ from mambomeme.tui import (
     CopyPath,
     DoSearch,
     Interrupt,
+    LibraryChanged,
     LoadPreview,
     Message,
     ModelStatus,
@@ -43,6 +45,7 @@ from mambomeme.tui import (
     Suspended,
     TUIState,
     Typed,
+    Unservable,
     decode_preview,
     paint,
     process_event,
@@ -322,6 +325,16 @@ def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
     return value
 
 
+@contextlib.contextmanager
+def _bracketed_paste(win: Any):
+    """Bracketed paste while the screen is ours: a paste is read as text (tui._paste_key)."""
+    win.write(PASTE_ON)
+    try:
+        yield
+    finally:
+        win.write(PASTE_OFF)
+
+
 def _open_terminal() -> tuple[Any, Any]:
     """The terminal to draw on: /dev/tty, so stdout stays free for the chosen path."""
     try:
@@ -345,6 +358,12 @@ def _raw_keys(fin: Any) -> None:
         attrs[0] &= ~(termios.ICRNL | termios.IXON)
         termios.tcsetattr(fin, termios.TCSANOW, attrs)
 
+
+# How often an idle screen asks whether another process changed the library (`PRAGMA data_version`,
+# a few microseconds): a meme made private or unsafe leaves the list within this.
+LIBRARY_POLL_S = 0.5
+# Bracketed paste on and off (xterm): a paste arrives between ESC[200~ and ESC[201~ (tui.PASTE_START).
+PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 
 # How long Ctrl-O waits to hear whether the opener failed (xdg-open fails in ~0.1 s; a viewer it
 # starts keeps running and is not waited for).
@@ -380,6 +399,7 @@ class _Shell:
             message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)),
             multi=multi)
         self.chosen: tuple[str, ...] | None = None
+        self.data_version: int | None = None  # the library's, when the list was last asked for
         self.quit = False
         self._records: list[Record] = []
         self.model_ready = False  # set by the loading thread, read by the search thread
@@ -424,7 +444,8 @@ class _Shell:
             if on_thread and self._search_db is None:
                 self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
             db = self._search_db if on_thread else self.db
-            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit, live=live > 0)
+            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit,
+                                                                          live=live > 0 and not job.exact)
             if system not in self.versions:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
@@ -465,13 +486,13 @@ class _Shell:
         import termios
 
         cbreak = termios.tcgetattr(fin)
-        self.win.write(self.win.t.normal_cursor + self.win.t.exit_fullscreen)
+        self.win.write(PASTE_OFF + self.win.t.normal_cursor + self.win.t.exit_fullscreen)
         with contextlib.suppress(termios.error):
             termios.tcsetattr(fin, termios.TCSADRAIN, self.inp.original_stty)
         os.kill(os.getpid(), signal.SIGSTOP)  # continues here on SIGCONT (`fg`)
         with contextlib.suppress(termios.error):
             termios.tcsetattr(fin, termios.TCSANOW, cbreak)
-        self.win.write(self.win.t.enter_fullscreen + self.win.t.hide_cursor + self.win.t.clear)
+        self.win.write(self.win.t.enter_fullscreen + self.win.t.hide_cursor + self.win.t.clear + PASTE_ON)
         self.win.on_terminal_size_change(self.win.height, self.win.width)
 
     def load_preview(self, item_id: int) -> PreviewLoaded:
@@ -553,9 +574,40 @@ class _Shell:
                 elif isinstance(e, Record):
                     self._records.append(e)
                 elif isinstance(e, Choose):
-                    self.chosen, self.quit = e.paths, True
+                    gone = self.unservable(e.item_ids)
+                    if gone:  # made private or unsafe since it was listed: never printed
+                        self._records = [r for r in self._records if r.kind != "choose"]
+                        queue.append(Unservable(gone))
+                    else:
+                        self.chosen, self.quit = e.paths, True
                 elif isinstance(e, Quit):
                     self.quit = True
+
+    def unservable(self, item_ids: tuple[int, ...]) -> tuple[int, ...]:
+        """Which of the memes chosen the library no longer serves (another process made them private,
+        withdrawn or unsafe after they were listed). A library that cannot answer serves none."""
+        import apsw
+
+        try:
+            servable = {int(r[0]) for r in self.db.q("servable_among", {"ids": json.dumps(list(item_ids))})}
+        except apsw.Error:
+            return tuple(item_ids)
+        return tuple(i for i in item_ids if i not in servable)
+
+    def follow_library(self) -> bool:
+        """Whether another connection committed to the library since the last look (its data_version
+        changes then, never for this connection's own writes): if so, the list's search runs again."""
+        import apsw
+
+        try:
+            version = int(self.db.q1("data_version")[0])
+        except apsw.Error:  # busy or damaged: the next search says so
+            return False
+        changed = self.data_version is not None and version != self.data_version
+        self.data_version = version
+        if changed:
+            self.handle(LibraryChanged())
+        return changed
 
     def render(self) -> None:
         h, w = self.win.height, self.win.width
@@ -590,6 +642,7 @@ class _Shell:
                 for sig in (signal.SIGTERM, signal.SIGHUP):
                     handlers[sig] = signal.signal(sig, on_signal)
                 self.win = _enter_quietly(stack, _without_no_color(_window_class(), fout))
+                _enter_quietly(stack, _bracketed_paste(self.win))
                 inp = self.inp = _enter_quietly(stack, Input(fin, sigint_event=True))
                 _raw_keys(fin)
                 self.post = inp.threadsafe_event_trigger(_Envelope)
@@ -604,13 +657,18 @@ class _Shell:
                     threading.Thread(target=self._load_model, name="mambo-model", daemon=False).start()
                 if self.vectors is not None:
                     self.vectors.start()
+                self.follow_library()
                 if self.state.query.strip():  # --query: the list answers it as if typed
                     self.handle(Paused(self.state.edits))
                 self.render()
                 while not self.quit:
-                    ev = inp.send(None)
+                    ev = inp.send(LIBRARY_POLL_S)
                     if ev is None:
+                        if self.follow_library():
+                            self.render()
                         continue
+                    if isinstance(ev, (str, PasteEvent)):
+                        self.follow_library()  # before choosing: Enter must not pick a meme just made private
                     if isinstance(ev, _Envelope):
                         ev = ev.event
                     if isinstance(ev, Resized):
@@ -628,6 +686,7 @@ class _Shell:
                     else:
                         self.handle(ev)
                     if not self.quit:
+                        self.follow_library()
                         self.encode_ahead()  # before drawing: the encoding runs while the screen is drawn
                         self.render()
                     else:

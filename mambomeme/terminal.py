@@ -325,6 +325,13 @@ def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
     return value
 
 
+def _ids(effect: OpenFile | CopyPath | Choose) -> tuple[int, ...]:
+    """The memes an effect shows outside the screen (printed, opened, copied)."""
+    if isinstance(effect, Choose):
+        return effect.item_ids
+    return () if effect.item_id is None else (effect.item_id,)
+
+
 @contextlib.contextmanager
 def _bracketed_paste(win: Any):
     """Bracketed paste while the screen is ours: a paste is read as text (tui._paste_key)."""
@@ -567,6 +574,11 @@ class _Shell:
                     self.typed(e.gen)
                 elif isinstance(e, LoadPreview):
                     queue.append(self.load_preview(e.item_id))
+                elif isinstance(e, OpenFile | CopyPath | Choose) and (gone := self.unservable(_ids(e))):
+                    # made private or unsafe since it was listed: never printed, opened or copied
+                    self._records = [r for r in self._records if r.item_id not in gone]
+                    queue.append(Unservable(gone, "chosen" if isinstance(e, Choose) else
+                                            "opened" if isinstance(e, OpenFile) else "copied"))
                 elif isinstance(e, OpenFile):
                     queue.append(self.open_file(e.path, e.shown))
                 elif isinstance(e, CopyPath):
@@ -574,12 +586,7 @@ class _Shell:
                 elif isinstance(e, Record):
                     self._records.append(e)
                 elif isinstance(e, Choose):
-                    gone = self.unservable(e.item_ids)
-                    if gone:  # made private or unsafe since it was listed: never printed
-                        self._records = [r for r in self._records if r.kind != "choose"]
-                        queue.append(Unservable(gone))
-                    else:
-                        self.chosen, self.quit = e.paths, True
+                    self.chosen, self.quit = e.paths, True
                 elif isinstance(e, Quit):
                     self.quit = True
 

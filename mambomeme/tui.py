@@ -228,11 +228,13 @@ class LoadPreview:
 class OpenFile:
     path: str
     shown: str
+    item_id: int | None = None  # checked, as a choice is, to be still servable
 
 
 @dataclass(frozen=True)
 class CopyPath:
     path: str
+    item_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -249,10 +251,12 @@ class LibraryChanged:
 
 @dataclass(frozen=True)
 class Unservable:
-    """Event: memes chosen with Enter that the library no longer serves (private, withdrawn, unsafe
-    or critical since they were listed): nothing is printed, and they leave the list."""
+    """Event: memes chosen with Enter (or opened, or copied) that the library no longer serves
+    (private, withdrawn, unsafe or critical since they were listed): nothing is printed, opened or
+    copied, and they leave the list."""
 
     item_ids: tuple[int, ...]
+    what: str = "chosen"  # chosen | opened | copied
 
 
 @dataclass(frozen=True)
@@ -347,7 +351,7 @@ def _refresh(s: TUIState) -> tuple[TUIState, list]:
     return dataclasses.replace(s, live=live, asked=(s.seq, live)), [DoSearch(query, s.seq, live, exact=s.asked_exact)]
 
 
-def _unservable(s: TUIState, gone: tuple[int, ...]) -> tuple[TUIState, list]:
+def _unservable(s: TUIState, gone: tuple[int, ...], what: str) -> tuple[TUIState, list]:
     """Memes chosen that are no longer servable leave the list and the marks; the status line says so."""
     keep = _selected_row(s)
     rows = tuple(r for r in s.rows if r.item_id not in gone)
@@ -357,7 +361,7 @@ def _unservable(s: TUIState, gone: tuple[int, ...]) -> tuple[TUIState, list]:
         s, rows=rows, selected=min(selected, max(0, len(rows) - 1)),
         marked=tuple(r for r in s.marked if r.item_id not in gone), focus=s.focus if rows else "query",
         message=f"{'that meme is' if n == 1 else f'{n} memes are'} no longer shown (private, withdrawn or unsafe): "
-                "nothing chosen")
+                f"nothing {what}")
     return _refresh(s)
 
 
@@ -505,10 +509,10 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
             return _choose(s, row, sq)
         if key == "<Ctrl-o>":
             return (dataclasses.replace(s, message=f"opening {row.shown_path}"),
-                    [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path)])
+                    [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path, row.item_id)])
         if key == "<Ctrl-y>":
             return (dataclasses.replace(s, message=f"copied: {row.shown_path}"),
-                    [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path)])
+                    [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path, row.item_id)])
     if enter:
         return _submit(dataclasses.replace(s, focus="query"))
     # Everything else edits the query, from the list too (focus back to the query, at its end).
@@ -551,7 +555,7 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
     elif isinstance(event, LibraryChanged):
         s, effects = _refresh(s)
     elif isinstance(event, Unservable):
-        s, effects = _unservable(s, event.item_ids)
+        s, effects = _unservable(s, event.item_ids, event.what)
     elif isinstance(event, Interrupt):
         effects = [Quit()]
     elif isinstance(event, Paused):

@@ -240,10 +240,10 @@ def test_focus_and_keys():
     assert s.selected == 3
     # Actions are keys that are not letters (fzf), so typing always edits the query
     s, eff = feed(s, "<Ctrl-y>")
-    assert eff == [tui.Record("copy", "see me", 4, 4), tui.CopyPath("/memes/cena-04.png")]
+    assert eff == [tui.Record("copy", "see me", 4, 4), tui.CopyPath("/memes/cena-04.png", 4)]
     assert s.message == "copied: /memes/cena-04.png"
     s, eff = feed(s, "<Ctrl-o>")
-    assert eff == [tui.Record("open", "see me", 4, 4), tui.OpenFile("/memes/cena-04.png", "/memes/cena-04.png")]
+    assert eff == [tui.Record("open", "see me", 4, 4), tui.OpenFile("/memes/cena-04.png", "/memes/cena-04.png", 4)]
     s, eff = feed(s, "<Ctrl-/>")
     assert s.show_preview and eff == [tui.Record("preview", "see me", 4, 4), tui.LoadPreview(4)]
     s, eff = feed(s, "<F2>")
@@ -341,6 +341,8 @@ def test_a_changed_library_asks_the_list_again_and_a_meme_no_longer_servable_is_
     s, eff = feed(s, tui.Unservable((2,)))
     assert eff == [tui.DoSearch("see me", 1, 2, exact=True)] and 2 not in [r.item_id for r in s.rows]
     assert "that meme is no longer shown (private, withdrawn or unsafe): nothing chosen" in screen(s)[0][22]
+    s, _ = feed(s, tui.Unservable((3,), "opened"))  # Ctrl-O on a meme just made private: not opened
+    assert "that meme is no longer shown (private, withdrawn or unsafe): nothing opened" in screen(s)[0][22]
     # a live list is asked again as a live search (its last word a prefix); nothing shown, nothing asked
     live, _ = feed(tui.TUIState(system="bm25", model="unused"), *"cen", tui.Paused(3))
     assert feed(live, tui.LibraryChanged())[1] == [tui.DoSearch("cen", 0, 2)]

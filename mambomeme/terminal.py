@@ -356,13 +356,16 @@ def _open_terminal() -> tuple[Any, Any]:
 
 def _raw_keys(fin: Any) -> None:
     """Keys as fzf reads them: Enter (CR) apart from Ctrl-J (NL), and Ctrl-S / Ctrl-Q keys rather
-    than flow control that freezes the screen (IXON). curtsies' cbreak mode keeps both mappings;
-    leaving restores the terminal as it was found (Input saves it first)."""
+    than flow control that freezes the screen (IXON). Ctrl-C, Ctrl-Z and Ctrl-\\ are keys too, not
+    signals (ISIG), so a paste holding them is text; as keys, Ctrl-C quits and Ctrl-Z suspends.
+    curtsies' cbreak mode keeps all three; leaving restores the terminal as it was found (Input
+    saves it first)."""
     import termios
 
     with contextlib.suppress(termios.error):
         attrs = termios.tcgetattr(fin)
         attrs[0] &= ~(termios.ICRNL | termios.IXON)
+        attrs[3] &= ~termios.ISIG
         termios.tcsetattr(fin, termios.TCSANOW, attrs)
 
 
@@ -681,7 +684,7 @@ class _Shell:
                     if isinstance(ev, Resized):
                         self.win.write(self.win.t.clear)
                         self.win.on_terminal_size_change(self.win.height, self.win.width)
-                    elif isinstance(ev, Suspended):
+                    elif isinstance(ev, Suspended) or (ev == "<Ctrl-z>" and self.state.paste is None):
                         self.suspend(fin)
                     elif isinstance(ev, _Failed):
                         raise ev.error

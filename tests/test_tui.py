@@ -1010,7 +1010,8 @@ def test_query_option_opens_with_the_query_and_marked_memes_are_all_printed(fixt
 def test_a_paste_is_read_as_text_not_keys(fixture_library: Path):
     child = run_app(fixture_library, "--system", "bm25")
     child.expect("Search:")
-    child.send("\x1b[200~john\x07 \x1b[31mcena\x1b[201~")  # a BEL read as Ctrl-G would quit
+    # BEL, Ctrl-C and Ctrl-Z read as keys (or signals) would quit or suspend the screen
+    child.send("\x1b[200~john\x07\x03\x1a \x1b[31mcena\x1b[201~")
     child.expect(re.escape("john cena") + r"(\x1b\[[\d;]*m)*\x1b\[7m")
     child.send("\r")
     child.expect(r"search #1 ")

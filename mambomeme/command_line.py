@@ -25,8 +25,8 @@ def open_library(ctx: click.Context, *, create: bool = False) -> DB:
 
 
 def as_click(e: MamboError, code: int | None = None) -> click.ClickException:
-    """click prints "Error: MESSAGE" on stderr and exits with the error's status (1; 2 for no
-    library), or `code` (2 where 1 means "no match")."""
+    """click prints "Error: MESSAGE" on stderr and exits with the error's status (2, as ripgrep
+    does: 1 means "no match"), or `code`."""
     error = click.ClickException(e.format_message())
     error.exit_code = code or e.exit_code
     return error

@@ -38,15 +38,15 @@ if TYPE_CHECKING:
     from mambomeme.library import DB
 
 # The user's commands in the order `mambo --help` lists them: finding, filling, fixing, then the rest.
-USER_COMMANDS = ("search", "add", "status", "label", "templates", "safety", "demo", "sql", "systems", "settings",
-                 "roots", "check", "prune", "help")
+USER_COMMANDS = ("search", "add", "status", "label", "templates", "safety", "private", "demo", "sql", "systems",
+                 "settings", "roots", "check", "prune", "help")
 # The lab's commands, under `mambo eval`; their old top-level names still run them (unlisted).
 EVAL_COMMANDS = ("bench", "judge", "run", "score", "interactions")
 
 
 class MamboGroup(FullHelpGroup):
     """The top-level group: an SQLite failure anywhere below (disk full, read-only file, a lock held
-    too long) becomes one line on stderr and exit status 1, never a traceback. `--db` is accepted
+    too long) becomes one line on stderr and exit status 2, never a traceback. `--db` is accepted
     anywhere before a `--` (`mambo search x --db lib.sqlite`, as people type it), not only before
     the command. `mambo bench ...`, `mambo judge ...` (each of EVAL_COMMANDS) run `mambo eval`'s
     command of that name without being listed."""
@@ -512,7 +512,7 @@ def prune_cmd(ctx: click.Context, force: bool) -> None:
     from mambomeme.upkeep import PruneRefused, prune
 
     try:
-        files, items, skipped = prune(open_library(ctx), force=force)
+        files, items, skipped, held = prune(open_library(ctx), force=force)
     except PruneRefused as e:
         root, n_gone, n = e.roots[0]
         raise MamboError(f"nothing pruned: {n_gone} of the {n} files of root {clean_line(root)!r} are gone (is "
@@ -521,6 +521,9 @@ def prune_cmd(ctx: click.Context, force: bool) -> None:
         click.echo(f"note: root {clean_line(name)!r} is missing entirely; skipped (re-point it with "
                    "`mambo roots move`)")
     click.echo(f"pruned {files} file(s), {items} item(s)")
+    if held:
+        click.echo(f"kept private: {held} meme(s) whose pruned file was private by its sidecar or manifest line and "
+                   "whose content lives on under another name (`mambo private ID --clear` publishes one)")
 
 
 @cli.group(context_settings=CONTEXT)
@@ -778,6 +781,46 @@ def safety_clear(ctx: click.Context, item: str) -> None:
     db = open_library(ctx)
     d = withdraw(db, resolve_item(db, item))
     click.echo(f"meme {d['item_id']}: {d['safety']} ({clean_line(d['source'])}), was {d['before']} by decision")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("item")
+@click.option("--clear", is_flag=True, help="Take the privacy decision back (sidecars that say private still hold).")
+@click.option("--by", "decided_by", default=lambda: os.environ.get("USER") or os.environ.get("USERNAME") or "owner",
+              show_default="$USER", help="Who decides.")
+@click.option("--note", default="", help="Why (kept with the decision).")
+@click.pass_context
+def private(ctx: click.Context, item: str, clear: bool, decided_by: str, note: str) -> None:
+    """Make ITEM (its id or file path) private: never shown, with its exact and near-identical
+    copies, through every later `add`, re-check and safety decision. --clear takes it back.
+
+    \b
+    Examples:
+      mambo private 42                      # meme 42 and its copies are never shown
+      mambo private images/x.png --note "my face"
+      mambo private 42 --clear              # shown again, unless a sidecar says private
+    """
+    from mambomeme.labels import resolve_item
+    from mambomeme.state import clear_private, make_private
+
+    db = open_library(ctx)
+    item_id = resolve_item(db, item)
+    if not clear:
+        who = clean_line(decided_by).strip()[:100] or "owner"
+        make_private(db, item_id, who, clean_line(note)[:500])
+        n = int(db.q1("privacy_followers", {"item_id": item_id})[0])
+        click.echo(f"meme {item_id}: private, decided by {who}"
+                   + (f"; {n} near-identical cop{'y' if n == 1 else 'ies'} too" if n else ""))
+        return
+    r = clear_private(db, item_id)
+    if not r["private"]:
+        click.echo(f"meme {item_id}: not private" + ("" if r["had_decision"] else " (it had no privacy decision)"))
+    elif r["private_file"]:
+        click.echo(f"meme {item_id}: still private: {show_path(r['private_file'])} is private by its "
+                   f"{clean_line(r['file_source'] or 'metadata')}; edit that, then run `mambo add`")
+    else:
+        click.echo(f"meme {item_id}: still private: a near-identical copy is private (`mambo private ID --clear` "
+                   "on that copy, or edit its sidecar)")
 
 
 @safety.command(name="recheck")

@@ -52,8 +52,8 @@ from mambomeme.safety_review import (
     text_engine_id,
 )
 from mambomeme.safety_text import detect_safety
-from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder, metadata_folders
-from mambomeme.state import file_params, restate, template_group_id
+from mambomeme.sidecars import IMAGE_SUFFIXES, MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder, metadata_folders
+from mambomeme.state import file_params, follow_decisions, restate, same_readings, template_group_id
 from mambomeme.templates import (
     Recognition,
     TemplateIndex,
@@ -64,8 +64,6 @@ from mambomeme.templates import (
     templates_revision,
 )
 from mambomeme.vectors import maintain_vector_index
-
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
 
 # Items are written in batches: one transaction per batch, so Ctrl-C or kill -9 loses at most
 # one batch of work and never leaves a half-written item. 16 keeps the model's batching efficient.
@@ -371,6 +369,8 @@ class Ingester:
         self.run_id = 0
         self.phash_index = PhashIndex([])
         self.state_changed = False  # what may be shown changed: the vocabulary is refreshed
+        self._created: set[int] = set()  # items this run made (their words are not in the vocabulary yet)
+        self._hidden: set[int] = set()  # items whose state changed to hidden in the open transaction
         self._stage_inner = 0.0
 
     @contextlib.contextmanager
@@ -466,6 +466,9 @@ class Ingester:
         msg = clean_line(err.message)
         if skipped:
             self.report(f"mambo: skipped {show_path(path)}: {msg}")
+        elif err.kind == "orphan-metadata":
+            self.report(f"mambo: warning: {show_path(path)}: {msg}; a meme it made private stays private until "
+                        "`mambo private ID --clear`")
         else:
             self.report(f"mambo: warning: {show_path(path)}: {msg} (indexed with what could be read)")
         # A name that is not UTF-8 is recorded with U+FFFD in place of its undecodable bytes.
@@ -494,9 +497,13 @@ class Ingester:
                 root_id, root = find_root(db, p)
                 for f in walk([p], self.error):
                     found.append(Found(root_id, f, f.relative_to(root).as_posix(), root))
+            image_folders = {f.path.parent for f in found}
             for folder in sorted({d for f in found for d in metadata_folders(f.path, f.root)}):
                 for err in self.sidecars.manifest_errors(folder):
                     self.error(folder / MANIFEST_NAME, err, unread=False)  # its images are still read
+                # What said "private" must not be lost quietly when its image is renamed: say so.
+                for path, why in self.sidecars.orphans(folder, sidecars=folder in image_folders):
+                    self.error(path, BadInput("orphan-metadata", why), skipped=False, unread=False)
             if db.q1("setting", {"key": REGROUP_SETTING}):
                 self._regroup()
             with self._clock("catalogue and indexes"):
@@ -527,7 +534,8 @@ class Ingester:
                 # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
                 # for this: _write applies it to the item's group in the item's own transaction.
                 with db.write():
-                    self.state_changed |= restate(db, None)[1]
+                    self._restate(None)
+                    self._hide_words()
             status = "done"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -575,8 +583,12 @@ class Ingester:
             known = db.q1("file_by_path", {"root_id": f.root_id, "rel_path": f.rel_path})
             # Bare means "read no sidecar", not "forget what they said": a known file keeps its metadata.
             keep = bool(known) and isinstance(self.sidecars, NoSidecars)
+            # The stored readings are compared with the sidecars' too: a reading changed behind mambo's
+            # back (an edit of the file, a flipped byte) is repaired from the sidecar, as `check` reports.
+            same_reading = keep or (known is not None and known[4] == sidecar_sha
+                                    and same_readings(tuple(known[6:11]), meta))
             if known and known[2] == st.st_size and known[3] == st.st_mtime_ns:
-                if keep or known[4] == sidecar_sha:
+                if same_reading:
                     self.stats.skipped += 1
                     continue
                 # Only the metadata changed: update it and re-embed the item's text.
@@ -602,7 +614,7 @@ class Ingester:
             if known and known[5] == sha:
                 touches.append({"file_id": known[0], "size": st.st_size, "mtime_ns": st.st_mtime_ns,
                                 "sidecar_sha256": known[4]})
-                if not keep and known[4] != sidecar_sha:
+                if not same_reading:
                     pending.append(Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata(),
                                            existing_item=int(known[1])))
                 else:
@@ -663,11 +675,13 @@ class Ingester:
                                        if db.q1("item_groups", {"item_id": i})))
             self._relabelled.clear()
             derive(db, items)
-            with self._clock("embedding"):
-                embed_items(db, items, self.embedder, self.model_id)
+            if items:  # a batch of touched files only has nothing to embed (and no model loaded)
+                with self._clock("embedding"):
+                    embed_items(db, items, self.embedder, self.model_id)
             with self._clock("caption meaning safety"):
                 # Scored from the caption vectors just stored (no second encoding), then restated.
                 self._restate(record_meaning_signals(db, items), merge=False)
+            self._hide_words()
 
     def _regroup(self) -> None:
         """Migration 012's upkeep: groups made again, the fields of their items derived and
@@ -678,6 +692,7 @@ class Ingester:
             touched, groups = regroup(db)
             embed_items(db, derive(db, touched), self.embedder, self.model_id)
             db.q("delete_setting", {"key": REGROUP_SETTING})
+            db.q("refresh_vocabulary")  # a copy joining a hidden group is hidden in this transaction
         if self.progress_enabled:
             self.report(f"mambo: near-identical groups made again: {groups} groups, {len(touched)} items "
                         "re-checked")
@@ -748,6 +763,8 @@ class Ingester:
                                 "height": facts.preview_size[1], "data": facts.preview})
         perceptual, template = self._groups(item_id, facts.phash, p.ocr_text, meta["template_group"])
         db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
+        # A re-saved or re-encoded copy takes the decisions made on its group, before its original goes.
+        follow_decisions(db, item_id)
         # A near-duplicate of a private, withdrawn or unsafe item is held as strictly, at once.
         self._restate([item_id], merge=False)
         # Labels kept when this content was last deleted come back with it.
@@ -755,6 +772,7 @@ class Ingester:
             self._relabelled |= {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id,
                                                                         "group_id": group})}
         db.q("forget_kept_labels", {"sha256": facts.sha256})
+        self._created.add(item_id)
         self.stats.added += 1
         return item_id
 
@@ -763,11 +781,19 @@ class Ingester:
         self.db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path, "size": size,
                                   "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha} | file_params(meta))
 
-    def _restate(self, item_ids: list[int], *, merge: bool = True) -> list[int]:
+    def _restate(self, item_ids: list[int] | None, *, merge: bool = True) -> list[int]:
         """state.restate for the items a write touched; returns those whose text changed."""
-        changed, shown = restate(self.db, item_ids, merge=merge)
+        changed, shown = restate(self.db, item_ids, merge=merge, hidden=self._hidden)
         self.state_changed |= shown
         return changed
+
+    def _hide_words(self) -> None:
+        """At the end of a write transaction: when a meme the vocabulary knows became hidden in it,
+        the vocabulary forgets its words in the same transaction (a kill before the end of the run
+        must not leave them for typo correction to offer)."""
+        if self._hidden - self._created:
+            self.db.q("refresh_vocabulary")
+        self._hidden.clear()
 
 
 def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> None:
@@ -936,6 +962,7 @@ def regroup(db: DB) -> tuple[list[int], int]:
             moved.append(item_id)
             touched_old.add(old[item_id])
     db.q("relabel_perceptual")
+    follow_decisions(db, None)  # an item that joined a group takes its decisions
     restate(db, None)
     # Everyone who shared a group with a moved item, before or after, may gain or lose its labels.
     new = {i: group_of_first[head] for i, head in first.items()}

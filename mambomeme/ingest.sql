@@ -5,7 +5,9 @@
 -- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
 
 -- name: file_by_path
-SELECT f.file_id, f.item_id, f.size, f.mtime_ns, f.sidecar_sha256, i.sha256
+-- A known file, with the readings of its metadata that `add` compares with what its sidecars say.
+SELECT f.file_id, f.item_id, f.size, f.mtime_ns, f.sidecar_sha256, i.sha256,
+       f.metadata, f.safety, f.rights, f.private, f.stated
 FROM files f JOIN items i ON i.item_id = f.item_id
 WHERE f.root_id = :root_id AND f.rel_path = :rel_path;
 

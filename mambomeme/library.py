@@ -44,9 +44,10 @@ MAMBO_TABLES = frozenset({"library_roots", "items", "files", "ingest_runs"})
 
 
 class MamboError(Exception):
-    """A one-line, actionable error for the user: the command line prints it and exits 1."""
+    """A one-line, actionable error for the user: the command line prints it and exits 2 (as ripgrep
+    does for an error; 1 is "no match")."""
 
-    exit_code = 1
+    exit_code = 2
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

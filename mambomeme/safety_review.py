@@ -12,7 +12,7 @@ from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line
 from mambomeme.query_plan import plan_query
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
-from mambomeme.state import restate
+from mambomeme.state import decision_origin, restate, spread_decision
 from mambomeme.vectors import stored_vector
 
 # The caption signals (text rules and caption-meaning model) the library's classes come from.
@@ -127,6 +127,7 @@ def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -
                                "note": clean_line(note)[:500],
                                "automatic_safety": before["automatic_safety"] or before["safety"],
                                "automatic_source": before["automatic_source"] or before["safety_source"]})
+        spread_decision(db, item_id, "safety")
         restate(db, [item_id])
         db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
@@ -140,8 +141,9 @@ def withdraw(db: DB, item_id: int) -> dict[str, Any]:
     if before["decided"] is None:
         raise MamboError(f"meme {item_id} has no decision to take back (`mambo safety` lists the decided ones)")
     with db.write():
-        db.q("withdraw_safety_decision", {"sha256": before["sha256"]})
+        db.q("withdraw_safety_decision", {"origin": decision_origin(db, "safety_decisions", before["sha256"])})
         restate(db, [item_id])
+        restate(db, None)  # a copy outside the group may have followed the same decision
         db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}

@@ -54,11 +54,12 @@ WHERE i.item_id = :item_id;
 INSERT INTO safety_decisions(sha256, safety, decided_by, note, automatic_safety, automatic_source)
 VALUES (:sha256, :safety, :decided_by, :note, :automatic_safety, :automatic_source)
 ON CONFLICT (sha256) DO UPDATE SET
-    safety = excluded.safety, decided_by = excluded.decided_by, note = excluded.note,
+    safety = excluded.safety, decided_by = excluded.decided_by, note = excluded.note, follows = NULL,
     decided_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
 
 -- name: withdraw_safety_decision
-DELETE FROM safety_decisions WHERE sha256 = :sha256;
+-- The decision and every copy's row that follows it.
+DELETE FROM safety_decisions WHERE sha256 = :origin OR follows = :origin;
 
 -- name: safety_review_list
 -- Items a signal marked (any class but safe) or a person decided, most severe first, with every
@@ -90,7 +91,8 @@ SELECT (SELECT count(*) FROM items) AS items,
            AS meaning_hidden,
        (SELECT count(*) FROM safety_signals WHERE signal = 'picture') AS picture_scored,
        (SELECT count(*) FROM safety_signals WHERE signal = 'picture' AND safety <> 'safe') AS picture_marked,
-       (SELECT count(*) FROM items i JOIN safety_decisions d ON d.sha256 = i.sha256) AS decided,
+       (SELECT count(*) FROM items i JOIN safety_decisions d ON d.sha256 = i.sha256 WHERE d.follows IS NULL)
+           AS decided,
        (SELECT count(*) FROM items WHERE safety IN ('unsafe', 'critical')) AS hidden;
 
 -- name: safety_engines_in_use

@@ -22,10 +22,13 @@ from mambomeme.images import BadInput
 from mambomeme.library import RIGHTS_STATUSES, SAFETY_CLASSES, clean_line, show_path
 
 MANIFEST_NAME = "mambo.jsonl"
-# A sidecar is a few hundred bytes; a megabyte is certainly not metadata. A folder manifest holds
-# one ~500-byte line per image: 50 MB is ~100,000 images in one folder.
+# The image files a folder is read for (ingest) and that a sidecar may describe.
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+# A sidecar is a few hundred bytes; a megabyte is certainly not metadata. A manifest has the same
+# cap (~2,000 lines of ~500 bytes): a million-line one took 98 s and 2.2 GB to read, with nothing
+# said. Over it, the manifest is one error and every image it may describe is held private.
 MAX_SIDECAR_BYTES = 1_000_000
-MAX_MANIFEST_BYTES = 50_000_000
+MAX_MANIFEST_BYTES = MAX_SIDECAR_BYTES
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -309,8 +312,11 @@ class SidecarFinder:
                         raise BadInput("sidecar", f"{MANIFEST_NAME} is {why}")
                     data = _read_small(path, MAX_MANIFEST_BYTES)
                 except BadInput as e:
-                    m.errors.append(e)
                     m.blind.append(clean_line(e.message))
+                    if "over" in e.message:
+                        e = BadInput("sidecar", f"{e.message}: split it into the subfolders' manifests or "
+                                                "NAME.json sidecars; its folder's images are kept private")
+                    m.errors.append(e)
                 except OSError as e:
                     m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME}: unreadable ({e.strerror})"))
                     m.blind.append(f"{MANIFEST_NAME} is unreadable")
@@ -362,6 +368,34 @@ class SidecarFinder:
 
     def manifest_errors(self, folder: Path) -> list[BadInput]:
         return self._manifest(folder).errors
+
+    def orphans(self, folder: Path, *, sidecars: bool = True) -> list[tuple[Path, str]]:
+        """Metadata in `folder` that names no file: a sidecar whose image is not beside it, a
+        manifest line whose file does not exist (an image renamed or moved away from what said it
+        was private). (path, what to say) for an ingest warning."""
+        out: list[tuple[Path, str]] = []
+        if sidecars:
+            try:
+                names = {e.name for e in os.scandir(folder)}
+            except OSError:
+                names = set()
+            stems = {os.path.splitext(n)[0] for n in names if os.path.splitext(n)[1].lower() in IMAGE_SUFFIXES}
+            for name in sorted(names):
+                base, ext = os.path.splitext(name)
+                if ext.lower() != ".json" or name == MANIFEST_NAME:
+                    continue
+                if os.path.splitext(base)[1].lower() in IMAGE_SUFFIXES:
+                    if base not in names:
+                        out.append((folder / name, f"sidecar of {show_path(base)}, which is not in this folder"))
+                elif base not in stems:
+                    out.append((folder / name, "sidecar of no image in this folder (renamed or moved?)"))
+        m = self._manifest(folder)
+        for target, lines in sorted(m.entries.items()):
+            if not os.path.lexists(target):
+                name = show_path(os.path.relpath(target, folder))
+                out.append((folder / MANIFEST_NAME, f"line {lines[0][0]} names {name}, which does not exist "
+                                                    "(renamed or moved?)"))
+        return out
 
     def _sidecar(self, cand: Path) -> tuple[str, Metadata]:
         """(checksum, metadata) of one sidecar file; held private when it cannot be read."""
@@ -462,6 +496,9 @@ class NoSidecars(SidecarFinder):
     manifests are not read), so a library can be compared with and without its metadata."""
 
     def manifest_errors(self, folder: Path) -> list[BadInput]:
+        return []
+
+    def orphans(self, folder: Path, *, sidecars: bool = True) -> list[tuple[Path, str]]:
         return []
 
     def find(self, image: Path, root: Path | None = None) -> tuple[str, Metadata | None, BadInput | None]:

@@ -103,6 +103,60 @@ mambo_queries.columns = ("name", "file", "sql")  # type: ignore[attr-defined]
 mambo_queries.column_access = apsw.ext.VTColumnAccess.By_Index  # type: ignore[attr-defined]
 
 
+# What `mambo sql --write` may not change: the state columns are computed by one rule from a meme's
+# files, decisions and signals (state.sql apply_item_state), so an edit there would be undone by the
+# next `add` or trusted until then; each names the command that changes what the rule reads.
+_DERIVED = {
+    ("items", "private"): "items.private is computed from the meme's files and decisions: use `mambo private ID` "
+                          "(`--clear` to take it back)",
+    ("items", "safety"): "items.safety is computed from the meme's signals, sidecars and decisions: use "
+                         "`mambo safety set ID CLASS`",
+    ("items", "safety_source"): "items.safety_source is computed: use `mambo safety set ID CLASS`",
+    ("items", "rights"): "items.rights is computed from the meme's sidecars and manifest lines: edit them, then "
+                         "run `mambo add`",
+    ("items", "stated"): "items.stated is computed from the meme's files: edit their sidecars, then run `mambo add`",
+    ("items", "inherited"): "items.inherited is computed from the meme's copies: use `mambo private` or "
+                            "`mambo safety set`",
+}
+_READINGS = ("metadata", "safety", "rights", "private", "stated", "sidecar_sha256")
+_DECISION_TABLES = {
+    "safety_decisions": "safety decisions are made with `mambo safety set ID CLASS` and `mambo safety clear ID`",
+    "privacy_decisions": "privacy decisions are made with `mambo private ID` and `mambo private ID --clear`",
+    "safety_signals": "safety signals are what the detectors found: `mambo safety recheck` runs them again",
+}
+_refusals: weakref.WeakKeyDictionary[apsw.Connection, str] = weakref.WeakKeyDictionary()
+
+
+def _guard(con: apsw.Connection) -> None:
+    """Refuse, through SQLite's authorizer, every write that would change what may be shown other
+    than by the rule's own inputs, and every new trigger (it would run inside mambo's own writes)."""
+
+    def authorize(op: int, one: str | None, two: str | None, _db: str | None, _trigger: str | None) -> int:
+        why = None
+        if op == apsw.SQLITE_UPDATE and one is not None:
+            why = _DERIVED.get((one, two or ""))
+            if one == "files" and two in _READINGS:
+                why = (f"files.{two} is what the file's sidecar or manifest line says: edit that, then run "
+                       "`mambo add`")
+        # (A meme deleted takes its signals with it: SQLite's cascade is authorised as a plain DELETE.)
+        if (op in (apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE) or op == apsw.SQLITE_DELETE and one != "safety_signals") \
+                and one in _DECISION_TABLES:
+            why = _DECISION_TABLES[one]
+        if op in (apsw.SQLITE_CREATE_TRIGGER, apsw.SQLITE_CREATE_TEMP_TRIGGER):
+            why = "a trigger would run inside mambo's own writes: not in a library"
+        if why is None:
+            return apsw.SQLITE_OK
+        _refusals[con] = why
+        return apsw.SQLITE_DENY
+
+    con.authorizer = authorize
+
+
+def refusal(con: apsw.Connection, error: BaseException) -> str | None:
+    """The one-line reason a statement was refused by the guard, or None."""
+    return _refusals.pop(con, None) if isinstance(error, apsw.AuthError) else None
+
+
 def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | None]:
     """The library at `path` for SQL, and a note to show (an older or newer schema) or None.
 
@@ -146,6 +200,7 @@ def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | Non
         con = _connect(path, write=True)
         # Foreign keys on, as on every mambo connection: ON DELETE CASCADE keeps an item's rows together.
         con.execute(Q["sql_foreign_keys_on"])
+        _guard(con)
     apsw.ext.make_virtual_module(con, "mambo_queries", mambo_queries)
     return con, note
 
@@ -279,6 +334,8 @@ def run_statement(con: apsw.Connection, sql: str, *, write: bool, fmt: str, out:
         raise MamboError("no SQL statement given: give one, or run `mambo sql` alone for the shell")
     try:
         info = apsw.ext.query_info(con, sql)
+    except apsw.AuthError as e:
+        raise MamboError(f"refused: {refusal(con, e) or clean_line(str(e))}") from e
     except apsw.SQLError as e:
         raise MamboError(f"SQL error: {clean_line(str(e))}") from e
     if info.query_remaining and _NOTHING_SQL.sub("", info.query_remaining):
@@ -308,6 +365,8 @@ def run_statement(con: apsw.Connection, sql: str, *, write: bool, fmt: str, out:
                     out.write(json_line(dict(zip(names, map(_plain, row), strict=True))) + "\n")
     except apsw.ReadOnlyError as e:
         raise MamboError(f"refused: {READ_ONLY_HINT}") from e
+    except apsw.AuthError as e:
+        raise MamboError(f"refused: {refusal(con, e) or clean_line(str(e))}") from e
     except apsw.Error as e:
         # The file's own troubles (busy, full, damaged) get the command line's one-line messages;
         # anything else is the statement's doing (a constraint, ATTACH of a missing file, ...).
@@ -435,6 +494,9 @@ class LibraryShell(apsw.shell.Shell):
             # "attempt to write a readonly database" does not say what to do.
             self.write(self.stderr, f"refused: {READ_ONLY_HINT}\n")
             error._handle_exception_saw_this = True  # type: ignore[union-attr]
+        elif isinstance(error, apsw.AuthError) and (why := refusal(self.db, error)):
+            self.write(self.stderr, f"refused: {why}\n")
+            error._handle_exception_saw_this = True  # type: ignore[union-attr]
         super().handle_exception()
 
     def intro(self, note: str | None) -> str:
@@ -455,5 +517,5 @@ def run_shell(con: apsw.Connection, path: Path, *, writable: bool, note: str | N
     if note and not shell.interactive:
         click.echo(f"mambo: {note}", err=True)
     shell.cmdloop(intro=shell.intro(note))
-    # As the sqlite3 shell: a script with a failed statement exits 1, so a pipeline notices.
-    return 1 if shell.errors and not shell.interactive else 0
+    # A script with a failed statement exits non-zero, so a pipeline notices: 2, as every mambo error.
+    return 2 if shell.errors and not shell.interactive else 0

@@ -31,6 +31,16 @@ def file_params(meta: Metadata | None) -> dict[str, Any]:
     }
 
 
+def same_readings(stored: tuple, meta: Metadata | None) -> bool:
+    """Whether a file's stored readings (metadata, safety, rights, private, stated, as file_params
+    orders them) are what `meta` gives; JSON compared as values, not as text."""
+    want = file_params(meta)
+    have = dict(zip(want, stored, strict=True))
+    as_value = {k: json.loads(v) if k in ("metadata", "stated") and v is not None else v for k, v in have.items()}
+    return as_value == {k: json.loads(v) if k in ("metadata", "stated") and v is not None else v
+                        for k, v in want.items()}
+
+
 def _file_meta(row: dict[str, Any]) -> Metadata | None:
     if row["metadata"] is None:
         return None
@@ -65,20 +75,27 @@ def template_group_id(db: DB, template: str) -> int | None:
     return int(db.q1("new_group", {"kind": "template", "label": label})[0])
 
 
-def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True) -> tuple[list[int], bool]:
+def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True,
+            hidden: set[int] | None = None) -> tuple[list[int], bool]:
     """Recompute the named items (None: every item's state, descriptive fields left as they are;
     merge=False: state only, for an item just written from its one file). Call inside db.write().
     Returns (items whose descriptive fields changed, so their derived fields and vectors are made
-    again; whether what may be shown changed, so the vocabulary is refreshed)."""
+    again; whether what may be shown changed, so the vocabulary is refreshed). `hidden` gets the
+    items whose state changed and that may not be shown now."""
     changed_text: list[int] = []
     state_changed = False
+
+    def apply(item_id: int | None) -> bool:
+        rows = db.q("apply_item_state", {"item_id": item_id})
+        if hidden is not None:
+            hidden.update(int(i) for i, h in rows if h)
+        return bool(rows)
+
     if item_ids is None:
-        db.q("apply_item_state", {"item_id": None})
-        return [], db.con.changes() > 0
+        return [], apply(None)
     for item_id in dict.fromkeys(item_ids):
         if not merge:
-            db.q("apply_item_state", {"item_id": item_id})
-            state_changed |= db.con.changes() > 0
+            state_changed |= apply(item_id)
             continue
         meta = merged_metadata(db, item_id)
         params = meta.params()
@@ -89,6 +106,50 @@ def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True) -> tu
             changed_text.append(item_id)
         db.q("set_item_metadata", {k: params[k] for k in TEXT_KEYS}
              | {"item_id": item_id, "template_group": template_group_id(db, meta.template)})
-        db.q("apply_item_state", {"item_id": item_id})
-        state_changed |= db.con.changes() > 0
+        state_changed |= apply(item_id)
     return changed_text, state_changed
+
+
+def spread_decision(db: DB, item_id: int, kind: str) -> None:
+    """A decision just made on `item_id` ("safety" or "privacy") holds its near-identical copies:
+    each gets the same decision, following it (state.sql spread_decisions). Call inside db.write()."""
+    db.q("spread_decisions", {"item_id": item_id, "kind": kind})
+
+
+def follow_decisions(db: DB, item_id: int | None) -> None:
+    """An item that joined a near-identical group takes the group's newest decisions it lacks
+    (None: every item, after groups are made again). Call inside db.write(), before restate."""
+    db.q("follow_decisions", {"item_id": item_id})
+
+
+def decision_origin(db: DB, table: str, sha256: str) -> str | None:
+    """The content a decision was made on: the item's own, or the one its decision follows."""
+    row = db.q1(f"{table}_origin", {"sha256": sha256})
+    return None if row is None else str(row[0])
+
+
+def make_private(db: DB, item_id: int, decided_by: str, note: str = "") -> dict[str, Any]:
+    """The owner's decision that a meme is private: it and its near-identical copies are never
+    shown, whatever their sidecars say, through every `add`, re-check and safety decision, until
+    `clear_private`. One transaction, the vocabulary refreshed in it."""
+    with db.write():
+        row = db.rows("item_privacy", {"item_id": item_id})[0]
+        db.q("decide_private", {"sha256": row["sha256"], "decided_by": decided_by, "note": note})
+        spread_decision(db, item_id, "privacy")
+        restate(db, [item_id])
+        db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
+    return db.rows("item_privacy", {"item_id": item_id})[0]
+
+
+def clear_private(db: DB, item_id: int) -> dict[str, Any]:
+    """Take back the privacy decision on a meme and its copies (the owner's, or metadata kept after
+    its file was renamed). What its files' sidecars and manifest lines say still holds."""
+    with db.write():
+        row = db.rows("item_privacy", {"item_id": item_id})[0]
+        origin = decision_origin(db, "privacy_decisions", row["sha256"])
+        if origin is not None:
+            db.q("clear_private", {"origin": origin})
+        restate(db, [item_id])
+        restate(db, None)  # a copy outside the group may have followed the same decision
+        db.q("refresh_vocabulary")
+    return db.rows("item_privacy", {"item_id": item_id})[0] | {"had_decision": origin is not None}

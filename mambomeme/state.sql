@@ -23,7 +23,8 @@ WHERE item_id = :item_id
 -- person's decision made or taken back):
 -- * its own state: the strictest over EVERY file of the item (each file's sidecars and manifest
 --   lines, doubt kept at the stricter reading) and its safety signals; a person's safety decision
---   on the content replaces the signals and the sidecars' class (the person reviewed it);
+--   on the content replaces the signals and the sidecars' class (the person reviewed it); a privacy
+--   decision (the owner's, or metadata kept after its file was renamed) makes it private;
 -- * its perceptual group: each field is raised to the strictest own value of the group, except
 --   where the item's own files (or a decision) state that field readably: a person's word on that
 --   copy wins. `inherited` keeps the own values of a raised item, `stated` the fields stated.
@@ -46,15 +47,17 @@ by_file AS MATERIALIZED (
     FROM files f WHERE f.item_id IN scope GROUP BY f.item_id
 ),
 inputs AS MATERIALIZED (
-    SELECT i.item_id, i.perceptual_group AS g, d.safety AS decided, d.decided_by, b.side_rank,
+    SELECT i.item_id, i.perceptual_group AS g, d.safety AS decided, d.decided_by, d.follows AS decided_follows,
+           b.side_rank,
            t.safety AS text_safety, t.rule AS text_rule, p.safety AS picture_safety, p.rule AS picture_rule,
            m.safety AS meaning_safety, m.rule AS meaning_rule,
-           b.rights_rank, b.file_private,
+           b.rights_rank, max(coalesce(b.file_private, 0), pd.sha256 IS NOT NULL) AS file_private,
            CASE WHEN b.any_stated THEN (SELECT json_group_array(DISTINCT s.value) FROM files f, json_each(f.stated) s
                                         WHERE f.item_id = i.item_id) END AS file_stated
     FROM items i
     LEFT JOIN by_file b ON b.item_id = i.item_id
     LEFT JOIN safety_decisions d ON d.sha256 = i.sha256
+    LEFT JOIN privacy_decisions pd ON pd.sha256 = i.sha256
     LEFT JOIN safety_signals t ON t.item_id = i.item_id AND t.signal = 'text'
     LEFT JOIN safety_signals p ON p.item_id = i.item_id AND p.signal = 'picture'
     LEFT JOIN safety_signals m ON m.item_id = i.item_id AND m.signal = 'meaning'
@@ -62,6 +65,8 @@ inputs AS MATERIALIZED (
 ),
 ranked AS (
     SELECT *, coalesce(side_rank, 0) AS base_rank,
+           CASE decided WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 WHEN 'critical' THEN 3
+                        ELSE -1 END AS decided_rank,
            CASE text_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2 WHEN 'critical' THEN 3
                             ELSE -1 END AS text_rank,
            CASE picture_safety WHEN 'safe' THEN 0 WHEN 'sensitive' THEN 1 WHEN 'unsafe' THEN 2
@@ -71,15 +76,19 @@ ranked AS (
     FROM inputs
 ),
 own AS MATERIALIZED (
-    -- A person's decision on the content replaces the signals and the sidecars' class. On a tie
-    -- the sidecar's class names the source, then the text rules', then the caption meaning's, then
-    -- the picture's.
+    -- A person's decision on the content replaces the signals and the sidecars' class. A decision
+    -- a near copy follows (made on another item of its group) replaces its signals only: its own
+    -- sidecar's class still holds, so a wrong group never lowers what a copy's metadata says. On a
+    -- tie the sidecar's class names the source, then the text rules', the caption meaning's, the picture's.
     SELECT item_id, g,
-           CASE WHEN decided IS NOT NULL THEN decided
-                ELSE CASE max(base_rank, text_rank, picture_rank, meaning_rank)
+           CASE WHEN decided IS NOT NULL AND decided_follows IS NULL THEN decided
+                ELSE CASE CASE WHEN decided IS NOT NULL THEN max(base_rank, decided_rank)
+                               ELSE max(base_rank, text_rank, picture_rank, meaning_rank) END
                      WHEN 0 THEN 'safe' WHEN 1 THEN 'sensitive' WHEN 2 THEN 'unsafe' ELSE 'critical' END
            END AS o_safety,
-           CASE WHEN decided IS NOT NULL THEN 'person:' || decided_by
+           CASE WHEN decided IS NOT NULL AND (decided_follows IS NULL OR decided_rank >= base_rank)
+                THEN 'person:' || decided_by
+                WHEN decided IS NOT NULL THEN 'sidecar'
                 WHEN picture_rank > max(base_rank, text_rank, meaning_rank) THEN 'picture:' || picture_rule
                 WHEN meaning_rank > max(base_rank, text_rank) THEN 'meaning:' || meaning_rule
                 WHEN text_rank > base_rank THEN 'detector:' || text_rule
@@ -88,7 +97,8 @@ own AS MATERIALIZED (
            CASE coalesce(rights_rank, 1) WHEN 0 THEN 'cleared' WHEN 1 THEN 'unknown' ELSE 'withdrawn' END
                AS o_rights,
            coalesce(file_private, 0) AS o_private,
-           CASE WHEN decided IS NOT NULL AND NOT EXISTS (SELECT 1 FROM json_each(file_stated) WHERE value = 'safety')
+           CASE WHEN decided IS NOT NULL AND decided_follows IS NULL
+                     AND NOT EXISTS (SELECT 1 FROM json_each(file_stated) WHERE value = 'safety')
                 THEN json_insert(coalesce(file_stated, '[]'), '$[#]', 'safety')
                 ELSE coalesce(file_stated, '[]') END AS o_stated
     FROM ranked
@@ -122,4 +132,107 @@ UPDATE items SET safety = f.n_safety, safety_source = f.o_source, rights = f.n_r
 FROM final f
 WHERE items.item_id = f.item_id
   AND (items.safety <> f.n_safety OR items.safety_source <> f.o_source OR items.rights <> f.n_rights
-       OR items.private <> f.n_private OR items.stated <> f.o_stated OR items.inherited <> f.n_inherited);
+       OR items.private <> f.n_private OR items.stated <> f.o_stated OR items.inherited <> f.n_inherited)
+RETURNING items.item_id, items.private = 1 OR items.rights = 'withdrawn' OR items.safety IN ('unsafe', 'critical')
+    AS hidden;
+
+-- name: spread_decisions
+-- A decision made on an item holds its near-identical copies too: each copy gets the same decision
+-- (`follows` names the item decided on), replacing what it had, so the decision outlives the bytes
+-- it was made on (a re-saved or re-encoded copy keeps it after the original is gone).
+INSERT INTO safety_decisions(sha256, safety, decided_by, decider_kind, note, automatic_safety, automatic_source,
+                             follows, decided_at)
+SELECT o.sha256, d.safety, d.decided_by, d.decider_kind, d.note, o.safety, o.safety_source, d.sha256, d.decided_at
+FROM items i JOIN safety_decisions d ON d.sha256 = i.sha256
+JOIN items o ON o.perceptual_group = i.perceptual_group AND o.item_id <> i.item_id
+WHERE i.item_id = :item_id AND :kind = 'safety'
+ON CONFLICT (sha256) DO UPDATE SET
+    safety = excluded.safety, decided_by = excluded.decided_by, note = excluded.note, follows = excluded.follows,
+    decided_at = excluded.decided_at;
+INSERT INTO privacy_decisions(sha256, decided_by, decider_kind, note, follows, decided_at)
+SELECT o.sha256, d.decided_by, d.decider_kind, d.note, d.sha256, d.decided_at
+FROM items i JOIN privacy_decisions d ON d.sha256 = i.sha256
+JOIN items o ON o.perceptual_group = i.perceptual_group AND o.item_id <> i.item_id
+WHERE i.item_id = :item_id AND :kind = 'privacy'
+ON CONFLICT (sha256) DO UPDATE SET
+    decided_by = excluded.decided_by, decider_kind = excluded.decider_kind, note = excluded.note,
+    follows = excluded.follows, decided_at = excluded.decided_at;
+
+-- name: follow_decisions
+-- An item that joins a near-identical group (a copy added later, or groups made again) takes the
+-- newest decision of the group's other items when it has none of its own. :item_id names one
+-- item; NULL: every item.
+INSERT INTO safety_decisions(sha256, safety, decided_by, decider_kind, note, automatic_safety, automatic_source,
+                             follows, decided_at)
+SELECT sha256, safety, decided_by, decider_kind, note, auto_safety, auto_source, origin, decided_at FROM (
+    SELECT n.sha256, d.safety, d.decided_by, d.decider_kind, d.note, n.safety AS auto_safety,
+           n.safety_source AS auto_source, coalesce(d.follows, d.sha256) AS origin, d.decided_at,
+           row_number() OVER (PARTITION BY n.item_id ORDER BY d.decided_at DESC, d.sha256) AS k
+    FROM items n
+    JOIN items o ON o.perceptual_group = n.perceptual_group AND o.item_id <> n.item_id
+    JOIN safety_decisions d ON d.sha256 = o.sha256
+    WHERE (:item_id IS NULL OR n.item_id = :item_id)
+      AND NOT EXISTS (SELECT 1 FROM safety_decisions x WHERE x.sha256 = n.sha256)
+) WHERE k = 1;
+INSERT INTO privacy_decisions(sha256, decided_by, decider_kind, note, follows, decided_at)
+SELECT sha256, decided_by, decider_kind, note, origin, decided_at FROM (
+    SELECT n.sha256, d.decided_by, d.decider_kind, d.note, coalesce(d.follows, d.sha256) AS origin, d.decided_at,
+           row_number() OVER (PARTITION BY n.item_id ORDER BY d.decided_at DESC, d.sha256) AS k
+    FROM items n
+    JOIN items o ON o.perceptual_group = n.perceptual_group AND o.item_id <> n.item_id
+    JOIN privacy_decisions d ON d.sha256 = o.sha256
+    WHERE (:item_id IS NULL OR n.item_id = :item_id)
+      AND NOT EXISTS (SELECT 1 FROM privacy_decisions x WHERE x.sha256 = n.sha256)
+) WHERE k = 1;
+
+-- name: item_state_now
+-- What an item may show, as stored (`mambo check` compares it with the rule's result).
+SELECT item_id, safety, safety_source, rights, private, stated, inherited FROM items ORDER BY item_id;
+
+-- name: safety_decisions_origin
+SELECT coalesce(follows, sha256) FROM safety_decisions WHERE sha256 = :sha256;
+
+-- name: privacy_decisions_origin
+SELECT coalesce(follows, sha256) FROM privacy_decisions WHERE sha256 = :sha256;
+
+-- name: item_privacy
+-- An item's privacy and what it comes from: its files' metadata (the first file that says private),
+-- a privacy decision.
+SELECT i.item_id, i.sha256, i.private, d.decided_by, d.decider_kind, d.note, d.follows,
+       (SELECT json_extract(f.metadata, '$.source') FROM files f WHERE f.item_id = i.item_id AND f.private = 1
+        ORDER BY f.file_id LIMIT 1) AS file_source,
+       (SELECT r.name || '/' || f.rel_path FROM files f JOIN library_roots r ON r.root_id = f.root_id
+        WHERE f.item_id = i.item_id AND f.private = 1 ORDER BY f.file_id LIMIT 1) AS private_file,
+       json_extract(i.inherited, '$.private') = 0 AS held_by_copy
+FROM items i LEFT JOIN privacy_decisions d ON d.sha256 = i.sha256
+WHERE i.item_id = :item_id;
+
+-- name: decide_private
+INSERT INTO privacy_decisions(sha256, decided_by, decider_kind, note)
+VALUES (:sha256, :decided_by, 'person', :note)
+ON CONFLICT (sha256) DO UPDATE SET
+    decided_by = excluded.decided_by, decider_kind = 'person', note = excluded.note, follows = NULL,
+    decided_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now');
+
+-- name: clear_private
+DELETE FROM privacy_decisions WHERE sha256 = :origin OR follows = :origin;
+
+-- name: private_files_of
+-- The files among :file_ids (a JSON array) whose own metadata says private, with its source.
+SELECT f.file_id, f.item_id, i.sha256, coalesce(json_extract(f.metadata, '$.source'), 'metadata') AS source,
+       r.name || '/' || f.rel_path AS path
+FROM files f JOIN items i ON i.item_id = f.item_id JOIN library_roots r ON r.root_id = f.root_id
+WHERE f.file_id IN (SELECT value FROM json_each(:file_ids)) AND f.private = 1;
+
+-- name: hold_private
+-- A file whose sidecar or manifest line said private was forgotten while its content lives on in
+-- another file (its image renamed or copied): the meme stays private, held by that metadata, until
+-- the owner decides otherwise (`mambo private ID --clear`).
+INSERT INTO privacy_decisions(sha256, decided_by, decider_kind, note)
+SELECT sha256, :source, 'metadata', :note FROM items WHERE sha256 = :sha256
+ON CONFLICT (sha256) DO NOTHING;
+
+-- name: privacy_followers
+-- How many other items follow the privacy decision made on this one.
+SELECT count(*) FROM privacy_decisions d JOIN items i ON i.sha256 = d.sha256
+WHERE d.follows = (SELECT sha256 FROM items WHERE item_id = :item_id);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat
@@ -14,7 +15,8 @@ from typing import Any
 from mambomeme.embed import Embedder, items_with_changed_text, waiting_note
 from mambomeme.ingest import INGEST_BATCH, embed_items
 from mambomeme.library import DB, SCHEMA_FILE, MamboError, Q, clean_line, load_sqlite_vec, show_path
-from mambomeme.state import restate
+from mambomeme.sidecars import SidecarFinder
+from mambomeme.state import restate, same_readings
 from mambomeme.vectors import maintain_vector_index
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -139,6 +141,19 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
                             f"{', '.join(map(str, stale[:10]))}{' ...' if len(stale) > 10 else ''}): the dense route "
                             "misses their new words; `mambo add` on the library's folder embeds them again")
 
+    def state() -> None:
+        # A state column changed behind mambo's back (a flipped byte, an edit by another tool) would
+        # show a meme its files or decisions withhold: every item's state is derived again, compared
+        # and rolled back.
+        if db.readonly:
+            notes.append("item states not re-derived: the library is open read-only")
+            return
+        differ = states_not_derived(db)
+        if differ:
+            problems.append(f"{len(differ)} item(s) whose stored safety, rights or privacy is not what their files, "
+                            f"decisions and signals give (items {', '.join(map(str, differ[:10]))}"
+                            f"{' ...' if len(differ) > 10 else ''}): `mambo add` on the library's folder repairs it")
+
     def vocabulary() -> None:
         if vocabulary_is_stale(db):
             problems.append("the vocabulary (typo corrections, \"no match\") is not the word index's: `mambo add` on "
@@ -146,13 +161,27 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
 
     for what, fn in (("integrity", integrity), ("schema", lambda: problems.extend(schema_differences(db))),
                      ("foreign keys", foreign_keys), ("consistency", consistency), ("vectors", vectors),
-                     ("embedded text", embedded_text), ("vocabulary", vocabulary)):
+                     ("embedded text", embedded_text), ("item state", state), ("vocabulary", vocabulary)):
         step(what, fn)
     if not db.readonly:
         step("full-text index", fts)
     if verify_files:
         step("files", lambda: _check_files(db, problems, notes))
     return problems, notes
+
+
+def states_not_derived(db: DB) -> list[int]:
+    """The items whose stored state differs from what state.sql apply_item_state derives now from
+    their inputs; nothing is changed (the derivation runs in a savepoint rolled back)."""
+    before = db.q("item_state_now")
+    db.con.execute("SAVEPOINT check_state")
+    try:
+        restate(db, None)
+        after = db.q("item_state_now")
+    finally:
+        db.con.execute("ROLLBACK TO check_state")
+        db.con.execute("RELEASE check_state")
+    return [a[0] for a, b in zip(before, after, strict=True) if a != b]
 
 
 def vocabulary_is_stale(db: DB) -> bool:
@@ -248,6 +277,23 @@ def _check_files(db: DB, problems: list[str], notes: list[str]) -> None:
     if missing:
         notes.append(f"{missing} file(s) not present on this machine (previews still work; "
                      "re-point roots with `mambo roots move` or drop them with `mambo prune`)")
+    # What each file's metadata said, against its sidecars and manifest lines on disk now: a stored
+    # reading changed behind mambo's back (privacy zeroed in the file) is found here.
+    finder = SidecarFinder()
+    changed = []
+    for r in db.rows("file_readings"):
+        root = Path(r["root_path"])
+        image = root / r["rel_path"]
+        if not image.exists():
+            continue
+        sha, meta, _err = finder.find(image, root)
+        stored = (r["metadata"], r["safety"], r["rights"], r["private"], r["stated"])
+        if sha == r["sidecar_sha256"].removeprefix("error:") and not same_readings(stored, meta):
+            changed.append(image)
+    if changed:
+        problems.append(f"{len(changed)} file(s) whose stored metadata is not what their sidecars or manifest lines "
+                        f"say ({', '.join(show_path(p) for p in changed[:3])}{' ...' if len(changed) > 3 else ''}): "
+                        "`mambo add` on the library's folder reads them again")
 
 
 class PruneRefused(Exception):
@@ -258,7 +304,7 @@ class PruneRefused(Exception):
         self.roots = roots  # (root name, files gone, files in it)
 
 
-def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str]]:
+def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str], int]:
     """Forget files that are gone, and items left with no file. A root whose folder is missing
     entirely is skipped: that is a moved library, not deleted memes. A root that would lose more
     than half of its files (every file included) refuses the whole prune unless `force`: an empty
@@ -280,23 +326,33 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str]]:
     if risky and not force:
         raise PruneRefused(risky)
     before = int(db.scalar("SELECT count(*) FROM items"))
-    forget_files(db, [fid for fid, _root in gone])
-    return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots
+    held = forget_files(db, [fid for fid, _root in gone])
+    return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots, held
 
 
-def forget_files(db: DB, file_ids: list[int]) -> None:
+def forget_files(db: DB, file_ids: list[int]) -> int:
     """Forget these files (and the items left without one), in one transaction, as if they were
-    never added: states, the vocabulary and the vector index follow."""
+    never added: states, the vocabulary and the vector index follow. Returns how many memes stay
+    private because a forgotten file's metadata said so (state.sql hold_private)."""
     with db.write():
         touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid in file_ids}
+        private = db.rows("private_files_of", {"file_ids": json.dumps(file_ids)})
         for fid in file_ids:
             db.q("delete_file", {"file_id": fid})
         db.q("delete_orphan_items")
+        # Privacy is sticky over renames: metadata that said private keeps the content it described
+        # private after its file is gone (a sidecar left behind names no file), until the owner says.
+        held = 0
+        for r in private:
+            db.q("hold_private", {"sha256": r["sha256"], "source": f"{r['source']} of {r['path']}",
+                                  "note": f"{r['path']} was private by its metadata and is gone"})
+            held += db.con.changes()
         # A removed copy may have held its item or its group: every state is computed again.
         restate(db, sorted(touched))
         restate(db, None)
         db.q("refresh_vocabulary")
     maintain_vector_index(db)
+    return held
 
 
 def raw_integrity(path: Path) -> list[str]:

@@ -153,3 +153,10 @@ WITH want AS (
 SELECT (SELECT count(*) FROM (SELECT term, docs FROM want EXCEPT SELECT term, docs FROM vocabulary))
      + (SELECT count(*) FROM (SELECT term, docs FROM vocabulary EXCEPT SELECT term, docs FROM want))
      + ((SELECT documents FROM vocabulary_size) IS NOT (SELECT count(*) FROM servable_items));
+
+-- name: file_readings
+-- What each file's sidecars and manifest lines said when it was read (`mambo check` reads them
+-- again); files read bare (no sidecar checksum) are left out.
+SELECT r.path AS root_path, f.rel_path, f.sidecar_sha256, f.metadata, f.safety, f.rights, f.private, f.stated
+FROM files f JOIN library_roots r ON r.root_id = f.root_id
+WHERE f.sidecar_sha256 <> '';

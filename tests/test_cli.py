@@ -9,8 +9,8 @@ import pytest
 
 from helpers import REPO, invoke, run_process
 
-USER_COMMANDS = ["search", "add", "status", "label", "templates", "safety", "demo", "sql", "systems", "settings",
-                 "roots", "check", "prune", "help"]
+USER_COMMANDS = ["search", "add", "status", "label", "templates", "safety", "private", "demo", "sql", "systems",
+                 "settings", "roots", "check", "prune", "help"]
 EVAL_COMMANDS = ["bench", "judge", "run", "score", "interactions"]
 COMMANDS = [*USER_COMMANDS, "eval", *EVAL_COMMANDS]
 
@@ -202,11 +202,11 @@ def test_db_works_before_or_after_the_subcommand(fixture_library: Path) -> None:
 def test_add_on_nothing_readable_fails_and_creates_no_library(tmp_path: Path) -> None:
     from mambomeme.library import default_db_path
 
-    result = invoke("add", tmp_path / "nonexistent", expect=1)
+    result = invoke("add", tmp_path / "nonexistent", expect=2)
     assert len(result.output.strip().splitlines()) == 1 and "nothing to add" in result.output
     assert "nonexistent" in result.output and "folder" in result.output
     assert not default_db_path().exists() and not default_db_path().parent.exists()
-    invoke("--db", tmp_path / "lib.sqlite", "add", "-q", tmp_path / "a", tmp_path / "b", expect=1)
+    invoke("--db", tmp_path / "lib.sqlite", "add", "-q", tmp_path / "a", tmp_path / "b", expect=2)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -233,7 +233,7 @@ def test_settings_opt_in_and_validation(tmp_path: Path) -> None:
     db = tmp_path / "lib.sqlite"
     assert "interaction_events = off" in invoke("--db", db, "settings", "interaction_events", "off").output
     assert "interaction_events = off" in invoke("--db", db, "settings").output
-    assert "takes one of: on, off" in invoke("--db", db, "settings", "interaction_events", "yes", expect=1).output
+    assert "takes one of: on, off" in invoke("--db", db, "settings", "interaction_events", "yes", expect=2).output
     assert "interaction_events = on" in invoke("--db", db, "settings", "interaction_events", "on").output
     assert "interaction_events = on" in invoke("--db", db, "settings").output
 

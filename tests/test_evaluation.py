@@ -96,25 +96,25 @@ def test_import_list_show_and_frozen_is_immutable_in_the_database(bench_lib) -> 
     with pytest.raises(apsw.ConstraintError, match="never back"):
         db.con.execute("UPDATE bench_partitions SET status = 'draft' WHERE partition_id = ?", (pid,))
     db.close()
-    again = invoke("--db", db_path, "bench", "import", path, expect=1).output
+    again = invoke("--db", db_path, "bench", "import", path, expect=2).output
     assert "already imported (frozen)" in again and "new version" in again
-    assert "new version" in invoke("--db", db_path, "bench", "import", path, "--replace", expect=1).output
+    assert "new version" in invoke("--db", db_path, "bench", "import", path, "--replace", expect=2).output
     invoke("--db", db_path, "bench", "expose", "dev")
     invoke("--db", db_path, "bench", "retire", "dev")
-    assert "never back" in invoke("--db", db_path, "bench", "freeze", "dev", expect=1).output
+    assert "never back" in invoke("--db", db_path, "bench", "freeze", "dev", expect=2).output
 
 
 def test_malformed_partition_lines_are_clear_errors(library_copy, tmp_path: Path) -> None:
     db_path, images = library_copy
     path = write_partition(tmp_path / "p", images, fixture_queries()[:3])
     path.write_text(path.read_text() + "{not json\n")
-    out = invoke("--db", db_path, "bench", "import", path, expect=1).output
+    out = invoke("--db", db_path, "bench", "import", path, expect=2).output
     assert ":4: not JSON" in out and "Traceback" not in out
     path.write_text(json.dumps({"id": "x", "family": "f", "slice": "wrong", "query": "q"}) + "\n")
-    assert "unknown slice" in invoke("--db", db_path, "bench", "import", path, expect=1).output
+    assert "unknown slice" in invoke("--db", db_path, "bench", "import", path, expect=2).output
     path.write_text(json.dumps({"id": "x", "family": "f", "slice": "topic", "query": "q",
                                 "relevant": {"not-in-library.png": 3}}) + "\n")
-    assert "not in this library" in invoke("--db", db_path, "bench", "import", path, expect=1).output
+    assert "not in this library" in invoke("--db", db_path, "bench", "import", path, expect=2).output
 
 
 def test_partitions_may_not_share_families_or_groups(bench_lib, tmp_path: Path) -> None:
@@ -122,11 +122,11 @@ def test_partitions_may_not_share_families_or_groups(bench_lib, tmp_path: Path) 
     qs = fixture_queries()
     shared_family = [dict(qs[1], id="h-1")]  # same family as the dev query
     out = invoke("--db", db_path, "bench", "import",
-                 write_partition(tmp_path / "h1", images, shared_family, partition="hidden"), expect=1).output
+                 write_partition(tmp_path / "h1", images, shared_family, partition="hidden"), expect=2).output
     assert "query family 'fx-fam-002'" in out and "dev 1" in out
     same_items = [dict(qs[1], id="h-1", family="hidden-fam-1")]  # new family, but judges the same memes
     out = invoke("--db", db_path, "bench", "import",
-                 write_partition(tmp_path / "h2", images, same_items, partition="hidden"), expect=1).output
+                 write_partition(tmp_path / "h2", images, same_items, partition="hidden"), expect=2).output
     assert "group" in out and "must not cross partitions" in out
     fresh = [{"id": "h-1", "family": "hidden-fam-1", "slice": "no-match", "query": "zeppelin harbour"}]
     invoke("--db", db_path, "bench", "import", write_partition(tmp_path / "h3", images, fresh, partition="hidden"))
@@ -139,7 +139,7 @@ def test_an_exposed_hidden_partition_refuses_release_comparisons(bench_lib, tmp_
     invoke("--db", db_path, "bench", "import", write_partition(tmp_path / "h", images, fresh, partition="hidden"))
     invoke("--db", db_path, "bench", "freeze", "hidden")
     invoke("--db", db_path, "bench", "expose", "hidden")
-    out = invoke("--db", db_path, "score", "--partition", "hidden", "--no-latency", expect=1).output
+    out = invoke("--db", db_path, "score", "--partition", "hidden", "--no-latency", expect=2).output
     assert "needs a new hidden benchmark version" in out or "need a new hidden benchmark version" in out
     db = open_db(db_path)
     pid = resolve_partition(db, "hidden")
@@ -165,7 +165,7 @@ def test_a_corpus_change_invalidates_no_match_audits_until_redone(bench_lib, tmp
     snapshot_corpus(db)
     assert {r["status"] for r in db.rows("audit_status", {"partition_id": pid})} == {"stale"}
     db.close()
-    out = invoke("--db", db_path, "score", "--no-latency", expect=1).output
+    out = invoke("--db", db_path, "score", "--no-latency", expect=2).output
     assert "not valid on this corpus version" in out and "mambo bench audit" in out
     out = invoke("--db", db_path, "bench", "audit", "dev").output
     assert "recorded automatically" in out
@@ -179,7 +179,7 @@ def test_a_corpus_change_invalidates_no_match_audits_until_redone(bench_lib, tmp
     assert {r["status"] for r in db.rows("audit_status", {"partition_id": pid})} == {"valid"}
     db.close()
     # The changed library no longer matches the manifest the partition declares.
-    out = invoke("--db", db_path, "bench", "import", path, "--replace", expect=1).output
+    out = invoke("--db", db_path, "bench", "import", path, "--replace", expect=2).output
     assert "made for another corpus" in out and "not in the manifest" in out
 
 
@@ -225,10 +225,10 @@ def test_pool_is_blinded_seeded_and_judging_is_resumable(bench_lib, tmp_path: Pa
                  "--kind", "model").output
     assert f"{len(rows)} judgement(s)" in out
     assert "is recorded as a model" in invoke("--db", db_path, "judge", "--annotator", "outside", "--batch", "1",
-                                              input="q\n", expect=1).output
+                                              input="q\n", expect=2).output
     # The MiniLM-era cosine annotator cannot judge any more (its model is gone): a one-line refusal.
     out = invoke("--db", db_path, "judge", "--annotator", "minilm-cosine-v1", "--model", "--batch", "1",
-                 expect=1).output
+                 expect=2).output
     assert "needs all-MiniLM-L6-v2" in out and "mpnet-cosine-v1" in out and len(out.strip().splitlines()) == 1
 
 
@@ -420,7 +420,7 @@ def test_a_keyed_answer_wins_over_a_task_id_and_unknown_keys_are_errors(bench_li
                     ("key-answers", "1", f, "-o", tmp_path / "out.jsonl")):
             if cmd[0] == "key-answers" and "sha256" in line and "task" not in line:
                 continue  # key-answers keeps keyed lines as they are
-            out = invoke("--db", db_path, "bench", *cmd, expect=1).output
+            out = invoke("--db", db_path, "bench", *cmd, expect=2).output
             assert out.strip().count("\n") == 0 and f"a.jsonl:2: {says}" in out, out
     db = open_db(db_path)
     assert db.scalar("SELECT count(*) FROM judgements j JOIN annotators a USING (annotator_id) "
@@ -669,10 +669,10 @@ def test_score_report_tampered_manifest_compare_publish_rollback(scored, tmp_pat
     assert "bm25:" in out and "->" in out
     other = dict(rep2, corpus=dict(rep2["corpus"], manifest_sha256="0" * 64))
     (tmp_path / "other.json").write_text(json.dumps(other))
-    out = invoke("score", "--compare", out1 / "report.json", tmp_path / "other.json", expect=1).output
+    out = invoke("score", "--compare", out1 / "report.json", tmp_path / "other.json", expect=2).output
     assert "cannot be compared" in out and "corpus.manifest_sha256" in out
     # Publication: a report with release blockers is refused; publish/rollback are transactional.
-    assert "cannot be published" in invoke("--db", db_path, "score", "publish", "1", expect=1).output
+    assert "cannot be published" in invoke("--db", db_path, "score", "publish", "1", expect=2).output
     db = open_db(db_path)
     with db.write():
         a = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": SCORE_VERSION,
@@ -684,7 +684,7 @@ def test_score_report_tampered_manifest_compare_publish_rollback(scored, tmp_pat
     invoke("--db", db_path, "score", "publish", b)
     assert f"published now: scorecard {a}" in invoke("--db", db_path, "score", "rollback", "--reason", "t").output
     assert "published now: nothing" in invoke("--db", db_path, "score", "rollback", "--reason", "t").output
-    assert "nothing to roll back" in invoke("--db", db_path, "score", "rollback", "--reason", "t", expect=1).output
+    assert "nothing to roll back" in invoke("--db", db_path, "score", "rollback", "--reason", "t", expect=2).output
     db = open_db(db_path)
     with pytest.raises(apsw.ConstraintError, match="immutable"):
         db.con.execute("UPDATE scorecards SET report_md = 'x' WHERE scorecard_id = ?", (a,))
@@ -928,7 +928,7 @@ def test_a_bare_library_of_another_corpus_is_refused(scored, tmp_path: Path) -> 
                                 "(e.g. green.png)", "missing from it"]),
                        (db_path, ["names the annotated library itself"]),
                        (tmp_path / "none.sqlite", ["no bare library at"])):
-        out = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", bare, expect=1).output
+        out = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", bare, expect=2).output
         line = out.strip()
         assert "\n" not in line and "Traceback" not in line, out
         assert all(s in line for s in says), out
@@ -937,6 +937,6 @@ def test_a_bare_library_of_another_corpus_is_refused(scored, tmp_path: Path) -> 
     annotated_copy = tmp_path / "copy.sqlite"
     shutil.copy(db_path, annotated_copy)
     out = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", annotated_copy,
-                 expect=1).output.strip()
+                 expect=2).output.strip()
     assert "is not bare" in out and "hold sidecar metadata" in out and "\n" not in out
     assert runs() == n_runs  # refused before anything ran

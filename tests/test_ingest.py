@@ -245,7 +245,7 @@ def test_check_fails_on_changed_file(library_copy: tuple[Path, Path]) -> None:
     db_path, images = library_copy
     with open(images / "cat-03.png", "ab") as fh:
         fh.write(b"tampered")
-    result = invoke("--db", db_path, "check", expect=1)
+    result = invoke("--db", db_path, "check", expect=2)
     assert "content changed" in result.output
 
 
@@ -375,7 +375,7 @@ def test_bench_ingest_measures_a_folder_it_is_given(tmp_path: Path) -> None:
     assert report["added"] == 2 and report["folder"] == str(folder) and report["sidecars"] is False
     assert sorted(p.name for p in folder.iterdir()) == ["cat-01.png", "coin-03.png"]  # only read
     assert open_db(kept).scalar("SELECT count(*) FROM items WHERE ocr_text != ''") == 2
-    again = invoke("bench", "ingest", "--folder", folder, "--keep", kept, expect=1)
+    again = invoke("bench", "ingest", "--folder", folder, "--keep", kept, expect=2)
     assert "give a new file" in again.output and "Traceback" not in again.output
 
 

@@ -112,7 +112,7 @@ def test_file_from_newer_version_is_refused(tmp_path: Path) -> None:
     con = apsw.Connection(str(path))
     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
     con.close()
-    result = invoke("--db", path, "status", expect=1)
+    result = invoke("--db", path, "status", expect=2)
     assert "newer MamboMeme" in result.output and "upgrade mambo" in result.output
     assert "Traceback" not in result.output
 
@@ -120,7 +120,7 @@ def test_file_from_newer_version_is_refused(tmp_path: Path) -> None:
 def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "junk.sqlite"
     path.write_bytes(b"this is not sqlite" * 100)
-    result = invoke("--db", path, "status", expect=1)
+    result = invoke("--db", path, "status", expect=2)
     assert "not a MamboMeme library" in result.output
     assert path.read_bytes() == b"this is not sqlite" * 100  # nothing lost
 

@@ -101,7 +101,7 @@ def test_check_finds_text_changed_after_embedding_and_add_embeds_it_again(librar
     # transactions leaves it): bm25 finds the new title, the dense route cannot.
     invoke("--db", db, "sql", "--write", f"UPDATE items SET title = 'zebracorn parade' WHERE item_id = {item}")
     assert stale_embeddings(db) == [item]
-    result = invoke("--db", db, "check", "--no-files", expect=1)
+    result = invoke("--db", db, "check", "--no-files", expect=2)
     problems = [line for line in result.output.splitlines() if "embedded" in line]
     assert len(problems) == 1 and f"items {item})" in problems[0] and "`mambo add`" in problems[0], result.output
     invoke("--db", db, "add", "-q", images)
@@ -113,7 +113,7 @@ def test_check_finds_a_stale_vocabulary_and_add_makes_it_again(library_copy: tup
     db, images = library_copy
     before = rows(db, "SELECT term, docs FROM vocabulary ORDER BY term")
     invoke("--db", db, "sql", "--write", "DELETE FROM vocabulary WHERE term = (SELECT max(term) FROM vocabulary)")
-    result = invoke("--db", db, "check", "--no-files", expect=1)
+    result = invoke("--db", db, "check", "--no-files", expect=2)
     assert [line for line in result.output.splitlines() if "vocabulary" in line] == [
         "problem: the vocabulary (typo corrections, \"no match\") is not the word index's: `mambo add` on the "
         "library's folder makes it again"], result.output
@@ -133,7 +133,7 @@ def test_check_reports_each_missing_extra_or_altered_schema_object(library_copy:
     invoke("--db", db, "sql", "--write", input="DROP VIEW hidden_items;\nDROP TRIGGER item_vectors_servable;\n"
            "CREATE TABLE scratch(x);\nDROP INDEX items_template_group;\n"
            "CREATE INDEX items_template_group ON items(template_group, item_id);\n")
-    result = invoke("--db", db, "check", "--no-files", expect=1)
+    result = invoke("--db", db, "check", "--no-files", expect=2)
     schema = [line for line in result.output.splitlines() if line.startswith("problem: schema:")]
     assert schema == [
         "problem: schema: view hidden_items is missing: restore the library from a backup",
@@ -154,7 +154,7 @@ def test_check_compares_with_schema_sql_as_it_is_when_it_runs(library_copy: tupl
     schema.write_text((REPO / "schema.sql").read_text(encoding="utf-8")
                       + "\nCREATE INDEX items_by_title ON items(title);\n", encoding="utf-8")
     monkeypatch.setattr("mambomeme.upkeep.SCHEMA_FILE", schema)
-    result = invoke("--db", db, "check", "--no-files", expect=1)
+    result = invoke("--db", db, "check", "--no-files", expect=2)
     assert "problem: schema: index items_by_title is missing: restore the library from a backup" in result.output
     # Spacing and comments are not differences: the same index written another way is the same.
     invoke("--db", db, "sql", "--write", "CREATE  INDEX items_by_title ON items (\n  title -- the title\n)")
@@ -294,7 +294,7 @@ def test_reading_works_on_a_full_disk(library_copy: tuple[Path, Path], tmp_path:
         for args in (["add", disk], ["label", "1", "--tag", "x"], ["sql", "--write", "DELETE FROM settings"]):
             result = run_process("--db", db, *args)
             lines = result.stderr.strip().splitlines()
-            assert result.returncode == 1 and len(lines) == 1 and "the disk is full" in lines[0] \
+            assert result.returncode == 2 and len(lines) == 1 and "the disk is full" in lines[0] \
                 and "free some space" in lines[0], (args, result.stderr)
         assert hashlib.sha256(db.read_bytes()).hexdigest() == before
         assert sorted(p.name for p in disk.iterdir()) == ["filler", "library.sqlite"]
@@ -308,11 +308,11 @@ def test_reading_works_on_a_full_disk(library_copy: tuple[Path, Path], tmp_path:
 def test_a_device_is_not_a_library_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAMBO_DB", "/dev/null")
     for args in (["status"], ["search", "x"], ["add", REPO / "benchdata" / "fixture" / "images"]):
-        result = invoke(*args, expect=2 if args[0] == "search" else 1)  # search: 1 is "no match"
+        result = invoke(*args, expect=2)  # an error is 2 for every command (1 is "no match")
         assert result.output.strip().splitlines() == [
             "Error: /dev/null is a device or other special file, not a library file: give a library file with --db "
             "(or $MAMBO_DB), or a new file name to create one there"], args
-    result = invoke("sql", "SELECT 1", expect=1)
+    result = invoke("sql", "SELECT 1", expect=2)
     assert result.output.strip().splitlines() == [
         "Error: /dev/null is a device or other special file, not a library file: give the library's path with --db"]
 
@@ -326,7 +326,7 @@ def test_a_library_cannot_be_made_in_a_read_only_folder(tmp_path: Path) -> None:
         (tmp_path / "ro").mkdir(mode=0o555)
         folder = contextlib.nullcontext(tmp_path / "ro")
     with folder as ro:
-        result = invoke("--db", ro / "library.sqlite", "add", "-q", images, expect=1)
+        result = invoke("--db", ro / "library.sqlite", "add", "-q", images, expect=2)
         assert result.output.strip().splitlines() == [
             f"Error: cannot create a library in {ro}: the folder is not writable; choose a writable folder with "
             "--db (or $MAMBO_DB), or make it writable"]

@@ -71,7 +71,7 @@ def test_json_and_csv_output(fixture_library: Path) -> None:
     assert json_rows(out) == [{"name": n, "missing": None, "half": 2.5} for n in names]
     csv_out = invoke("--db", fixture_library, "sql", "--csv", sql).stdout.splitlines()
     assert csv_out == ["name,missing,half", *[f"{n},,2.5" for n in names]]
-    bad = invoke("--db", fixture_library, "sql", "--json", "--csv", "SELECT 1", expect=1)
+    bad = invoke("--db", fixture_library, "sql", "--json", "--csv", "SELECT 1", expect=2)
     assert "choose one of --json and --csv" in bad.output
 
 
@@ -79,12 +79,12 @@ def test_a_write_is_refused_without_write(fixture_library: Path) -> None:
     before = sha(fixture_library)
     for statement in ("DELETE FROM items", "UPDATE settings SET value = 'x'", "PRAGMA user_version = 1",
                       "CREATE TABLE mine(x)", "VACUUM"):
-        result = invoke("--db", fixture_library, "sql", statement, expect=1)
+        result = invoke("--db", fixture_library, "sql", statement, expect=2)
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and "read-only" in lines[0] and "--write" in lines[0], result.output
     # In the shell too: SQLite refuses it (the connection is opened read-only), mambo says what to do,
     # the statements after it still run, and the exit status says one failed.
-    result = invoke("--db", fixture_library, "sql", input="DELETE FROM items;\nSELECT count(*) FROM items;\n", expect=1)
+    result = invoke("--db", fixture_library, "sql", input="DELETE FROM items;\nSELECT count(*) FROM items;\n", expect=2)
     assert "refused: the library is open read-only: run `mambo sql --write`" in result.stderr
     assert result.stdout.strip() == str(read(fixture_library, "SELECT count(*) FROM items")[0][0])
     assert sha(fixture_library) == before
@@ -93,13 +93,13 @@ def test_a_write_is_refused_without_write(fixture_library: Path) -> None:
 def test_write_changes_the_library_through_its_triggers(library_copy: tuple[Path, Path]) -> None:
     db, _ = library_copy
     item = read(db, "SELECT min(item_id) FROM servable_items")[0][0]
-    result = invoke("--db", db, "sql", "--write", f"UPDATE items SET safety = 'unsafe' WHERE item_id = {item}")
+    result = invoke("--db", db, "sql", "--write", f"DELETE FROM items WHERE item_id = {item}")
     assert "1 row(s) changed" in result.stderr
-    # The vec0 trigger ran (it needs sqlite-vec loaded): the vector is no longer servable.
+    # The vec0 trigger ran (it needs sqlite-vec loaded): the item's vector went with it.
     rows = json_rows(invoke("--db", db, "sql", "--json",
-                            f"SELECT servable FROM item_vectors WHERE item_id = {item}").stdout)
-    assert rows == [{"servable": 0}]
-    assert (item,) in read(db, "SELECT item_id FROM hidden_items")
+                            f"SELECT count(*) AS n FROM item_vectors WHERE item_id = {item}").stdout)
+    assert rows == [{"n": 0}]
+    assert not read(db, f"SELECT 1 FROM items_fts WHERE rowid = {item}")
     # The write was folded back into the file: the library is one file again.
     assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
 
@@ -136,7 +136,7 @@ def test_foreign_files_are_refused_unchanged(tmp_path: Path) -> None:
                        (text, "not a MamboMeme library (not an SQLite file)")):
         before = sha(path)
         for args in (["SELECT 1"], ["--write", "DELETE FROM items"], []):
-            result = invoke("--db", path, "sql", *args, input="SELECT 1;\n", expect=1)
+            result = invoke("--db", path, "sql", *args, input="SELECT 1;\n", expect=2)
             assert says in result.output and len(result.output.strip().splitlines()) == 1, result.output
         assert sha(path) == before
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(path.name)) == [path.name]
@@ -154,7 +154,7 @@ def test_an_older_library_is_read_but_never_migrated(library_copy: tuple[Path, P
     result = invoke("--db", db, "sql", "--json", "SELECT count(*) AS n FROM library")
     assert f"has schema {SCHEMA_VERSION - 1}" in result.stderr and "not migrated" in result.stderr
     assert json_rows(result.stdout)[0]["n"] > 0
-    refused = invoke("--db", db, "sql", "--write", "DELETE FROM settings", expect=1)
+    refused = invoke("--db", db, "sql", "--write", "DELETE FROM settings", expect=2)
     assert "run `mambo status` once to upgrade it" in refused.output
     assert sha(db) == before and read(db, "PRAGMA user_version") == [(SCHEMA_VERSION - 1,)]
 
@@ -164,7 +164,7 @@ def test_one_statement_at_a_time_and_sql_errors_in_one_line(fixture_library: Pat
                             ("SELECT * FROM no_such_view", "SQL error: no such table: no_such_view"),
                             ("SELEC 1", "SQL error"),
                             ("  -- nothing\n;", "no SQL statement given")):
-        result = invoke("--db", fixture_library, "sql", statement, expect=1)
+        result = invoke("--db", fixture_library, "sql", statement, expect=2)
         assert says in result.output and len(result.output.strip().splitlines()) == 1, result.output
     # A trailing semicolon or comment is not a second statement.
     result = invoke("--db", fixture_library, "sql", "--json", "SELECT 1 AS one; -- done")
@@ -178,14 +178,14 @@ def test_the_named_queries_are_at_hand(fixture_library: Path) -> None:
     assert {r["file"] for r in rows} >= {"library.sql", "search.sql", "sqlshell.sql"}
     root = read(fixture_library, "SELECT name, path FROM library_roots ORDER BY root_id")[0]
     script = ".queries root_by\n.parameter set name '" + root[0] + "'\n.query root_by_name\n.query no_such_query\n"
-    result = invoke("--db", fixture_library, "sql", input=script, expect=1)
+    result = invoke("--db", fixture_library, "sql", input=script, expect=2)
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["root_by_name", "library.sql", ":name"]
     assert lines[1].split("|")[1:] == [root[0], root[1]]
     assert "no named query 'no_such_query'" in result.stderr
     # The shell stays on its one library: apsw's .open would reopen it read-write (or --wipe it).
     before = sha(fixture_library)
-    result = invoke("--db", fixture_library, "sql", input=f".open --wipe {fixture_library}\nSELECT 1;\n", expect=1)
+    result = invoke("--db", fixture_library, "sql", input=f".open --wipe {fixture_library}\nSELECT 1;\n", expect=2)
     assert "works on one library" in result.stderr and result.stdout.strip() == "1"
     assert sha(fixture_library) == before
 

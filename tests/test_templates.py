@@ -354,7 +354,7 @@ def test_label_as_template_brings_the_lookalikes(bare_library, tmp_path: Path) -
     shown = set(monkey) - {"monkey-04.png"}
     assert {Path(r["path"]).name for r in _search(copy, "bonked monkey")} == shown
     assert {Path(r["path"]).name for r in _search(copy, "bonk")} == shown
-    said = invoke("--db", copy, "label", first, "--template", "Bonked Monkey", "--as-template", expect=1)
+    said = invoke("--db", copy, "label", first, "--template", "Bonked Monkey", "--as-template", expect=2)
     assert "already exists" in said.stderr
 
 
@@ -383,7 +383,7 @@ def test_bad_template_and_label_input_is_one_clear_line(tmp_path: Path, args: li
     invoke("--db", db, "add", "-q", IMAGES / "cena-01.png")
     subst = {"{missing}": str(tmp_path / "nope.png"), "{notimage}": str(tmp_path / "notes.png"),
              "{image}": str(IMAGES / "cena-01.png")}
-    res = invoke("--db", db, *[subst.get(a, a) for a in args], expect=1)
+    res = invoke("--db", db, *[subst.get(a, a) for a in args], expect=2)
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in res.output, res.output
 
@@ -391,7 +391,7 @@ def test_bad_template_and_label_input_is_one_clear_line(tmp_path: Path, args: li
 def test_duplicate_template_name_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "lib.sqlite"
     invoke("--db", db, "templates", "add", "-q", IMAGES / "cena-01.png", "--name", "Anvil Champ")
-    res = invoke("--db", db, "templates", "add", "-q", IMAGES / "cena-02.png", "--name", "anvil champ", expect=1)
+    res = invoke("--db", db, "templates", "add", "-q", IMAGES / "cena-02.png", "--name", "anvil champ", expect=2)
     assert "already exists" in res.output
 
 

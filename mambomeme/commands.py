@@ -30,6 +30,7 @@ from mambomeme.library import (
     db_error_message,
     default_db_path,
     json_line,
+    path_bytes,
     show_path,
 )
 
@@ -84,8 +85,13 @@ class MamboGroup(FullHelpGroup):
         except MamboError as e:
             raise as_click(e) from e
         except apsw.Error as e:
-            path = (ctx.obj or {}).get("db_path") or os.environ.get("MAMBO_DB")
-            raise as_click(MamboError(db_error_message(e, path))) from e
+            raise as_click(library_error(ctx, e)) from e
+
+
+def library_error(ctx: click.Context, e: Exception) -> MamboError:
+    """An SQLite failure as the user's one line: what happened to which library, and what to do."""
+    path = (ctx.obj or {}).get("db_path") or os.environ.get("MAMBO_DB")
+    return MamboError(db_error_message(e, path))
 
 
 @click.group(cls=MamboGroup, context_settings=CONTEXT, order=USER_COMMANDS,
@@ -267,7 +273,10 @@ SYSTEM_HELP = ("Search system: hybrid (words and meaning, the default), bm25 (wo
 @click.option("--json", "as_json", is_flag=True,
               help="Results as JSON lines, each with its query (no match: one {\"no_match\": true} line).")
 @click.option("--paths", "-l", "--files-with-matches", "paths_only", is_flag=True,
-              help="Print only each result's absolute path, one a line.")
+              help="Print only each result's absolute path, one a line (its exact bytes; escaped on a terminal).")
+@click.option("--null", "-0", "null", is_flag=True,
+              help="End each printed path (-l, or the screen's choice) with NUL, not a newline: for `xargs -0`. "
+                   "A path holding a newline needs it.")
 @click.option("--query", "-q", "typed", metavar="TEXT", help="Open the full-screen search with TEXT typed in.")
 @click.option("--multi", "-m", is_flag=True,
               help="The full-screen search: Tab / Shift-Tab mark several memes, and Enter prints each path (fzf's -m).")
@@ -275,7 +284,7 @@ SYSTEM_HELP = ("Search system: hybrid (words and meaning, the default), bm25 (wo
 @click.option("--wait-ready", is_flag=True, help="TUI: accept searches only once the model is loaded.")
 @click.pass_context
 def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, as_json: bool, paths_only: bool,
-           typed: str | None, multi: bool, record_events: bool, wait_ready: bool) -> None:
+           null: bool, typed: str | None, multi: bool, record_events: bool, wait_ready: bool) -> None:
     """Search the library; the words after `search` are one query.
 
     No quotes needed.
@@ -286,26 +295,32 @@ def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, 
     Without one, on a terminal: the full-screen search; choosing prints the path (with -m, each
     one marked with Tab, one a line), so it works like a picker:
       xdg-open "$(mambo search)"
-      mambo search -m | xargs -r -d '\\n' cp -t ~/picked
+      mambo search -m -0 | xargs -r -0 cp -t ~/picked
       mambo search -q "john cena"         the screen, with the query typed in
     With queries piped in: one query a line, results after each.
     \b
     Examples:
       mambo search john cena
       mambo search -l cat | head -1       the best match's path
+      mambo search -l -0 cat | xargs -0 ls -l
       mambo search --json -n 3 monday
     """
+    import apsw
+
     try:
         _search(ctx, " ".join(words) if words else None, system, limit, as_json, paths_only, typed, record_events,
-                wait_ready, multi)
+                wait_ready, multi, null)
     except MamboError as e:  # ripgrep's codes: 1 is "no match", so an error is 2
         raise as_click(e, code=2) from e
+    except apsw.Error as e:  # a damaged or busy library is an error too, never "no match"
+        raise as_click(library_error(ctx, e), code=2) from e
 
 
 def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_json: bool, paths_only: bool,
-            typed: str | None, record_events: bool, wait_ready: bool, multi: bool = False) -> None:
-    if as_json and paths_only:
-        raise MamboError("choose one of --json and --paths")
+            typed: str | None, record_events: bool, wait_ready: bool, multi: bool = False, null: bool = False) -> None:
+    if as_json and (paths_only or null):
+        raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
+    paths_only = paths_only or null  # -0 prints paths
     if query is None and typed is not None and not sys.stdin.isatty():
         query = typed  # no terminal for the screen: the typed query is the query
     if query is None and as_json and sys.stdin.isatty():
@@ -321,16 +336,17 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
             from mambomeme.terminal import run_tui
 
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready,
-                             query=typed or "", multi=multi))
-        prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only)
+                             query=typed or "", multi=multi, null=null))
+        prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only, null=null)
         return
     waiting = waiting_to_embed(db)
     if waiting:
         click.echo(f"note: {waiting_note(waiting)}", err=True)
     results = searcher_for(db, system).search(query, system, limit)
-    for r in results:
-        click.echo(json_line({"query": clean_line(query)} | result_json(r)) if as_json
-                   else result_path(r) if paths_only else format_result(r))
+    if paths_only:
+        echo_paths([result_path(r) for r in results], null=null)
+    for r in results if not paths_only else ():
+        click.echo(json_line({"query": clean_line(query)} | result_json(r)) if as_json else format_result(r))
     if not results:
         if as_json:
             click.echo(json_line({"query": clean_line(query), "no_match": True}))
@@ -353,7 +369,16 @@ def result_path(r: Any) -> str:
     return result_json(r)["path"]
 
 
-def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths_only: bool = False) -> None:
+def echo_paths(paths: list[str], *, null: bool = False) -> None:
+    """Paths for xargs and xdg-open: exact bytes (library.path_bytes), written as bytes so that
+    nothing on the way strips what looks like an escape sequence from a name."""
+    data = path_bytes(paths, null=null, tty=sys.stdout.isatty())
+    if data:
+        click.echo(data, nl=False)
+
+
+def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths_only: bool = False,
+                null: bool = False) -> None:
     """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
     at a prompt, a blank line quits.
     With --json: each query's results as JSON lines (each with its query), nothing else."""
@@ -380,8 +405,7 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
                 click.echo(json_line({"query": clean_line(query), "no_match": True}))
             continue
         if paths_only:
-            for r in results:
-                click.echo(result_path(r))
+            echo_paths([result_path(r) for r in results], null=null)
             continue
         click.echo(f"» {clean_line(query)}")
         for r in results:

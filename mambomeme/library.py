@@ -111,6 +111,25 @@ def show_path(path: Path | str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)
 
 
+def path_bytes(paths: Iterable[str], *, null: bool = False, tty: bool = False) -> bytes:
+    """Paths printed for other programs (`search -l`, the picker's choice): each path's exact bytes
+    and a newline, or NUL with `null` (for `xargs -0`); on a terminal, escaped visibly (show_path),
+    as ripgrep does. Removing an escape sequence, or splitting a name at its newline, would print
+    the path of another file: a path a newline cannot end is an error, never a different path."""
+    out = []
+    for p in paths:
+        if tty and not null:
+            out.append(show_path(p).encode("utf-8", "backslashreplace") + b"\n")
+            continue
+        if not null and "\n" in p:
+            raise MamboError(f"path holds a newline: use -0/--null ({show_path(p)})")
+        try:
+            out.append(p.encode("utf-8", "surrogateescape") + (b"\0" if null else b"\n"))
+        except UnicodeEncodeError:
+            raise MamboError(f"path is not valid UTF-8 and cannot be printed exactly: {show_path(p)}") from None
+    return b"".join(out)
+
+
 # ─────────────────────────────────────────────────────────────────────────────
 # Database and migrations
 # ─────────────────────────────────────────────────────────────────────────────

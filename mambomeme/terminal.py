@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import json
 import os
 import shlex
 import signal
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
-from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, show_path
+from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, path_bytes
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_for, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
@@ -30,6 +31,7 @@ from mambomeme.tui import (
     CopyPath,
     DoSearch,
     Interrupt,
+    LibraryChanged,
     LoadPreview,
     Message,
     ModelStatus,
@@ -43,6 +45,7 @@ from mambomeme.tui import (
     Suspended,
     TUIState,
     Typed,
+    Unservable,
     decode_preview,
     paint,
     process_event,
@@ -322,6 +325,23 @@ def _enter_quietly(stack: contextlib.ExitStack, cm: Any) -> Any:
     return value
 
 
+def _ids(effect: OpenFile | CopyPath | Choose) -> tuple[int, ...]:
+    """The memes an effect shows outside the screen (printed, opened, copied)."""
+    if isinstance(effect, Choose):
+        return effect.item_ids
+    return () if effect.item_id is None else (effect.item_id,)
+
+
+@contextlib.contextmanager
+def _bracketed_paste(win: Any):
+    """Bracketed paste while the screen is ours: a paste is read as text (tui._paste_key)."""
+    win.write(PASTE_ON)
+    try:
+        yield
+    finally:
+        win.write(PASTE_OFF)
+
+
 def _open_terminal() -> tuple[Any, Any]:
     """The terminal to draw on: /dev/tty, so stdout stays free for the chosen path."""
     try:
@@ -336,15 +356,24 @@ def _open_terminal() -> tuple[Any, Any]:
 
 def _raw_keys(fin: Any) -> None:
     """Keys as fzf reads them: Enter (CR) apart from Ctrl-J (NL), and Ctrl-S / Ctrl-Q keys rather
-    than flow control that freezes the screen (IXON). curtsies' cbreak mode keeps both mappings;
-    leaving restores the terminal as it was found (Input saves it first)."""
+    than flow control that freezes the screen (IXON). Ctrl-C, Ctrl-Z and Ctrl-\\ are keys too, not
+    signals (ISIG), so a paste holding them is text; as keys, Ctrl-C quits and Ctrl-Z suspends.
+    curtsies' cbreak mode keeps all three; leaving restores the terminal as it was found (Input
+    saves it first)."""
     import termios
 
     with contextlib.suppress(termios.error):
         attrs = termios.tcgetattr(fin)
         attrs[0] &= ~(termios.ICRNL | termios.IXON)
+        attrs[3] &= ~termios.ISIG
         termios.tcsetattr(fin, termios.TCSANOW, attrs)
 
+
+# How often an idle screen asks whether another process changed the library (`PRAGMA data_version`,
+# a few microseconds): a meme made private or unsafe leaves the list within this.
+LIBRARY_POLL_S = 0.5
+# Bracketed paste on and off (xterm): a paste arrives between ESC[200~ and ESC[201~ (tui.PASTE_START).
+PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 
 # How long Ctrl-O waits to hear whether the opener failed (xdg-open fails in ~0.1 s; a viewer it
 # starts keeps running and is not waited for).
@@ -353,8 +382,8 @@ OPENER_WATCH_S = 5.0
 
 class _Shell:
     def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
-                 query: str = "", multi: bool = False):
-        self.db, self.system, self.limit = db, system, limit
+                 query: str = "", multi: bool = False, null: bool = False):
+        self.db, self.system, self.limit, self.null = db, system, limit, null
         cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
         self.cfg = cfg
@@ -380,6 +409,7 @@ class _Shell:
             message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)),
             multi=multi)
         self.chosen: tuple[str, ...] | None = None
+        self.data_version: int | None = None  # the library's, when the list was last asked for
         self.quit = False
         self._records: list[Record] = []
         self.model_ready = False  # set by the loading thread, read by the search thread
@@ -424,7 +454,8 @@ class _Shell:
             if on_thread and self._search_db is None:
                 self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
             db = self._search_db if on_thread else self.db
-            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit, live=live > 0)
+            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit,
+                                                                          live=live > 0 and not job.exact)
             if system not in self.versions:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
@@ -465,13 +496,13 @@ class _Shell:
         import termios
 
         cbreak = termios.tcgetattr(fin)
-        self.win.write(self.win.t.normal_cursor + self.win.t.exit_fullscreen)
+        self.win.write(PASTE_OFF + self.win.t.normal_cursor + self.win.t.exit_fullscreen)
         with contextlib.suppress(termios.error):
             termios.tcsetattr(fin, termios.TCSADRAIN, self.inp.original_stty)
         os.kill(os.getpid(), signal.SIGSTOP)  # continues here on SIGCONT (`fg`)
         with contextlib.suppress(termios.error):
             termios.tcsetattr(fin, termios.TCSANOW, cbreak)
-        self.win.write(self.win.t.enter_fullscreen + self.win.t.hide_cursor + self.win.t.clear)
+        self.win.write(self.win.t.enter_fullscreen + self.win.t.hide_cursor + self.win.t.clear + PASTE_ON)
         self.win.on_terminal_size_change(self.win.height, self.win.width)
 
     def load_preview(self, item_id: int) -> PreviewLoaded:
@@ -546,6 +577,11 @@ class _Shell:
                     self.typed(e.gen)
                 elif isinstance(e, LoadPreview):
                     queue.append(self.load_preview(e.item_id))
+                elif isinstance(e, OpenFile | CopyPath | Choose) and (gone := self.unservable(_ids(e))):
+                    # made private or unsafe since it was listed: never printed, opened or copied
+                    self._records = [r for r in self._records if r.item_id not in gone]
+                    queue.append(Unservable(gone, "chosen" if isinstance(e, Choose) else
+                                            "opened" if isinstance(e, OpenFile) else "copied"))
                 elif isinstance(e, OpenFile):
                     queue.append(self.open_file(e.path, e.shown))
                 elif isinstance(e, CopyPath):
@@ -556,6 +592,32 @@ class _Shell:
                     self.chosen, self.quit = e.paths, True
                 elif isinstance(e, Quit):
                     self.quit = True
+
+    def unservable(self, item_ids: tuple[int, ...]) -> tuple[int, ...]:
+        """Which of the memes chosen the library no longer serves (another process made them private,
+        withdrawn or unsafe after they were listed). A library that cannot answer serves none."""
+        import apsw
+
+        try:
+            servable = {int(r[0]) for r in self.db.q("servable_among", {"ids": json.dumps(list(item_ids))})}
+        except apsw.Error:
+            return tuple(item_ids)
+        return tuple(i for i in item_ids if i not in servable)
+
+    def follow_library(self) -> bool:
+        """Whether another connection committed to the library since the last look (its data_version
+        changes then, never for this connection's own writes): if so, the list's search runs again."""
+        import apsw
+
+        try:
+            version = int(self.db.q1("data_version")[0])
+        except apsw.Error:  # busy or damaged: the next search says so
+            return False
+        changed = self.data_version is not None and version != self.data_version
+        self.data_version = version
+        if changed:
+            self.handle(LibraryChanged())
+        return changed
 
     def render(self) -> None:
         h, w = self.win.height, self.win.width
@@ -590,6 +652,7 @@ class _Shell:
                 for sig in (signal.SIGTERM, signal.SIGHUP):
                     handlers[sig] = signal.signal(sig, on_signal)
                 self.win = _enter_quietly(stack, _without_no_color(_window_class(), fout))
+                _enter_quietly(stack, _bracketed_paste(self.win))
                 inp = self.inp = _enter_quietly(stack, Input(fin, sigint_event=True))
                 _raw_keys(fin)
                 self.post = inp.threadsafe_event_trigger(_Envelope)
@@ -604,19 +667,24 @@ class _Shell:
                     threading.Thread(target=self._load_model, name="mambo-model", daemon=False).start()
                 if self.vectors is not None:
                     self.vectors.start()
+                self.follow_library()
                 if self.state.query.strip():  # --query: the list answers it as if typed
                     self.handle(Paused(self.state.edits))
                 self.render()
                 while not self.quit:
-                    ev = inp.send(None)
+                    ev = inp.send(LIBRARY_POLL_S)
                     if ev is None:
+                        if self.follow_library():
+                            self.render()
                         continue
+                    if isinstance(ev, (str, PasteEvent)):
+                        self.follow_library()  # before choosing: Enter must not pick a meme just made private
                     if isinstance(ev, _Envelope):
                         ev = ev.event
                     if isinstance(ev, Resized):
                         self.win.write(self.win.t.clear)
                         self.win.on_terminal_size_change(self.win.height, self.win.width)
-                    elif isinstance(ev, Suspended):
+                    elif isinstance(ev, Suspended) or (ev == "<Ctrl-z>" and self.state.paste is None):
                         self.suspend(fin)
                     elif isinstance(ev, _Failed):
                         raise ev.error
@@ -628,6 +696,7 @@ class _Shell:
                     else:
                         self.handle(ev)
                     if not self.quit:
+                        self.follow_library()
                         self.encode_ahead()  # before drawing: the encoding runs while the screen is drawn
                         self.render()
                     else:
@@ -664,17 +733,20 @@ class _Shell:
                 sys.stderr.write(f"mambo: the embedding model failed to load ({self.state.model_detail}); "
                                  "the search screen searched by words only\n")
                 sys.stderr.flush()
-        if self.chosen is not None:
-            tty = sys.stdout.isatty()
-            sys.stdout.write("".join((show_path(p) if tty else p) + "\n" for p in self.chosen))
+        if self.chosen is not None:  # exact bytes, as `search -l` prints them (path_bytes)
+            data = path_bytes(self.chosen, null=self.null, tty=sys.stdout.isatty())
             sys.stdout.flush()
+            out = getattr(sys.stdout, "buffer", sys.stdout)
+            out.write(data if out is not sys.stdout else data.decode("utf-8", "surrogateescape"))
+            out.flush()
         return code
 
 
 def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_events: bool = False,
-            wait_ready: bool = False, query: str = "", multi: bool = False) -> int:
+            wait_ready: bool = False, query: str = "", multi: bool = False, null: bool = False) -> int:
     """The full-screen search, opened with `query` typed in (fzf's --query). Returns the exit
-    status: 0 when results were chosen (their paths are printed on stdout, one a line), 130 when
-    the user quit, 128+N after signal N."""
+    status: 0 when results were chosen (their paths are printed on stdout, one a line, or each
+    ended by NUL with `null`), 130 when the user quit, 128+N after signal N. A chosen path that
+    cannot be printed exactly (a newline without `null`) raises MamboError once the screen is gone."""
     return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query,
-                  multi=multi).run()
+                  multi=multi, null=null).run()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import __version__, clean_line, show_path
+from mambomeme.library import __version__, clean_line, clean_text, show_path
 from mambomeme.query_plan import normalise_query
 from mambomeme.search import DEFAULT_SYSTEM, Result
 
@@ -197,6 +197,7 @@ class DoSearch:
     query: str
     seq: int
     live: int = 0  # 0: a submit (Enter); else the live search's number
+    exact: bool = False  # a live search asked again for a submit's query: its last word is whole, not a prefix
 
 
 @dataclass(frozen=True)
@@ -227,16 +228,35 @@ class LoadPreview:
 class OpenFile:
     path: str
     shown: str
+    item_id: int | None = None  # checked, as a choice is, to be still servable
 
 
 @dataclass(frozen=True)
 class CopyPath:
     path: str
+    item_id: int | None = None
 
 
 @dataclass(frozen=True)
 class Choose:
     paths: tuple[str, ...]  # the marked memes in the order marked, else the highlighted one
+    item_ids: tuple[int, ...] = ()  # theirs: the shell checks they are still servable before printing
+
+
+@dataclass(frozen=True)
+class LibraryChanged:
+    """Event: another process committed to the library (a meme made private or unsafe, an `add`):
+    the list shown may hold memes that are no longer servable, so its search runs again."""
+
+
+@dataclass(frozen=True)
+class Unservable:
+    """Event: memes chosen with Enter (or opened, or copied) that the library no longer serves
+    (private, withdrawn, unsafe or critical since they were listed): nothing is printed, opened or
+    copied, and they leave the list."""
+
+    item_ids: tuple[int, ...]
+    what: str = "chosen"  # chosen | opened | copied
 
 
 @dataclass(frozen=True)
@@ -272,6 +292,7 @@ class TUIState:
     live: int = 0  # live searches asked (typing paused, model ready)
     asked: tuple[int, int] = (0, 0)  # (seq, live) of the newest search asked: older answers are stale
     asked_query: str | None = None  # its query
+    asked_exact: bool = False  # whether it was a submit (its last word whole) or a live search (a prefix)
     edits: int = 0  # changes of the query text (Typed / Paused generations)
     search_ms: float | None = None
     used_system: str = ""
@@ -286,6 +307,7 @@ class TUIState:
     message: str = ""
     withheld: str = ""  # the shown "no match": safety_review.withheld_note, or ""
     color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (nor a preview)
+    paste: str | None = None  # a bracketed paste being read: its characters so far
 
 
 def _selected_row(s: TUIState) -> Row | None:
@@ -305,7 +327,8 @@ def _submit(s: TUIState) -> tuple[TUIState, list]:
     if s.wait_ready and s.model == "loading":
         return dataclasses.replace(s, pending=query, message="waiting for the model…"), []
     seq = s.seq + 1
-    return (dataclasses.replace(s, seq=seq, asked=(seq, 0), asked_query=query, pending=None, message=""),
+    return (dataclasses.replace(s, seq=seq, asked=(seq, 0), asked_query=query, asked_exact=True, pending=None,
+                                message=""),
             [DoSearch(query, seq)])
 
 
@@ -314,7 +337,66 @@ def _live_search(s: TUIState, query: str) -> tuple[TUIState, list]:
     if not query.strip() or (s.wait_ready and s.model == "loading"):
         return s, []
     live = s.live + 1
-    return dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=query), [DoSearch(query, s.seq, live)]
+    return (dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=query, asked_exact=False),
+            [DoSearch(query, s.seq, live)])
+
+
+def _refresh(s: TUIState) -> tuple[TUIState, list]:
+    """The library changed: ask the newest search again (a submit's query with its last word whole),
+    as a live search, so the list keeps its focus and its highlighted meme."""
+    query = s.asked_query
+    if not query or not query.strip() or (s.wait_ready and s.model == "loading"):
+        return s, []
+    live = s.live + 1
+    return dataclasses.replace(s, live=live, asked=(s.seq, live)), [DoSearch(query, s.seq, live, exact=s.asked_exact)]
+
+
+def _unservable(s: TUIState, gone: tuple[int, ...], what: str) -> tuple[TUIState, list]:
+    """Memes chosen that are no longer servable leave the list and the marks; the status line says so."""
+    keep = _selected_row(s)
+    rows = tuple(r for r in s.rows if r.item_id not in gone)
+    selected = next((i for i, r in enumerate(rows) if keep and r.item_id == keep.item_id), 0)
+    n = len(gone)
+    s = dataclasses.replace(
+        s, rows=rows, selected=min(selected, max(0, len(rows) - 1)),
+        marked=tuple(r for r in s.marked if r.item_id not in gone), focus=s.focus if rows else "query",
+        message=f"{'that meme is' if n == 1 else f'{n} memes are'} no longer shown (private, withdrawn or unsafe): "
+                f"nothing {what}")
+    return _refresh(s)
+
+
+# Bracketed paste: the terminal sends a paste between ESC[200~ and ESC[201~, so it is read as text
+# and never as keys (a pasted BEL is not Ctrl-G). curtsies reads each marker as the key "\x1b[200"
+# (or "\x1b[201") and then "~". A paste never closed ends at PASTE_MAX characters.
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+PASTE_MAX = 10_000
+
+
+@functools.cache
+def _key_chars() -> dict[str, str]:
+    """curtsies' key names back to the characters the terminal sent ("<SPACE>" is " ")."""
+    from curtsies.events import CURTSIES_NAMES
+
+    return {name: seq.decode("utf-8", "replace") for seq, name in sorted(CURTSIES_NAMES.items(), reverse=True)}
+
+
+def _paste_key(s: TUIState, key: str) -> tuple[TUIState, list]:
+    """A key of a bracketed paste: kept until the paste ends, then the text, without its control
+    characters and escape sequences (clean_text: `\x1b[31mred` is `red`), edits the query."""
+    text = (s.paste or "") + _key_chars().get(key, key)
+    if not text.endswith(PASTE_END) and len(text) < PASTE_MAX:
+        return dataclasses.replace(s, paste=text), []
+    text = text.removeprefix(PASTE_START[len(PASTE_START) - 1:]).removesuffix(PASTE_END)
+    text = " ".join(clean_text(text).split())
+    at = dataclasses.replace(s, paste=None, show_help=False, focus="query",
+                             cursor=s.cursor if s.focus == "query" else len(s.query))
+    edited = at
+    for ch in text:
+        edited = _edit(edited, ch) or edited
+    if edited.query == s.query:
+        return edited, []
+    edits = s.edits + 1
+    return dataclasses.replace(edited, edits=edits, message=""), [Typed(edits)]
 
 
 def _edit(s: TUIState, key: str) -> TUIState | None:
@@ -400,7 +482,8 @@ def _toggle_mark(s: TUIState, step: int) -> TUIState:
 def _choose(s: TUIState, row: Row, sq: str) -> tuple[TUIState, list]:
     """Enter: the marked memes (each printed on its own line), else the highlighted one."""
     chosen = s.marked or (row,)
-    return s, [*(Record("choose", sq, r.item_id, r.rank) for r in chosen), Choose(tuple(r.path for r in chosen))]
+    return s, [*(Record("choose", sq, r.item_id, r.rank) for r in chosen),
+               Choose(tuple(r.path for r in chosen), tuple(r.item_id for r in chosen))]
 
 
 def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
@@ -426,10 +509,10 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
             return _choose(s, row, sq)
         if key == "<Ctrl-o>":
             return (dataclasses.replace(s, message=f"opening {row.shown_path}"),
-                    [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path)])
+                    [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path, row.item_id)])
         if key == "<Ctrl-y>":
             return (dataclasses.replace(s, message=f"copied: {row.shown_path}"),
-                    [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path)])
+                    [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path, row.item_id)])
     if enter:
         return _submit(dataclasses.replace(s, focus="query"))
     # Everything else edits the query, from the list too (focus back to the query, at its end).
@@ -463,7 +546,16 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
     s = state
     effects: list = []
     if isinstance(event, str):
-        s, effects = _key(s, event)
+        if s.paste is not None:
+            s, effects = _paste_key(s, event)
+        elif event == PASTE_START[:-1]:
+            s = dataclasses.replace(s, paste="")
+        else:
+            s, effects = _key(s, event)
+    elif isinstance(event, LibraryChanged):
+        s, effects = _refresh(s)
+    elif isinstance(event, Unservable):
+        s, effects = _unservable(s, event.item_ids, event.what)
     elif isinstance(event, Interrupt):
         effects = [Quit()]
     elif isinstance(event, Paused):
@@ -479,9 +571,12 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             # same query answered again (the model became ready) keeps the status line's message:
             # "the opener failed" posted a moment before is still news.
             same = event.query == s.searched_query and not s.message.startswith("search failed")
+            # The same query answered again (the library changed) keeps its highlighted meme.
+            keep = _selected_row(s) if event.query == s.searched_query else None
+            selected = next((i for i, r in enumerate(event.rows) if keep and r.item_id == keep.item_id), 0)
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
-                used_system=event.system, used_version=event.system_version, selected=0,
+                used_system=event.system, used_version=event.system_version, selected=selected,
                 focus=s.focus if event.rows else "query", message=s.message if same else "", withheld=event.withheld,
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
         else:

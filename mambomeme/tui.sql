@@ -10,3 +10,7 @@ SELECT format, width, height, data FROM previews WHERE item_id = :item_id;
 INSERT INTO interaction_events(session, kind, query, item_id, rank, ms_since_render, system, system_version,
                                interface_version)
 VALUES (:session, :kind, :query, :item_id, :rank, :ms_since_render, :system, :system_version, :interface_version);
+
+-- name: servable_among
+-- Which of the memes chosen (a JSON array of item ids) the library still serves.
+SELECT value FROM json_each(:ids) WHERE value IN (SELECT item_id FROM servable_items);

@@ -31,6 +31,7 @@ from helpers import (
     expect_ready,
     finish,
     forget_vectors,
+    invoke,
     output,
     run_app,
     screen_text,
@@ -239,10 +240,10 @@ def test_focus_and_keys():
     assert s.selected == 3
     # Actions are keys that are not letters (fzf), so typing always edits the query
     s, eff = feed(s, "<Ctrl-y>")
-    assert eff == [tui.Record("copy", "see me", 4, 4), tui.CopyPath("/memes/cena-04.png")]
+    assert eff == [tui.Record("copy", "see me", 4, 4), tui.CopyPath("/memes/cena-04.png", 4)]
     assert s.message == "copied: /memes/cena-04.png"
     s, eff = feed(s, "<Ctrl-o>")
-    assert eff == [tui.Record("open", "see me", 4, 4), tui.OpenFile("/memes/cena-04.png", "/memes/cena-04.png")]
+    assert eff == [tui.Record("open", "see me", 4, 4), tui.OpenFile("/memes/cena-04.png", "/memes/cena-04.png", 4)]
     s, eff = feed(s, "<Ctrl-/>")
     assert s.show_preview and eff == [tui.Record("preview", "see me", 4, 4), tui.LoadPreview(4)]
     s, eff = feed(s, "<F2>")
@@ -264,7 +265,7 @@ def test_focus_and_keys():
     s, _ = feed(s, "<DOWN>", "<Ctrl-m>")
     assert s.focus == "list"
     s, eff = feed(s, "<Ctrl-m>")
-    assert eff == [tui.Record("choose", "see me", 1, 1), tui.Choose(("/memes/cena-01.png",))]
+    assert eff == [tui.Record("choose", "see me", 1, 1), tui.Choose(("/memes/cena-01.png",), (1,))]
     for key in ("<ESC>", "<Ctrl-c>", "<Ctrl-d>", tui.Interrupt()):
         assert feed(s, key)[1] == [tui.Quit()]
         assert feed(dataclass_replace(s, focus="query"), key)[1] == [tui.Quit()]
@@ -285,7 +286,7 @@ def test_fzf_keys_move_mark_and_pick_with_one_enter():
     s, eff = feed(s, tui.Searched(0, "cena", rows, 1.0, "bm25", 1, live=1))
     assert s.focus == "query" and s.rows == rows
     s, eff = feed(s, "<Ctrl-m>")  # one Enter: the list already answers "cena"
-    assert eff == [tui.Record("choose", "cena", 1, 1), tui.Choose(("/memes/cena-01.png",))]
+    assert eff == [tui.Record("choose", "cena", 1, 1), tui.Choose(("/memes/cena-01.png",), (1,))]
     for down, up in (("<Ctrl-j>", "<Ctrl-k>"), ("<Ctrl-n>", "<Ctrl-p>"), ("<DOWN>", "<UP>")):
         t, _ = feed(s, down, down, down)
         assert (t.focus, t.selected) == ("list", 2), down
@@ -298,7 +299,7 @@ def test_fzf_keys_move_mark_and_pick_with_one_enter():
     s, eff = feed(s, "<Ctrl-m>")
     assert eff == [tui.Record("choose", "cena", 1, 1), tui.Record("choose", "cena", 2, 2),
                    tui.Record("choose", "cena", 4, 4),
-                   tui.Choose(("/memes/cena-01.png", "/memes/cena-02.png", "/memes/cena-04.png"))]
+                   tui.Choose(("/memes/cena-01.png", "/memes/cena-02.png", "/memes/cena-04.png"), (1, 2, 4))]
     # the query changed since the list was drawn: Enter searches it, and the next Enter picks
     s, eff = feed(s, "x", "<Ctrl-m>")
     assert eff[-1] == tui.DoSearch("cenax", 1)
@@ -311,6 +312,41 @@ def dataclass_replace(s: tui.TUIState, **kw: object) -> tui.TUIState:
     import dataclasses
 
     return dataclasses.replace(s, **kw)
+
+
+def test_a_bracketed_paste_is_text_without_controls_or_escapes():
+    """Between ESC[200~ and ESC[201~ (curtsies reads each marker as "\x1b[200" then "~") keys are
+    text: a pasted BEL is not Ctrl-G, an escape sequence is dropped whole (`\x1b[31mred` is `red`)."""
+    s, eff = feed(tui.TUIState(system="bm25", model="unused"), *"ab", "\x1b[200", "~", "x", "<Ctrl-g>", "<SPACE>",
+                  "\x1b[31", *"mred", "<Ctrl-j>", "<ESC>", "<Ctrl-m>", "\x1b[201", "~")
+    assert (s.query, s.cursor, s.paste) == ("abx red", 7, None)
+    assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3)]
+    s, eff = feed(s, "<Ctrl-g>")  # after the paste, keys are keys again
+    assert eff == [tui.Quit()]
+    # a paste that never ends stops being one at PASTE_MAX characters
+    s, _ = feed(tui.TUIState(), "\x1b[200", "~", *("q" * tui.PASTE_MAX))
+    assert s.paste is None and s.query == "q" * tui.PASTE_MAX  # the rest were typed as keys
+
+
+def test_a_changed_library_asks_the_list_again_and_a_meme_no_longer_servable_is_not_chosen():
+    s, _ = feed(searched_state(), "<DOWN>")  # "see me" submitted; meme 2 highlighted
+    assert (s.focus, s.rows[s.selected].item_id) == ("list", 2)
+    s, eff = feed(s, tui.LibraryChanged())
+    assert eff == [tui.DoSearch("see me", 1, 1, exact=True)]  # a submit's query: its last word whole
+    s, _ = feed(s, tui.Searched(1, "see me", tuple(r for r in s.rows if r.item_id != 1), 1.0, "bm25", 1, live=1))
+    assert (s.focus, s.rows[s.selected].item_id, len(s.rows)) == ("list", 2, 9)  # meme 2 stays highlighted
+    s, eff = feed(s, "<Ctrl-m>")
+    assert eff[-1] == tui.Choose(("/memes/cena-02.png",), (2,))
+    # the shell found meme 2 no longer servable: it leaves the list, nothing is chosen, the status line says so
+    s, eff = feed(s, tui.Unservable((2,)))
+    assert eff == [tui.DoSearch("see me", 1, 2, exact=True)] and 2 not in [r.item_id for r in s.rows]
+    assert "that meme is no longer shown (private, withdrawn or unsafe): nothing chosen" in screen(s)[0][22]
+    s, _ = feed(s, tui.Unservable((3,), "opened"))  # Ctrl-O on a meme just made private: not opened
+    assert "that meme is no longer shown (private, withdrawn or unsafe): nothing opened" in screen(s)[0][22]
+    # a live list is asked again as a live search (its last word a prefix); nothing shown, nothing asked
+    live, _ = feed(tui.TUIState(system="bm25", model="unused"), *"cen", tui.Paused(3))
+    assert feed(live, tui.LibraryChanged())[1] == [tui.DoSearch("cen", 0, 2)]
+    assert feed(tui.TUIState(), tui.LibraryChanged())[1] == []
 
 
 def test_query_line_editing():
@@ -967,6 +1003,55 @@ def test_query_option_opens_with_the_query_and_marked_memes_are_all_printed(fixt
     rc, raw = finish(child)
     assert rc == 0
     assert printed(raw) == paths[:2]
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_a_paste_is_read_as_text_not_keys(fixture_library: Path):
+    child = run_app(fixture_library, "--system", "bm25")
+    child.expect("Search:")
+    # BEL, Ctrl-C and Ctrl-Z read as keys (or signals) would quit or suspend the screen
+    child.send("\x1b[200~john\x07\x03\x1a \x1b[31mcena\x1b[201~")
+    child.expect(re.escape("john cena") + r"(\x1b\[[\d;]*m)*\x1b\[7m")
+    child.send("\r")
+    child.expect(r"search #1 ")
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+    assert raw.index(f"{ESC}[?2004h") < raw.index("search #1") < raw.rindex(f"{ESC}[?2004l") < raw.rindex("RC=")
+    assert "mcena" not in screen_text(raw)
+    assert_restored(raw)
+
+
+def served_results(db: Path, query: str) -> list[tuple[int, str]]:
+    d = DB(db, create=False)
+    try:
+        return [(r.item_id, str(Path(r.details["root_path"]) / r.details["rel_path"]))
+                for r in Searcher(d, None).search(query, "bm25", 100)]
+    finally:
+        d.close()
+
+
+@pytest.mark.slow
+def test_the_screen_follows_the_library_and_never_chooses_a_meme_made_unsafe(library_copy: tuple[Path, Path]):
+    db, _images = library_copy
+    before = served_results(db, "john cena")
+    child = run_app(db, "--system", "bm25", "-n", "100")
+    assert search(child, "john cena", 1).startswith(f" {len(before)} results ")
+    # another process makes the top meme unsafe: with no key pressed, the list follows
+    invoke("--db", db, "safety", "set", before[0][0], "unsafe", "--by", "x")
+    after = served_results(db, "john cena")
+    assert before[0] not in after and after
+    child.expect(rf"\x1b\[7m {len(after)} results? · ")
+    # the next top made unsafe, Enter at once: it is never printed (refused, or already gone)
+    invoke("--db", db, "safety", "set", after[0][0], "unsafe", "--by", "x")
+    last = served_results(db, "john cena")
+    child.send("\r")
+    if child.expect([r"RC=\d+", "no longer shown"]) == 1:
+        child.send("\r")  # the refreshed list's top
+    child.expect(pexpect.EOF)
+    raw = output(child)
+    assert printed(raw) == [last[0][1]]
     assert_restored(raw)
 
 

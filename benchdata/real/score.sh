@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The real-style development set: labels from two blind graders and an adjudicator, then the
+# scorecard of bm25, dense and hybrid on the bare library.
+#   benchdata/real/score.sh BARE_LIBRARY.sqlite [mambo score options, e.g. --no-latency]
+# BARE_LIBRARY holds the folder `benchdata/real/build.py SNAPSHOT OUT` built, ingested bare
+# (`./mambo --db BARE_LIBRARY add --no-sidecars OUT`: the folder has no sidecars); the import checks
+# it against benchdata/real/manifest.sha256.
+#
+# The pool (seed 42: every system's top 10, gold items and exact targets, 3 hard negatives a query)
+# is rebuilt here from the current code's rankings. The answers were made outside the tool by model
+# annotators working alone, each reading only its shard of `benchdata/real/grading.py relevance`
+# (what a person sees of a meme: the caption on the picture, read from the snapshot at run time,
+# and the team's description of the template's picture) and the grading guide. The answer files are
+# keyed by query id and content SHA-256, so they load into whatever pool this code draws; a
+# candidate nobody answered yet stays unjudged (`bench show` counts it, a score counts it as 0).
+# Their reasons are kept outside the repository: they quote the captions.
+# Writes benchdata/real/judgements/dev-set1.jsonl (+ .agreement.json) and
+# benchdata/real/results/dev/report.{md,json}.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+db="$1"
+shift
+j=benchdata/real/judgements
+out=benchdata/real/results/dev
+
+m() { ./mambo --db "$db" "$@"; }
+m bench import benchdata/real/dev.jsonl --recipe benchdata/real/truth.jsonl
+m bench pool dev --system bm25 --system dense --system hybrid --seed 42
+m bench import-judgements 1 "$j/dev-grader-a.jsonl" --annotator real-grader-a --kind model
+m bench import-judgements 1 "$j/dev-grader-b.jsonl" --annotator real-grader-b --kind model
+said=$(m bench adjudication dev --seed 42)
+echo "$said"
+if [[ $said == "adjudication batch "* ]]; then
+    m bench import-judgements "${said#adjudication batch }" "$j/dev-adjudicator.jsonl" \
+        --annotator real-adjudicator --kind model --adjudicator
+fi
+m bench show dev
+m bench labels dev -o "$j/dev-set1.jsonl"
+m bench freeze dev
+mkdir -p "$out"
+./mambo --db "$db" score --out "$out" "$@"

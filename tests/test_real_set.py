@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import sys
 
 import pytest
 
@@ -15,6 +16,7 @@ from mambomeme.lab.evaluation import SLICES, read_partition
 REAL = REPO / "benchdata" / "real"
 _spec = importlib.util.spec_from_file_location("real_snapshot", REAL / "snapshot.py")
 snapshot = importlib.util.module_from_spec(_spec)
+sys.modules["real_snapshot"] = snapshot   # its dataclass looks its module up there
 _spec.loader.exec_module(snapshot)
 
 

@@ -400,12 +400,36 @@ def manifest_text(rows: dict[str, str]) -> str:
     return "".join(f"{sha}  {path}\n" for path, sha in sorted(rows.items()))
 
 
+SAFETY = HERE / "safety.jsonl"
+SEVERITY = ("safe", "sensitive", "unsafe", "critical")
+
+
 def truth_text(lines: list[dict[str, Any]]) -> str:
+    """One line per file, ids only. `id`, `out.file`, `variant.of`, `group` and `truth.safety` are the
+    recipe keys of benchmark v1 (v1/FORMAT.md, "Items"), so the lab's recipe readers (exact-target
+    groups, the recipe-truth and helper annotators' safety class) read this file as they read v1's."""
     keep = ("file", "kind", "post", "template", "boxes", "layout", "watermark", "save", "of", "op", "parts",
             "posts", "templates")
+    safety = {}
+    if SAFETY.is_file():
+        safety = {r["post"]: r["class"] for r in map(json.loads, SAFETY.read_text().splitlines()) if r}
+    by_file = {ln["file"]: ln for ln in lines}
+
+    def ident(ln: dict[str, Any]) -> str:
+        if ln["kind"] == "stack":
+            return "stack:" + "+".join(ln["posts"])
+        return ln["post"] if ln["kind"] == "meme" else f"{ln['post']}:{ln['kind']}:{ln['file']}"
+
     out = []
     for ln in sorted(lines, key=lambda x: x["file"]):
         rec = {k: ln[k] for k in keep if k in ln}
+        posts = ln.get("posts") or [ln["post"]]
+        rec.update(id=ident(ln), out={"file": ln["file"]},
+                   truth={"safety": max((safety.get(p, "safe") for p in posts), key=SEVERITY.index)})
+        if "template" in ln:
+            rec["group"] = ln["template"]
+        if "of" in ln:
+            rec["variant"] = {"of": ident(by_file[ln["of"]]), "op": ln["op"]}
         out.append(json.dumps(rec, sort_keys=True, ensure_ascii=True))
     return "\n".join(out) + "\n"
 

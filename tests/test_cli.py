@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,21 @@ def test_read_only_commands_create_no_library(tmp_path: Path, args: list[str]) -
     res = invoke("--db", db, *args, expect=2)
     assert res.output.strip().splitlines() == [f"Error: no library at {db}: run `mambo add FOLDER` first"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_no_library_names_the_demos_library(fixture_library: Path) -> None:
+    """After `mambo demo` (its library beside the default one, as demo.sqlite), a search without
+    --db finds no library: the error names the demo's file and how to search it."""
+    from mambomeme.library import default_db_path
+
+    demo = default_db_path().with_name("demo.sqlite")
+    demo.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(fixture_library, demo)
+    res = invoke("search", "cat", expect=2)
+    assert res.output.strip().splitlines() == [
+        f"Error: no library at {default_db_path()}: run `mambo add FOLDER` first; the demo's library is {demo}: "
+        f"search it with `mambo --db {demo} search ...`"]
+    assert invoke("--db", demo, "search", "-l", "cat").output.strip()
 
 
 def test_settings_opt_in_and_validation(tmp_path: Path) -> None:

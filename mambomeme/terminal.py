@@ -351,7 +351,8 @@ def _open_terminal() -> tuple[Any, Any]:
     except OSError:
         if sys.stdin.isatty() and sys.stdout.isatty():
             return sys.stdin, sys.stdout
-        raise MamboError("the search screen needs a terminal; give a QUERY to search without one") from None
+        raise MamboError("the search screen needs a terminal; give a QUERY to print its results "
+                         "(`mambo search cat`), or pipe queries in, one a line") from None
 
 
 def _raw_keys(fin: Any) -> None:

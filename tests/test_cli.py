@@ -140,8 +140,25 @@ def test_search_exit_codes_are_ripgreps(fixture_library: Path) -> None:
     for args in (["zzqxv"], ["-n", "3", "zzqxv"]):  # one JSON shape for "no match", with or without a pipe
         res = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", *args, expect=1)
         assert [json.loads(x) for x in res.stdout.splitlines()] == [{"query": "zzqxv", "no_match": True}]
-    piped = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="zzqxv\n").stdout
+    piped = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="zzqxv\n", expect=1).stdout
     assert [json.loads(x) for x in piped.splitlines()] == [{"query": "zzqxv", "no_match": True}]
+
+
+def test_piped_queries_print_one_block_each_and_exit_1_on_a_miss(fixture_library: Path) -> None:
+    """With -l each query's paths end with a blank line (with -0, an empty NUL-ended record), so
+    the n-th block answers the n-th query, a miss too; exit 1 if any query had no match."""
+    args = ("--db", fixture_library, "search", "-s", "bm25", "-n", "2")
+    cat = invoke(*args, "-l", "cat").stdout.splitlines()
+    cena = invoke(*args, "-l", "john cena").stdout.splitlines()
+    assert len(cat) == len(cena) == 2
+    res = invoke(*args, "-l", input="cat\nzzqxv\n\njohn cena\n", expect=1)
+    assert res.stdout == "\n".join(cat) + "\n\n" + "\n" + "\n".join(cena) + "\n\n"  # the blank input line: no query
+    assert res.stderr.strip() == "no match: zzqxv"
+    res = invoke(*args, "-l", "-0", input="cat\nzzqxv\njohn cena\n", expect=1)
+    assert res.stdout.split("\0") == [*cat, "", "", *cena, "", ""]
+    assert invoke(*args, "-l", input="cat\njohn cena\n").stdout.count("\n\n") == 2  # all found: exit 0
+    res = invoke(*args, input="cat\nzzqxv\n", expect=1)
+    assert "» zzqxv\nno match" in res.stdout
 
 
 def test_search_words_are_one_query_and_l_prints_paths(fixture_library: Path) -> None:

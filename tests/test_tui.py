@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -1106,6 +1107,25 @@ def test_a_failed_opener_is_said_on_the_status_line(fixture_library: Path, syste
     rc, raw = finish(child)
     assert rc == 130 and "opened:" not in raw
     assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_query_option_is_the_screen_wherever_stdin_and_stdout_go(fixture_library: Path, tmp_path: Path):
+    """-q opens the screen on the terminal (fzf's --query) even with stdin and stdout redirected;
+    with no terminal at all it says how to search without one, and prints no list."""
+    out = tmp_path / "chosen"
+    child = spawn(f'{app_cmd(fixture_library, "--system", "bm25", "-q", "cat")} < /dev/null > "{out}"; '
+                  'echo "RC=$?"; stty -a')
+    child.expect(header("cat"))
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0 and out.read_text() == expected_paths(fixture_library, "cat")[0] + "\n"
+    assert_restored(raw)
+    argv = shlex.split(app_cmd(fixture_library, "--system", "bm25", "-q", "cat"))
+    alone = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, start_new_session=True,
+                           timeout=120)
+    assert alone.returncode == 2 and alone.stdout == ""
+    assert "the search screen needs a terminal; give a QUERY to print its results" in alone.stderr
 
 
 def test_json_with_the_screen_is_an_error(tmp_path: Path):

@@ -161,6 +161,15 @@ def test_piped_queries_print_one_block_each_and_exit_1_on_a_miss(fixture_library
     assert "» zzqxv\nno match" in res.stdout
 
 
+def test_the_library_view_has_absolute_paths(fixture_library: Path) -> None:
+    res = invoke("--db", fixture_library, "sql", "--json", "SELECT item_id, path, abs_path FROM library")
+    rows = [json.loads(x) for x in res.stdout.splitlines()]
+    assert rows and all(Path(r["abs_path"]).is_absolute() and Path(r["abs_path"]).is_file() for r in rows)
+    assert all(r["abs_path"].endswith("/" + r["path"]) for r in rows)
+    found = invoke("--db", fixture_library, "search", "-s", "bm25", "-l", "-n", "1", "cat").stdout.strip()
+    assert found in {r["abs_path"] for r in rows}
+
+
 def test_search_words_are_one_query_and_l_prints_paths(fixture_library: Path) -> None:
     unquoted = invoke("--db", fixture_library, "search", "-s", "bm25", "john", "cena").stdout
     assert unquoted == invoke("--db", fixture_library, "search", "-s", "bm25", "john cena").stdout

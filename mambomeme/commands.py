@@ -597,6 +597,8 @@ def _rerecognise(db: DB, quiet: bool = False) -> None:
     from mambomeme.embed import get_embedder, model_id_for
     from mambomeme.ingest import recognise_existing
 
+    if not quiet:  # loading the model takes seconds before the first batch's progress line
+        click.echo("matching the library's memes against the templates again…", err=True)
     embedder = get_embedder()
     checked, changed, missing = recognise_existing(db, lambda: (embedder, model_id_for(db)), quiet=quiet)
     if checked:
@@ -695,7 +697,7 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
         sync_catalogue(db)
         slug = add_user_template(db, template_name, view, (), "")
         click.echo(f"added template {slug} from this meme ({len(view['orb_desc']) // 32} ORB features)")
-        _rerecognise(db, quiet=True)
+        _rerecognise(db)  # every meme matched again: progress on stderr (tens of seconds on a large library)
         if not (entities or tags):
             return
         template_name = None  # the template itself now names every meme recognised on it

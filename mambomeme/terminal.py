@@ -42,6 +42,7 @@ from mambomeme.tui import (
     Record,
     Resized,
     Searched,
+    Sized,
     Suspended,
     TUIState,
     Typed,
@@ -673,6 +674,7 @@ class _Shell:
                 if self.vectors is not None:
                     self.vectors.start()
                 self.follow_library()
+                self.handle(Sized(self.win.height, self.win.width))
                 if self.state.query.strip():  # --query: the list answers it as if typed
                     self.handle(Paused(self.state.edits))
                 self.render()
@@ -689,6 +691,7 @@ class _Shell:
                     if isinstance(ev, Resized):
                         self.win.write(self.win.t.clear)
                         self.win.on_terminal_size_change(self.win.height, self.win.width)
+                        self.handle(Sized(self.win.height, self.win.width))
                     elif isinstance(ev, Suspended) or (ev == "<Ctrl-z>" and self.state.paste is None):
                         self.suspend(fin)
                     elif isinstance(ev, _Failed):

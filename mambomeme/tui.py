@@ -43,7 +43,8 @@ from mambomeme.search import DEFAULT_SYSTEM, Result
 
 # Recorded with every interaction event; bump when the UI changes in a way that could change
 # how people interact with results (layout, keys, what is shown).
-TUI_INTERFACE_VERSION = f"mambo-tui/5 ({__version__})"  # 5: keys queued, Down moves, the list grows
+# 5: keys queued, Down moves, the list grows, the preview from 120x30
+TUI_INTERFACE_VERSION = f"mambo-tui/5 ({__version__})"
 # Below 80x24 the screen is compact (the list without a preview, two lines a result); below this it
 # only says what it needs (a tmux split of 40x10 still searches).
 TUI_MIN_ROWS, TUI_MIN_COLS = 10, 40
@@ -59,6 +60,10 @@ TUI_LIVE_PAUSE_S = 0.15
 # TUI_MAX_ROWS (a search of 200 rows costs about what one of 10 does: the routes rank every match).
 TUI_MORE_AHEAD = 3
 TUI_MAX_ROWS = 200
+# The preview is on by default where it fits beside a list as wide as an 80-column one's text: from
+# 120x30 the list keeps 72 columns (3/5) and the preview gets ~47x25 cells, its caption whole. At
+# 80x24 a preview beside the list is ~39x19 cells and cuts every name to ~30 characters: Ctrl-/ asks.
+TUI_PREVIEW_ROWS, TUI_PREVIEW_COLS = 30, 120
 
 
 
@@ -310,7 +315,8 @@ class TUIState:
     used_system: str = ""
     used_version: int | None = None
     selected: int = 0
-    show_preview: bool = False
+    show_preview: bool | None = None  # None: on where it fits (TUI_PREVIEW_COLS); Ctrl-/ decides
+    screen: tuple[int, int] = (0, 0)  # the terminal's rows and columns, as the shell last drew them
     show_help: bool = False
     multi: bool = False  # `mambo search -m` (fzf's -m): Tab / Shift-Tab mark several memes
     marked: tuple[Row, ...] = ()  # memes marked with Tab (fzf's multi-select), in the order marked
@@ -518,11 +524,26 @@ def _replay(s: TUIState, effects: list) -> tuple[TUIState, list]:
 
 
 def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
-    s = dataclasses.replace(s, show_preview=not s.show_preview, show_help=False)
+    s = dataclasses.replace(s, show_preview=not _preview_on(s, *s.screen), show_help=False)
     row = _selected_row(s)
     if s.show_preview and row and s.searched_query is not None:
         return s, [Record("preview", s.searched_query, row.item_id, row.rank)]
     return s, []
+
+
+def _preview_on(s: TUIState, rows: int, cols: int) -> bool:
+    """Whether the preview is shown: as Ctrl-/ last said, else where it fits beside a readable list."""
+    if s.show_preview is not None:
+        return s.show_preview
+    return rows >= TUI_PREVIEW_ROWS and cols >= TUI_PREVIEW_COLS
+
+
+@dataclass(frozen=True)
+class Sized:
+    """Event: the terminal's size, when the screen opens and after each resize (the preview's default)."""
+
+    rows: int
+    cols: int
 
 
 def _toggle_mark(s: TUIState, step: int) -> TUIState:
@@ -603,7 +624,7 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
 
 def _want_preview(s: TUIState, effects: list) -> list:
     row = _selected_row(s)
-    if s.show_preview and row is not None and row.item_id not in s.previews:
+    if _preview_on(s, *s.screen) and row is not None and row.item_id not in s.previews:
         if not row.has_preview:
             return effects  # painted as "no preview"
         if not any(isinstance(e, LoadPreview) and e.item_id == row.item_id for e in effects):
@@ -682,6 +703,8 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
         s = dataclasses.replace(s, previews={**s.previews, event.item_id: event.preview})
     elif isinstance(event, Message):
         s = dataclasses.replace(s, message=event.text)
+    elif isinstance(event, Sized):
+        s = dataclasses.replace(s, screen=(event.rows, event.cols))
     return s, _want_preview(s, effects)
 
 
@@ -884,6 +907,37 @@ def preview_lines(p: Preview, width: int, height: int, truecolor: bool) -> tuple
 
 # At most 76 columns and 20 lines: the whole help fits an 80x24 screen (2 columns of margin,
 # 4 lines of query, header, hints and status).
+# Light to dark, for a picture drawn without colour: each cell is a 1x2-pixel block's luminance.
+MONO_RAMP = " .:-=+*#%@"
+
+
+@functools.lru_cache(maxsize=32)
+def preview_mono(p: Preview, width: int, height: int) -> tuple[Any, ...]:
+    """The preview as `height` lines of `width` characters from MONO_RAMP, with no colour (NO_COLOR),
+    dark pixels drawn as dense characters (light text on a dark terminal reads the other way round,
+    but the shapes and the caption's place in the picture still show)."""
+    from curtsies.formatstring import Chunk, FmtStr
+    from PIL import Image
+
+    if width <= 0 or height <= 0:
+        return ()
+    scale = min(width / p.width, 2 * height / p.height)
+    w, h = max(1, round(p.width * scale)), max(1, round(p.height * scale / 2))
+    im = Image.frombytes("RGB", (p.width, p.height), p.rgb).convert("L").resize((w, h), Image.Resampling.BOX)
+    px = im.load()
+    left, top = (width - w) // 2, (height - h) // 2
+    top_pad, n = " " * width, len(MONO_RAMP) - 1
+    lines = []
+    for row in range(height):
+        y = row - top
+        if y < 0 or y >= h:
+            lines.append(FmtStr(Chunk(top_pad)))
+            continue
+        text = "".join(MONO_RAMP[n - px[x, y] * n // 255] for x in range(w))
+        lines.append(FmtStr(Chunk(" " * left + text + " " * (width - left - w))))
+    return tuple(lines)
+
+
 HELP_LINES = (
     "MamboMeme search: keys",
     "",
@@ -962,14 +1016,14 @@ def _preview_pane(s: TUIState, height: int, width: int) -> list:
     if row is None:
         return [_plain("(preview: no result selected)", width, dark=True)]
     caption = _plain(row.name, width, bold=True)
-    if not s.color:
-        return [caption, _plain("no preview without colour (NO_COLOR is set)", width, dark=True)]
     if row.item_id not in s.previews:
         msg = "loading preview…" if row.has_preview else "no preview stored"
         return [caption, _plain(msg, width, dark=True)]
     p = s.previews[row.item_id]
     if p is None:
         return [caption, _plain("no preview stored", width, dark=True)]
+    if not s.color:  # NO_COLOR: the picture in shades of one ink, no colour codes
+        return [caption, *preview_mono(p, width, height - 1)]
     return [caption, *preview_lines(p, width, height - 1, s.truecolor)]
 
 
@@ -1068,8 +1122,8 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     compact = rows < TUI_FULL_ROWS or cols < TUI_FULL_COLS  # the list alone, no preview pane
     if s.show_help:
         body = [_plain("  " + t, cols) for t in HELP_LINES[:body_h]]
-    elif s.show_preview and not compact:
-        lw = cols // 2
+    elif _preview_on(s, rows, cols) and not compact:
+        lw = cols // 2 if cols < TUI_PREVIEW_COLS else cols * 3 // 5  # wide: the list keeps ~72 columns
         pw = cols - lw - 1
         left = _list_lines(s, body_h, lw)
         right = _preview_pane(s, body_h, pw)
@@ -1085,7 +1139,7 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
 
     if s.message:
         msg = _plain(" " + clean_line(s.message), cols, fg="green")
-    elif s.show_preview and compact:
+    elif s.show_preview and compact:  # asked for (Ctrl-/), not room for it
         msg = _plain(f" the preview needs {TUI_FULL_COLS}x{TUI_FULL_ROWS} (Ctrl-/ hides it)", cols, dark=True)
     elif s.focus == "list" and s.rows:
         msg = _plain(" Enter choose · " + ("Tab mark · " if s.multi else "")

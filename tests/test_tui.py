@@ -221,7 +221,7 @@ def test_no_color_paints_no_colour():
     text, raw = screen(plain_state)
     assert re.search(r"\x1b\[3\dm", coloured) and not re.search(r"\x1b\[(3|4)\d(;|m)", raw)
     assert f"{ESC}[7m" in raw  # inverse stays: the status line
-    assert "NO_COLOR" in "\n".join(text) and "▀" not in raw
+    assert "▀" not in raw and "@@" in "\n".join(text)  # a black picture, in the darkest character
 
 
 def test_larger_terminal_adds_paths():
@@ -1084,6 +1084,8 @@ def test_a_40x10_split_searches_in_the_compact_layout(fixture_library: Path):
 def test_no_color_on_the_real_screen(fixture_library: Path):
     child = run_app(fixture_library, "--system", "bm25", env={"NO_COLOR": "1"})
     search(child, "john cena", 1)
+    child.send("\x1f")  # Ctrl-/: the preview in characters of one ink
+    child.expect(r"│[^\n]*[.:=+*#%@-]{4}")
     child.send("\x1b")
     rc, raw = finish(child)
     assert rc == 130 and not re.search(r"\x1b\[(3|4)\dm|\x1b\[38;5;", raw)  # no colour at all

@@ -7,7 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_tui import expected_paths, fake_result, feed, printed, screen, searched_state, served_results
+from test_tui import (
+    dataclass_replace,
+    expected_paths,
+    fake_result,
+    feed,
+    printed,
+    screen,
+    searched_state,
+    served_results,
+)
 
 from helpers import assert_restored, finish, output, run_app, search
 from mambomeme import tui
@@ -93,6 +102,24 @@ def test_the_help_fits_an_80x24_screen():
     body = [line.strip() for line in text[2:22]]
     for line in tui.HELP_LINES:
         assert line.strip() in body, line
+
+
+def test_the_preview_is_on_where_it_fits_beside_a_readable_list():
+    s = searched_state()
+    t, eff = feed(s, tui.Sized(24, 80))
+    assert eff == [] and "│" not in "".join(screen(t)[0][2:22])  # 80x24: the list alone; Ctrl-/ asks
+    t, eff = feed(s, tui.Sized(40, 120))
+    assert eff == [tui.LoadPreview(1)]
+    t, _ = feed(t, tui.PreviewLoaded(1, tui.Preview(4, 4, bytes(range(48)))))
+    text, raw = screen(t, 40, 120)
+    assert text[2].index("│") == 72 and "Meme number 1" in text[2][73:] and "▀" in raw
+    t, eff = feed(t, "<Ctrl-/>")  # off, as asked, whatever the size
+    assert t.show_preview is False and "│" not in "".join(screen(t, 40, 120)[0][2:38])
+    # NO_COLOR: the picture in characters, never colour codes
+    black = tui.Preview(2, 2, bytes(12))
+    mono, _ = feed(dataclass_replace(s, color=False), tui.Sized(40, 120), tui.PreviewLoaded(1, black))
+    text, raw = screen(mono, 40, 120)
+    assert any("@@" in line[73:] for line in text) and "▀" not in raw
 
 
 # -- in a real PTY ------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str
     order, q = [], ""
     for _ in range(warmups + n):
         # Never the same query twice in a row: its query line would not change, so there
-        # would be nothing to wait for before sending Enter.
+        # would be nothing to wait for before sending the submit key.
         q = rng.choice([x for x in queries if x != q] or queries)
         order.append(q)
     apps: dict[str, MeasuredTUI] = {}

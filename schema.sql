@@ -445,7 +445,8 @@ SELECT i.item_id, i.sha256, r.name AS root, f.rel_path AS path, i.format, i.widt
        i.safety, i.rights, i.private, i.creator, i.licence, i.source_url,
        i.perceptual_group, i.template_group, t.slug AS recognised_template, i.template_score, i.derived,
        (SELECT count(*) - 1 FROM files d WHERE d.item_id = i.item_id) AS duplicate_count,
-       (p.item_id IS NOT NULL) AS has_preview
+       (p.item_id IS NOT NULL) AS has_preview,
+       rtrim(r.path, '/') || '/' || f.rel_path AS abs_path
 FROM items i
 JOIN item_effective e ON e.item_id = i.item_id
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
@@ -1104,4 +1105,4 @@ CREATE TABLE privacy_decisions (
 );
 ALTER TABLE safety_decisions ADD COLUMN follows TEXT CHECK (follows IS NULL OR length(follows) = 64);
 
-PRAGMA user_version = 21;
+PRAGMA user_version = 22;

@@ -292,12 +292,15 @@ def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, 
     \b
     With a QUERY: print the results; exit 0, or 1 and "no match" on stderr, as grep and ripgrep do
     (2: an error).
-    Without one, on a terminal: the full-screen search; choosing prints the path (with -m, each
-    one marked with Tab, one a line), so it works like a picker:
+    Without one, on a terminal: the full-screen search, drawn on the terminal even when stdout is
+    a pipe or a file; choosing prints the path there (with -m, each one marked with Tab, one a
+    line), so it works like a picker (fzf):
       xdg-open "$(mambo search)"
       mambo search -m -0 | xargs -r -0 cp -t ~/picked
-      mambo search -q "john cena"         the screen, with the query typed in
-    With queries piped in: one query a line, results after each.
+      mambo search -q "john cena"         the screen, with the query typed in (always the screen)
+    With queries piped in: one query a line, a block of results for each (with -l, each block
+    ends with a blank line, or with -0 with an empty NUL-ended record; no match: the end alone);
+    exit 1 if any query had no match.
     \b
     Examples:
       mambo search john cena
@@ -321,9 +324,10 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
     if as_json and (paths_only or null):
         raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
     paths_only = paths_only or null  # -0 prints paths
-    if query is None and typed is not None and not sys.stdin.isatty():
-        query = typed  # no terminal for the screen: the typed query is the query
-    if query is None and as_json and sys.stdin.isatty():
+    # -q is the screen with TEXT typed in (fzf's --query), wherever stdin and stdout go; without it,
+    # a terminal on stdin gets the screen and piped stdin holds queries.
+    screen = query is None and (typed is not None or sys.stdin.isatty())
+    if screen and as_json:
         raise MamboError("--json prints the results of a QUERY (or of queries piped in); the screen prints the "
                          "chosen paths: give a QUERY, as `mambo search --json cat`")
     from mambomeme.embed import waiting_note, waiting_to_embed
@@ -332,12 +336,13 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
     db = open_library(ctx)
     sync_systems(db)
     if query is None:
-        if sys.stdin.isatty():
+        if screen:
             from mambomeme.terminal import run_tui
 
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready,
                              query=typed or "", multi=multi, null=null))
-        prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only, null=null)
+        if prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only, null=null):
+            ctx.exit(1)  # some query had no match (ripgrep: 1 when nothing matched)
         return
     waiting = waiting_to_embed(db)
     if waiting:
@@ -378,14 +383,17 @@ def echo_paths(paths: list[str], *, null: bool = False) -> None:
 
 
 def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths_only: bool = False,
-                null: bool = False) -> None:
+                null: bool = False) -> int:
     """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
-    at a prompt, a blank line quits.
-    With --json: each query's results as JSON lines (each with its query), nothing else."""
+    at a prompt, a blank line quits; returns how many queries had no match.
+    With --json: each query's results as JSON lines (each with its query), nothing else. With -l
+    (or -0): each query's paths, then a blank line (or an empty NUL-ended record), so the n-th
+    block answers the n-th query even when one has no match."""
     from mambomeme.search import format_result, result_json, searcher_for
 
     searcher = searcher_for(db, system)
     interactive = sys.stdin.isatty()
+    missed = 0
     while True:
         try:
             query = input("search> " if interactive else "")
@@ -398,6 +406,7 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
         t0 = time.perf_counter()
         results = searcher.search(query, system, limit)
         ms = (time.perf_counter() - t0) * 1000
+        missed += not results
         if as_json:
             for r in results:
                 click.echo(json_line({"query": clean_line(query)} | result_json(r)))
@@ -406,12 +415,16 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
             continue
         if paths_only:
             echo_paths([result_path(r) for r in results], null=null)
+            click.echo("\0" if null else "", nl=not null)  # the block's end
+            if not results:
+                click.echo(f"{no_match_message(db, query)}: {clean_line(query)}", err=True)
             continue
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
         said = f"{len(results)} results" if results else no_match_message(db, query)
         click.echo(f"{said} in {ms:.0f} ms ({clean_line(system)})")
+    return missed
 
 
 @cli.command()
@@ -584,6 +597,8 @@ def _rerecognise(db: DB, quiet: bool = False) -> None:
     from mambomeme.embed import get_embedder, model_id_for
     from mambomeme.ingest import recognise_existing
 
+    if not quiet:  # loading the model takes seconds before the first batch's progress line
+        click.echo("matching the library's memes against the templates again…", err=True)
     embedder = get_embedder()
     checked, changed, missing = recognise_existing(db, lambda: (embedder, model_id_for(db)), quiet=quiet)
     if checked:
@@ -682,7 +697,7 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
         sync_catalogue(db)
         slug = add_user_template(db, template_name, view, (), "")
         click.echo(f"added template {slug} from this meme ({len(view['orb_desc']) // 32} ORB features)")
-        _rerecognise(db, quiet=True)
+        _rerecognise(db)  # every meme matched again: progress on stderr (tens of seconds on a large library)
         if not (entities or tags):
             return
         template_name = None  # the template itself now names every meme recognised on it

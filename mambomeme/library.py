@@ -272,6 +272,20 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir("mambomeme", appauthor=False)) / "library.sqlite"
 
 
+def no_library(path: Path, what: str = "run `mambo add FOLDER` first") -> str:
+    """"no library at PATH", what to do, and where `mambo demo` left its library if it did (beside
+    the default library, as demo.sqlite): a first search after the demo finds nothing at the
+    default path."""
+    msg = f"no library at {show_path(path)}: {what}"
+    demo = default_db_path().with_name("demo.sqlite")
+    if demo.is_file() and demo != path:
+        import shlex
+
+        shown = show_path(demo)
+        msg += f"; the demo's library is {shown}: search it with `mambo --db {shlex.quote(shown)} search ...`"
+    return msg
+
+
 class DB:
     """One library file: an apsw connection with sqlite-vec loaded and the schema current."""
 
@@ -281,7 +295,7 @@ class DB:
         self.path = Path(path)
         where = show_path(self.path)
         if not self.path.exists() and not create:
-            raise NoLibrary(f"no library at {where}: run `mambo add FOLDER` first")
+            raise NoLibrary(no_library(self.path))
         if self.path.exists() and not self.path.is_file():
             kind = "a folder" if self.path.is_dir() else "a device or other special file"
             raise MamboError(f"{where} is {kind}, not a library file: give a library file with --db (or "

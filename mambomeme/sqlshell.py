@@ -39,6 +39,7 @@ from mambomeme.library import (
     json_line,
     load_named_queries,
     load_sqlite_vec,
+    no_library,
     read_as_immutable,
     show_path,
     tidy_side_files,
@@ -164,7 +165,7 @@ def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | Non
     whose schema this mambo does not write, is refused without having been opened for writing."""
     where = show_path(path)
     if not path.exists():
-        raise NoLibrary(f"no library at {where}: run `mambo add FOLDER` first, or give the library's path with --db")
+        raise NoLibrary(no_library(path, "run `mambo add FOLDER` first, or give the library's path with --db"))
     if not path.is_file():
         kind = "a folder" if path.is_dir() else "a device or other special file"
         raise MamboError(f"{where} is {kind}, not a library file: give the library's path with --db")

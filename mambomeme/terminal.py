@@ -42,6 +42,7 @@ from mambomeme.tui import (
     Record,
     Resized,
     Searched,
+    Sized,
     Suspended,
     TUIState,
     Typed,
@@ -351,7 +352,8 @@ def _open_terminal() -> tuple[Any, Any]:
     except OSError:
         if sys.stdin.isatty() and sys.stdout.isatty():
             return sys.stdin, sys.stdout
-        raise MamboError("the search screen needs a terminal; give a QUERY to search without one") from None
+        raise MamboError("the search screen needs a terminal; give a QUERY to print its results "
+                         "(`mambo search cat`), or pipe queries in, one a line") from None
 
 
 def _raw_keys(fin: Any) -> None:
@@ -437,9 +439,10 @@ class _Shell:
     # -- effects
     def search(self, job: DoSearch, on_thread: bool = True) -> Searched:
         """A live search on the search thread (see _Searches), with its own connection; a submit
-        (Enter) here on the main thread, as before live searches existed: a hand-over to another
-        thread cost the submit ~5 ms at p50 in the PTY harness (bm25 p50 10.4 ms vs 4.1 ms of
-        search: the painter and the search thread took turns at the GIL)."""
+        (Enter, Ctrl-S) and a search keys wait for (DoSearch.now) here on the main thread: a
+        hand-over to another thread cost the submit ~5 ms at p50 in the PTY harness (bm25 p50
+        10.4 ms vs 4.1 ms of search: the painter and the search thread took turns at the GIL).
+        One row more than asked is looked for, to say whether the list has more ("10+")."""
         query, seq, live = job.query, job.seq, job.live
         system, embedder = self.system, None
         if self.needs_model:
@@ -454,8 +457,10 @@ class _Shell:
             if on_thread and self._search_db is None:
                 self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
             db = self._search_db if on_thread else self.db
-            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, self.limit,
+            limit = max(job.limit, self.limit)
+            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, limit + 1,
                                                                           live=live > 0 and not job.exact)
+            more, results = len(results) > limit, results[:limit]
             if system not in self.versions:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
@@ -467,7 +472,8 @@ class _Shell:
             return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path), live=live)
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
-        return Searched(seq, query, rows, ms, system, version, live=live, withheld=withheld)
+        return Searched(seq, query, rows, ms, system, version, live=live, withheld=withheld, more=more,
+                        extend=job.extend)
 
     @staticmethod
     def withheld(db: DB, query: str) -> str:
@@ -569,9 +575,9 @@ class _Shell:
             self.state, effects = process_event(self.state, queue.pop(0))
             for e in effects:
                 if isinstance(e, DoSearch):
-                    if e.live and self.searches is not None:
+                    if e.live and not e.now and self.searches is not None:
                         self.searches.ask(e)
-                    else:  # a submit: answered here, then drawn once
+                    else:  # a submit, or keys wait for it: answered here, then drawn once
                         queue.append(self.search(e, on_thread=False))
                 elif isinstance(e, Typed):
                     self.typed(e.gen)
@@ -668,6 +674,7 @@ class _Shell:
                 if self.vectors is not None:
                     self.vectors.start()
                 self.follow_library()
+                self.handle(Sized(self.win.height, self.win.width))
                 if self.state.query.strip():  # --query: the list answers it as if typed
                     self.handle(Paused(self.state.edits))
                 self.render()
@@ -684,6 +691,7 @@ class _Shell:
                     if isinstance(ev, Resized):
                         self.win.write(self.win.t.clear)
                         self.win.on_terminal_size_change(self.win.height, self.win.width)
+                        self.handle(Sized(self.win.height, self.win.width))
                     elif isinstance(ev, Suspended) or (ev == "<Ctrl-z>" and self.state.paste is None):
                         self.suspend(fin)
                     elif isinstance(ev, _Failed):

@@ -12,10 +12,13 @@ the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf 
 
 Keys as in fzf: typing always edits the query (from anywhere) and the results follow it after a
 short pause, its last word read as a prefix; actions are keys that are not letters (Up/Down,
-Ctrl-N/Ctrl-P, Ctrl-J/Ctrl-K move from anywhere; Enter, Tab, Ctrl-/, Ctrl-O, Ctrl-Y, F1). Enter
-chooses the highlighted meme (or every marked one) when the list shows the typed query; else it
-searches at once (the scored submit of the PTY latency protocol, numbered "search #N" on the status
-line) and gives the list the focus."""
+Ctrl-N/Ctrl-P, Ctrl-J/Ctrl-K move the selection from anywhere; Enter, Tab, Ctrl-/, Ctrl-O, Ctrl-Y,
+F1). Every key acts on the list of the query typed before it: an action key pressed before the list
+answers the typed query is queued, that answer is asked at once, and the key applies to it. So one
+Enter chooses the highlighted meme (or every marked one) of the typed query's answer. Ctrl-S
+searches at once without choosing (the scored submit of the PTY latency protocol, numbered
+"search #N" on the status line) and gives the list the focus. The list grows past its first page
+as the selection nears its end."""
 
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ from mambomeme.search import DEFAULT_SYSTEM, Result
 
 # Recorded with every interaction event; bump when the UI changes in a way that could change
 # how people interact with results (layout, keys, what is shown).
-TUI_INTERFACE_VERSION = f"mambo-tui/4 ({__version__})"  # 4: compact layout, NO_COLOR; 3: one Enter picks
+# 5: keys queued, Down moves, the list grows, the preview from 120x30
+TUI_INTERFACE_VERSION = f"mambo-tui/5 ({__version__})"
 # Below 80x24 the screen is compact (the list without a preview, two lines a result); below this it
 # only says what it needs (a tmux split of 40x10 still searches).
 TUI_MIN_ROWS, TUI_MIN_COLS = 10, 40
@@ -52,6 +56,14 @@ TUI_LOADING_SYSTEM = "bm25"
 # The PTY latency harness sends Enter within a few ms of its query's echo, well inside this pause,
 # so its submits do not queue behind a live search.
 TUI_LIVE_PAUSE_S = 0.15
+# The list grows by a page when the selection comes within TUI_MORE_AHEAD rows of its end, up to
+# TUI_MAX_ROWS (a search of 200 rows costs about what one of 10 does: the routes rank every match).
+TUI_MORE_AHEAD = 3
+TUI_MAX_ROWS = 200
+# The preview is on by default where it fits beside a list as wide as an 80-column one's text: from
+# 120x30 the list keeps 72 columns (3/5) and the preview gets ~47x25 cells, its caption whole. At
+# 80x24 a preview beside the list is ~39x19 cells and cuts every name to ~30 characters: Ctrl-/ asks.
+TUI_PREVIEW_ROWS, TUI_PREVIEW_COLS = 30, 120
 
 
 
@@ -163,6 +175,8 @@ class Searched:
     error: str = ""
     live: int = 0
     withheld: str = ""  # no rows: what the policy withholds that holds the words (a count, never which)
+    more: bool = False  # the search found more rows than were asked for
+    extend: bool = False  # the answer to a DoSearch(extend=True): rows to add below those shown
 
 
 @dataclass(frozen=True)
@@ -198,6 +212,9 @@ class DoSearch:
     seq: int
     live: int = 0  # 0: a submit (Enter); else the live search's number
     exact: bool = False  # a live search asked again for a submit's query: its last word is whole, not a prefix
+    now: bool = False  # keys wait for this answer: the shell answers it before reading the next key
+    limit: int = 0  # rows to ask for; 0: the screen's page (--limit)
+    extend: bool = False  # more rows of the shown list, to add below it
 
 
 @dataclass(frozen=True)
@@ -298,7 +315,8 @@ class TUIState:
     used_system: str = ""
     used_version: int | None = None
     selected: int = 0
-    show_preview: bool = False
+    show_preview: bool | None = None  # None: on where it fits (TUI_PREVIEW_COLS); Ctrl-/ decides
+    screen: tuple[int, int] = (0, 0)  # the terminal's rows and columns, as the shell last drew them
     show_help: bool = False
     multi: bool = False  # `mambo search -m` (fzf's -m): Tab / Shift-Tab mark several memes
     marked: tuple[Row, ...] = ()  # memes marked with Tab (fzf's multi-select), in the order marked
@@ -308,6 +326,8 @@ class TUIState:
     withheld: str = ""  # the shown "no match": safety_review.withheld_note, or ""
     color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (nor a preview)
     paste: str | None = None  # a bracketed paste being read: its characters so far
+    queued: tuple[str, ...] = ()  # action keys pressed before the list answered the typed query
+    more: bool = False  # the search found more rows than the list holds
 
 
 def _selected_row(s: TUIState) -> Row | None:
@@ -332,13 +352,14 @@ def _submit(s: TUIState) -> tuple[TUIState, list]:
             [DoSearch(query, seq)])
 
 
-def _live_search(s: TUIState, query: str) -> tuple[TUIState, list]:
-    """Ask for the results of `query` without a submit (typing paused, or the model became ready)."""
+def _live_search(s: TUIState, query: str, now: bool = False) -> tuple[TUIState, list]:
+    """Ask for the results of `query` without a submit (typing paused, the model became ready, or
+    a key queued for them: `now`)."""
     if not query.strip() or (s.wait_ready and s.model == "loading"):
         return s, []
     live = s.live + 1
     return (dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=query, asked_exact=False),
-            [DoSearch(query, s.seq, live)])
+            [DoSearch(query, s.seq, live, now=now)])
 
 
 def _refresh(s: TUIState) -> tuple[TUIState, list]:
@@ -348,7 +369,9 @@ def _refresh(s: TUIState) -> tuple[TUIState, list]:
     if not query or not query.strip() or (s.wait_ready and s.model == "loading"):
         return s, []
     live = s.live + 1
-    return dataclasses.replace(s, live=live, asked=(s.seq, live)), [DoSearch(query, s.seq, live, exact=s.asked_exact)]
+    # as long a list as is shown, so a grown list keeps its length and its highlighted meme
+    return (dataclasses.replace(s, live=live, asked=(s.seq, live)),
+            [DoSearch(query, s.seq, live, exact=s.asked_exact, limit=len(s.rows))])
 
 
 def _unservable(s: TUIState, gone: tuple[int, ...], what: str) -> tuple[TUIState, list]:
@@ -439,30 +462,88 @@ def _edit(s: TUIState, key: str) -> TUIState | None:
 MOVES = {"<UP>": "<UP>", "<Ctrl-k>": "<UP>", "<Ctrl-p>": "<UP>", "<DOWN>": "<DOWN>", "<Ctrl-j>": "<DOWN>",
          "<Ctrl-n>": "<DOWN>", "<PAGEUP>": "<PAGEUP>", "<PAGEDOWN>": "<PAGEDOWN>"}
 ENTER = "<Ctrl-m>"
+# Search now without choosing: the scored submit of the PTY latency harness (lab/pty.py).
+SUBMIT = "<Ctrl-s>"
+# The keys that act on the list: pressed before it answers the typed query, they wait for that answer.
+LIST_KEYS = (*MOVES, "<TAB>", "<Shift-TAB>", ENTER, "<Ctrl-o>", "<Ctrl-y>")
 PREVIEW_KEYS = ("<Ctrl-/>", "<F2>")  # fzf leaves toggle-preview unbound; its docs bind ctrl-/
 
 
-def _move(s: TUIState, key: str) -> TUIState:
+def _move(s: TUIState, key: str) -> tuple[TUIState, list]:
+    """Up/Down move the selection from anywhere (the query line too, wherever its cursor is), as
+    fzf's do; Up from the first result gives the query line the focus."""
     n = len(s.rows)
     if not n:
-        return s
+        return s, []
     key = MOVES[key]
     step = {"<UP>": -1, "<DOWN>": 1, "<PAGEUP>": -5, "<PAGEDOWN>": 5}[key]
-    if s.focus == "query":
-        if key in ("<DOWN>", "<PAGEDOWN>"):
-            return dataclasses.replace(s, focus="list")
-        return s
-    if key == "<UP>" and s.selected == 0:
-        return dataclasses.replace(s, focus="query")
-    return dataclasses.replace(s, selected=max(0, min(n - 1, s.selected + step)))
+    if step < 0 and s.selected == 0:
+        return dataclasses.replace(s, focus="query"), []
+    return _grow(dataclasses.replace(s, selected=max(0, min(n - 1, s.selected + step)), focus="list"))
+
+
+def _grow(s: TUIState) -> tuple[TUIState, list]:
+    """The selection near the end of a list that has more: ask for twice as many rows, answered
+    before the next key (the rows shown stay as they are; the new ones are added below)."""
+    sq = s.searched_query
+    if not (s.more and sq and s.selected >= len(s.rows) - TUI_MORE_AHEAD and len(s.rows) < TUI_MAX_ROWS):
+        return s, []
+    live = s.live + 1
+    return (dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=sq),
+            [DoSearch(sq, s.seq, live, exact=s.asked_exact, now=True, limit=min(TUI_MAX_ROWS, 2 * len(s.rows)),
+                      extend=True)])
+
+
+def _unanswered(s: TUIState) -> bool:
+    """Whether the list does not answer the typed query yet (typed, not searched or not answered)."""
+    return bool(s.query.strip()) and s.searched_query != s.query
+
+
+def _queue(s: TUIState, key: str) -> tuple[TUIState, list]:
+    """A list key pressed before the list answers the typed query: kept, and that answer asked at
+    once (Enter: a submit, its last word whole), before the next key is read; the key then acts on
+    it (process_event's Searched)."""
+    waiting = bool(s.queued)  # a search is asked already (held for the model with --wait-ready)
+    s = dataclasses.replace(s, queued=(*s.queued, key))
+    if key == ENTER:
+        return _submit(dataclasses.replace(s, focus="query"))
+    if waiting:
+        return s, []
+    return _live_search(s, s.query, now=True)
+
+
+def _replay(s: TUIState, effects: list) -> tuple[TUIState, list]:
+    """The answer the queued keys waited for is shown: they act on it, in the order pressed."""
+    keys, s = s.queued, dataclasses.replace(s, queued=())
+    for k in keys:
+        if k == ENTER and not s.rows:  # "no match": the screen stays, to try other words
+            continue
+        s, more = _key(s, k)
+        effects = [*effects, *more]
+    return s, effects
 
 
 def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
-    s = dataclasses.replace(s, show_preview=not s.show_preview, show_help=False)
+    s = dataclasses.replace(s, show_preview=not _preview_on(s, *s.screen), show_help=False)
     row = _selected_row(s)
     if s.show_preview and row and s.searched_query is not None:
         return s, [Record("preview", s.searched_query, row.item_id, row.rank)]
     return s, []
+
+
+def _preview_on(s: TUIState, rows: int, cols: int) -> bool:
+    """Whether the preview is shown: as Ctrl-/ last said, else where it fits beside a readable list."""
+    if s.show_preview is not None:
+        return s.show_preview
+    return rows >= TUI_PREVIEW_ROWS and cols >= TUI_PREVIEW_COLS
+
+
+@dataclass(frozen=True)
+class Sized:
+    """Event: the terminal's size, when the screen opens and after each resize (the preview's default)."""
+
+    rows: int
+    cols: int
 
 
 def _toggle_mark(s: TUIState, step: int) -> TUIState:
@@ -477,6 +558,11 @@ def _toggle_mark(s: TUIState, step: int) -> TUIState:
               else (*s.marked, row))
     selected = max(0, min(len(s.rows) - 1, s.selected + step))
     return dataclasses.replace(s, marked=marked, selected=selected, focus="list")
+
+
+def _mark(s: TUIState, step: int) -> tuple[TUIState, list]:
+    t = _toggle_mark(s, step)
+    return _grow(t) if t.selected != s.selected else (t, [])
 
 
 def _choose(s: TUIState, row: Row, sq: str) -> tuple[TUIState, list]:
@@ -497,10 +583,14 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         return dataclasses.replace(s, show_help=True), []
     if key in PREVIEW_KEYS:
         return _toggle_preview(s)
+    if key == SUBMIT:
+        return _submit(dataclasses.replace(s, focus="query", queued=()))
+    if key in LIST_KEYS and (s.queued or _unanswered(s)):
+        return _queue(s, key)
     if key in ("<TAB>", "<Shift-TAB>"):
-        return _toggle_mark(s, 1 if key == "<TAB>" else -1), []
+        return _mark(s, 1 if key == "<TAB>" else -1)
     if key in MOVES:
-        return _move(s, key), []
+        return _move(s, key)
     enter = key == ENTER
     row = _selected_row(s)
     if row is not None and s.searched_query is not None:
@@ -528,12 +618,13 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
     if edited.query == s.query:
         return edited, []
     edits = s.edits + 1
-    return dataclasses.replace(edited, edits=edits), [Typed(edits)]
+    # keys queued for the query no longer typed are dropped (they wait only while --wait-ready holds it)
+    return dataclasses.replace(edited, edits=edits, queued=()), [Typed(edits)]
 
 
 def _want_preview(s: TUIState, effects: list) -> list:
     row = _selected_row(s)
-    if s.show_preview and row is not None and row.item_id not in s.previews:
+    if _preview_on(s, *s.screen) and row is not None and row.item_id not in s.previews:
         if not row.has_preview:
             return effects  # painted as "no preview"
         if not any(isinstance(e, LoadPreview) and e.item_id == row.item_id for e in effects):
@@ -565,7 +656,14 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
         if (event.seq, event.live) < s.asked:  # an answer to a superseded search
             return s, []
         if event.error:
-            s = dataclasses.replace(s, message=f"search failed: {event.error}", shown_seq=event.seq)
+            s = dataclasses.replace(s, message=f"search failed: {event.error}", shown_seq=event.seq, queued=())
+        elif event.extend:
+            if event.query != s.searched_query:
+                return s, []
+            shown = {r.item_id for r in s.rows}
+            new = [r for r in event.rows if r.item_id not in shown]
+            rows = s.rows + tuple(dataclasses.replace(r, rank=len(s.rows) + i) for i, r in enumerate(new, 1))
+            s = dataclasses.replace(s, rows=rows, more=event.more and bool(new) and len(rows) < TUI_MAX_ROWS)
         elif event.live:
             # The list follows the typing: the focus stays where it is (the query, usually). The
             # same query answered again (the model became ready) keeps the status line's message:
@@ -576,22 +674,26 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             selected = next((i for i, r in enumerate(event.rows) if keep and r.item_id == keep.item_id), 0)
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
-                used_system=event.system, used_version=event.system_version, selected=selected,
+                used_system=event.system, used_version=event.system_version, selected=selected, more=event.more,
                 focus=s.focus if event.rows else "query", message=s.message if same else "", withheld=event.withheld,
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
         else:
             s = dataclasses.replace(
                 s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
-                used_system=event.system, used_version=event.system_version, selected=0,
+                used_system=event.system, used_version=event.system_version, selected=0, more=event.more,
                 focus="list" if event.rows else "query", cursor=len(s.query), withheld=event.withheld,
                 message=s.message if s.model == "failed" and s.message == _model_failed_note(s.model_detail) else "",
                 previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
             effects = [Record("render", event.query)]
+        if s.queued and event.query == s.query and not event.extend:
+            s, effects = _replay(s, effects)
     elif isinstance(event, ModelStatus):
         was = s.model
         s = dataclasses.replace(s, model=event.status, model_detail=event.detail)
         if event.status != "loading" and s.pending is not None:
             s, effects = _submit(dataclasses.replace(s, query=s.pending, cursor=len(s.pending)))
+        elif event.status != "loading" and was == "loading" and s.queued:
+            s, effects = _live_search(s, s.query, now=True)  # the keys held for the model (--wait-ready)
         elif event.status == "ready" and was == "loading" and s.asked_query is not None:
             # What is on screen came from the lexical stand-in: ask again with the full system.
             s, effects = _live_search(s, s.asked_query)
@@ -601,6 +703,8 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
         s = dataclasses.replace(s, previews={**s.previews, event.item_id: event.preview})
     elif isinstance(event, Message):
         s = dataclasses.replace(s, message=event.text)
+    elif isinstance(event, Sized):
+        s = dataclasses.replace(s, screen=(event.rows, event.cols))
     return s, _want_preview(s, effects)
 
 
@@ -801,25 +905,58 @@ def preview_lines(p: Preview, width: int, height: int, truecolor: bool) -> tuple
     return tuple(lines)
 
 
+# At most 76 columns and 20 lines: the whole help fits an 80x24 screen (2 columns of margin,
+# 4 lines of query, header, hints and status).
+# Light to dark, for a picture drawn without colour: each cell is a 1x2-pixel block's luminance.
+MONO_RAMP = " .:-=+*#%@"
+
+
+@functools.lru_cache(maxsize=32)
+def preview_mono(p: Preview, width: int, height: int) -> tuple[Any, ...]:
+    """The preview as `height` lines of `width` characters from MONO_RAMP, with no colour (NO_COLOR),
+    dark pixels drawn as dense characters (light text on a dark terminal reads the other way round,
+    but the shapes and the caption's place in the picture still show)."""
+    from curtsies.formatstring import Chunk, FmtStr
+    from PIL import Image
+
+    if width <= 0 or height <= 0:
+        return ()
+    scale = min(width / p.width, 2 * height / p.height)
+    w, h = max(1, round(p.width * scale)), max(1, round(p.height * scale / 2))
+    im = Image.frombytes("RGB", (p.width, p.height), p.rgb).convert("L").resize((w, h), Image.Resampling.BOX)
+    px = im.load()
+    left, top = (width - w) // 2, (height - h) // 2
+    top_pad, n = " " * width, len(MONO_RAMP) - 1
+    lines = []
+    for row in range(height):
+        y = row - top
+        if y < 0 or y >= h:
+            lines.append(FmtStr(Chunk(top_pad)))
+            continue
+        text = "".join(MONO_RAMP[n - px[x, y] * n // 255] for x in range(w))
+        lines.append(FmtStr(Chunk(" " * left + text + " " * (width - left - w))))
+    return tuple(lines)
+
+
 HELP_LINES = (
     "MamboMeme search: keys",
     "",
     "Typing edits the query; the results follow it (the last word as a prefix).",
-    "  Enter               choose the highlighted result, or every marked one (quit,",
-    "                      print the paths on stdout); searches first if the list",
-    "                      does not show the typed query yet",
-    "  Up/Down Ctrl-P/N    move through the results (Ctrl-K/J too; PgUp/PgDn)",
-    "  Tab / Shift-Tab     with -m: mark or unmark the result, move down / up",
-    "  Ctrl-/ or F2        show or hide the preview",
-    "  Ctrl-O open ($MAMBO_OPENER, else xdg-open) · Ctrl-Y copy its path (OSC 52)",
+    "  Enter             choose the highlighted result, or every marked one: quit",
+    "                    and print the paths (waits for the typed query's list)",
+    "  Ctrl-S            search now, without choosing",
+    "  Up/Down Ctrl-P/N  move through the results (Ctrl-K/J, PgUp/PgDn too)",
+    "  Tab / Shift-Tab   with -m: mark or unmark the result, move down / up",
+    "  Ctrl-/ or F2      show or hide the preview",
+    "  Ctrl-O open ($MAMBO_OPENER, else xdg-open) · Ctrl-Y copy the path",
     "  F1 help · Ctrl-Z suspend · Esc / Ctrl-C / Ctrl-G / Ctrl-D quit",
     "Query line: Left/Right, Home/End, Backspace, Delete, Ctrl-U, Ctrl-W.",
     "The selected result's path is on the line under the query.",
-    "",
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
     "        D by meaning (dense); * marked (Tab);",
     "        sensitive, +N dup = N more copies of the file.",
-    "Picker: xdg-open \"$(mambo search)\"; marked: mambo search -m | xargs -d '\\n' ls",
+    "Picker: xdg-open \"$(mambo search)\"",
+    "        mambo search -m | xargs -d '\\n' ls",
     "",
     "Press any key to close this help.",
 )
@@ -857,7 +994,7 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
 def _list_lines(s: TUIState, height: int, width: int) -> list:
     if s.searched_query is None:
         intro = ["Type what you remember of a meme (words in it, who is in it, its template):",
-                 "the results follow your typing; Enter searches at once. F1 shows the keys."]
+                 "the results follow your typing; Enter picks the best match. F1 shows the keys."]
         return [_plain(t, width) for t in intro]
     if not s.rows:
         said = [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True)]
@@ -879,21 +1016,22 @@ def _preview_pane(s: TUIState, height: int, width: int) -> list:
     if row is None:
         return [_plain("(preview: no result selected)", width, dark=True)]
     caption = _plain(row.name, width, bold=True)
-    if not s.color:
-        return [caption, _plain("no preview without colour (NO_COLOR is set)", width, dark=True)]
     if row.item_id not in s.previews:
         msg = "loading preview…" if row.has_preview else "no preview stored"
         return [caption, _plain(msg, width, dark=True)]
     p = s.previews[row.item_id]
     if p is None:
         return [caption, _plain("no preview stored", width, dark=True)]
+    if not s.color:  # NO_COLOR: the picture in shades of one ink, no colour codes
+        return [caption, *preview_mono(p, width, height - 1)]
     return [caption, *preview_lines(p, width, height - 1, s.truecolor)]
 
 
 def _status_text(s: TUIState) -> str:
     parts = []
     if s.searched_query is not None:
-        parts.append(f"{len(s.rows)} result{'s' if len(s.rows) != 1 else ''}" if s.rows else "no match")
+        n = f"{len(s.rows)}{'+' if s.more else ''}"  # "10+": more are found as the selection nears the end
+        parts.append(f"{n} result{'s' if n != '1' else ''}" if s.rows else "no match")
         if s.search_ms is not None:
             parts.append(f"{s.search_ms:.1f} ms" if s.search_ms < 10 else f"{s.search_ms:.0f} ms")
         if s.used_system:
@@ -964,7 +1102,7 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     # The counter (N/10) always stays; the query keeps its start and end (… in its middle), the path
     # its end (the file name).
     row = _selected_row(s) if not s.show_help else None
-    counter = f" {row.rank}/{len(s.rows)}" if row else ""
+    counter = f" {row.rank}/{len(s.rows)}{'+' if s.more else ''}" if row else ""
     path = f" {row.shown_path} " if row else ""
     if row and _width(title) + _width(counter) + _width(path) > cols - 4:
         budget = max(8, (cols - 4) // 2)
@@ -984,8 +1122,8 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     compact = rows < TUI_FULL_ROWS or cols < TUI_FULL_COLS  # the list alone, no preview pane
     if s.show_help:
         body = [_plain("  " + t, cols) for t in HELP_LINES[:body_h]]
-    elif s.show_preview and not compact:
-        lw = cols // 2
+    elif _preview_on(s, rows, cols) and not compact:
+        lw = cols // 2 if cols < TUI_PREVIEW_COLS else cols * 3 // 5  # wide: the list keeps ~72 columns
         pw = cols - lw - 1
         left = _list_lines(s, body_h, lw)
         right = _preview_pane(s, body_h, pw)
@@ -1001,7 +1139,7 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
 
     if s.message:
         msg = _plain(" " + clean_line(s.message), cols, fg="green")
-    elif s.show_preview and compact:
+    elif s.show_preview and compact:  # asked for (Ctrl-/), not room for it
         msg = _plain(f" the preview needs {TUI_FULL_COLS}x{TUI_FULL_ROWS} (Ctrl-/ hides it)", cols, dark=True)
     elif s.focus == "list" and s.rows:
         msg = _plain(" Enter choose · " + ("Tab mark · " if s.multi else "")
@@ -1010,7 +1148,7 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
         msg = _plain(" Enter choose · Down results · " + ("Tab mark · " if s.multi else "")
                      + "Ctrl-/ preview · F1 help · Esc quit", cols, dark=True)
     else:
-        msg = _plain(" Enter search · Down results · Ctrl-O open · Ctrl-Y copy · F1 help · Esc quit",
+        msg = _plain(" Enter choose · Down results · Ctrl-S search · Ctrl-O open · F1 help · Esc quit",
                      cols, dark=True)
     lines.append(msg)
     # The status line is one chunk so its text arrives in one piece ("search #N" marks each answer).

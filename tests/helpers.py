@@ -154,12 +154,12 @@ def output(child: pexpect.spawn) -> str:
 
 
 def search(child: pexpect.spawn, query: str, seq: int) -> str:
-    """Type a query, press Enter, wait for its answer; returns the status line."""
+    """Type a query, press Ctrl-S (search without choosing), wait for its answer; returns the status line."""
     child.send("\x15" + query)
     # the app's own query line (its drawn cursor follows), not the terminal's echo of keys typed
-    # before the app took the terminal: Enter sent then would arrive as Ctrl-J (CR mapped to NL)
+    # before the app took the terminal: a key sent then would arrive as the terminal mapped it
     child.expect(re.escape(query) + r"(\x1b\[[\d;]*m)*\x1b\[7m")
-    child.send("\r")
+    child.send("\x13")
     child.expect(rf"\x1b\[7m([^\x1b\n]*)search #{seq} ")
     return child.match.group(1)
 

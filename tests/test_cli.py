@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -139,8 +140,34 @@ def test_search_exit_codes_are_ripgreps(fixture_library: Path) -> None:
     for args in (["zzqxv"], ["-n", "3", "zzqxv"]):  # one JSON shape for "no match", with or without a pipe
         res = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", *args, expect=1)
         assert [json.loads(x) for x in res.stdout.splitlines()] == [{"query": "zzqxv", "no_match": True}]
-    piped = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="zzqxv\n").stdout
+    piped = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="zzqxv\n", expect=1).stdout
     assert [json.loads(x) for x in piped.splitlines()] == [{"query": "zzqxv", "no_match": True}]
+
+
+def test_piped_queries_print_one_block_each_and_exit_1_on_a_miss(fixture_library: Path) -> None:
+    """With -l each query's paths end with a blank line (with -0, an empty NUL-ended record), so
+    the n-th block answers the n-th query, a miss too; exit 1 if any query had no match."""
+    args = ("--db", fixture_library, "search", "-s", "bm25", "-n", "2")
+    cat = invoke(*args, "-l", "cat").stdout.splitlines()
+    cena = invoke(*args, "-l", "john cena").stdout.splitlines()
+    assert len(cat) == len(cena) == 2
+    res = invoke(*args, "-l", input="cat\nzzqxv\n\njohn cena\n", expect=1)
+    assert res.stdout == "\n".join(cat) + "\n\n" + "\n" + "\n".join(cena) + "\n\n"  # the blank input line: no query
+    assert res.stderr.strip() == "no match: zzqxv"
+    res = invoke(*args, "-l", "-0", input="cat\nzzqxv\njohn cena\n", expect=1)
+    assert res.stdout.split("\0") == [*cat, "", "", *cena, "", ""]
+    assert invoke(*args, "-l", input="cat\njohn cena\n").stdout.count("\n\n") == 2  # all found: exit 0
+    res = invoke(*args, input="cat\nzzqxv\n", expect=1)
+    assert "» zzqxv\nno match" in res.stdout
+
+
+def test_the_library_view_has_absolute_paths(fixture_library: Path) -> None:
+    res = invoke("--db", fixture_library, "sql", "--json", "SELECT item_id, path, abs_path FROM library")
+    rows = [json.loads(x) for x in res.stdout.splitlines()]
+    assert rows and all(Path(r["abs_path"]).is_absolute() and Path(r["abs_path"]).is_file() for r in rows)
+    assert all(r["abs_path"].endswith("/" + r["path"]) for r in rows)
+    found = invoke("--db", fixture_library, "search", "-s", "bm25", "-l", "-n", "1", "cat").stdout.strip()
+    assert found in {r["abs_path"] for r in rows}
 
 
 def test_search_words_are_one_query_and_l_prints_paths(fixture_library: Path) -> None:
@@ -227,6 +254,21 @@ def test_read_only_commands_create_no_library(tmp_path: Path, args: list[str]) -
     res = invoke("--db", db, *args, expect=2)
     assert res.output.strip().splitlines() == [f"Error: no library at {db}: run `mambo add FOLDER` first"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_no_library_names_the_demos_library(fixture_library: Path) -> None:
+    """After `mambo demo` (its library beside the default one, as demo.sqlite), a search without
+    --db finds no library: the error names the demo's file and how to search it."""
+    from mambomeme.library import default_db_path
+
+    demo = default_db_path().with_name("demo.sqlite")
+    demo.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(fixture_library, demo)
+    res = invoke("search", "cat", expect=2)
+    assert res.output.strip().splitlines() == [
+        f"Error: no library at {default_db_path()}: run `mambo add FOLDER` first; the demo's library is {demo}: "
+        f"search it with `mambo --db {demo} search ...`"]
+    assert invoke("--db", demo, "search", "-l", "cat").output.strip()
 
 
 def test_settings_opt_in_and_validation(tmp_path: Path) -> None:

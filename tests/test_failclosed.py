@@ -247,7 +247,8 @@ def test_processes_creating_one_new_library_at_once_all_succeed(tmp_path: Path) 
 
 
 def test_piped_queries_honour_json(fixture_library: Path) -> None:
-    res = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="anvil\nzzqqxxnothing\n")
+    res = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="anvil\nzzqqxxnothing\n",
+                 expect=1)
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     assert lines and all(x["query"] in ("anvil", "zzqqxxnothing") for x in lines)
     assert any("asset_id" in x for x in lines) and {"query": "zzqqxxnothing", "no_match": True} in lines

@@ -4,6 +4,7 @@ group labels, and search through derived fields on a library without sidecars.""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -345,8 +346,12 @@ def test_label_as_template_brings_the_lookalikes(bare_library, tmp_path: Path) -
     assert "--template 'Bonked Monkey' --as-template" in said.stderr
     assert {Path(r["path"]).name for r in _search(copy, "bonked monkey")} == {monkey[0]}
     invoke("--db", copy, "label", first, "--clear")
-    out = invoke("--db", copy, "label", first, "--template", "Bonked Monkey", "--as-template", "--tag", "bonk").stdout
+    res = invoke("--db", copy, "label", first, "--template", "Bonked Monkey", "--as-template", "--tag", "bonk")
+    out = res.stdout
     assert "added template bonked-monkey from this meme" in out and "labelled" in out
+    # matching every meme again takes a while: it says so, and its progress, on stderr (not a terminal: lines)
+    assert "matching the library's memes against the templates again" in res.stderr
+    assert re.search(r"\[[#-]{24}\] \d+/\d+ ", res.stderr)
     got = _recognised(copy)
     assert [f for f in monkey if got[f][0] == "bonked-monkey"] == monkey
     # monkey-04 wishes violence on cyclists (unsafe, fixture README): the caption-meaning signal

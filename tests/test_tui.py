@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -119,7 +120,7 @@ def searched_state(n: int = 10, **kw: object) -> tui.TUIState:
     rows = tuple(tui.row_from_result(r, "see me") for r in results)
     s = tui.TUIState(system="hybrid", model="loading", **kw)
     s, _ = feed(s, *"see", "<SPACE>", *"me")
-    s, eff = feed(s, "<Ctrl-m>")
+    s, eff = feed(s, "<Ctrl-s>")
     assert eff == [tui.DoSearch("see me", 1)]
     s, eff = feed(s, tui.Searched(1, "see me", rows, 4.2, "bm25", 1))
     assert eff == [tui.Record("render", "see me")]
@@ -146,7 +147,7 @@ def test_no_match_and_start_screen():
     s = tui.TUIState(system="hybrid", model="ready")
     text, _ = screen(s)
     assert "Type what you remember" in "\n".join(text)
-    s, _ = feed(s, *"zzqx", "<Ctrl-m>", tui.Searched(1, "zzqx", (), 1.0, "hybrid", 2))
+    s, _ = feed(s, *"zzqx", "<Ctrl-s>", tui.Searched(1, "zzqx", (), 1.0, "hybrid", 2))
     text, _ = screen(s)
     assert "no match for “zzqx”" in text[2]
     assert "no match" in text[23] and "hybrid v2" in text[23] and "model ready" in text[23]
@@ -155,13 +156,13 @@ def test_no_match_and_start_screen():
 
 def test_no_match_says_how_many_memes_are_withheld_never_which():
     note = "1 meme that holds these words is withheld: private, withdrawn or unsafe; see `mambo safety`"
-    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"tandlewick", "<Ctrl-m>",
+    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"tandlewick", "<Ctrl-s>",
                 tui.Searched(1, "tandlewick", (), 1.0, "bm25", 1, withheld=note))
     text, _ = screen(s)
     assert "no match for “tandlewick”" in text[2] and text[3].strip() + " " + text[4].strip() == note + "."
     text, _ = screen(s, 10, 40)  # the compact list wraps it
     assert re.sub(r"\s+", " ", " ".join(text[3:7])).startswith(note)
-    s, _ = feed(s, "<Ctrl-u>", *"zzqx", "<Ctrl-m>", tui.Searched(2, "zzqx", (), 1.0, "bm25", 1))
+    s, _ = feed(s, "<Ctrl-u>", *"zzqx", "<Ctrl-s>", tui.Searched(2, "zzqx", (), 1.0, "bm25", 1))
     assert "withheld" not in "\n".join(screen(s)[0]) and "close enough" in screen(s)[0][3]
 
 
@@ -186,7 +187,7 @@ def test_a_small_terminal_gets_the_compact_list(rows, cols):
 def test_the_header_keeps_the_counter_and_the_querys_start_and_end():
     query = "the quick brown fox jumps over the lazy dog and then some more words at the end"
     results = tuple(tui.row_from_result(fake_result(i), query) for i in range(1, 11))
-    s, _ = feed(tui.TUIState(), *query.replace(" ", "\0"), "<Ctrl-m>")
+    s, _ = feed(tui.TUIState(), *query.replace(" ", "\0"), "<Ctrl-s>")
     s = dataclass_replace(s, query=query)
     s, _ = feed(s, tui.Searched(1, query, results, 1.0, "bm25", 1))
     for cols in (80, 40):
@@ -220,7 +221,7 @@ def test_no_color_paints_no_colour():
     text, raw = screen(plain_state)
     assert re.search(r"\x1b\[3\dm", coloured) and not re.search(r"\x1b\[(3|4)\d(;|m)", raw)
     assert f"{ESC}[7m" in raw  # inverse stays: the status line
-    assert "NO_COLOR" in "\n".join(text) and "▀" not in raw
+    assert "▀" not in raw and "@@" in "\n".join(text)  # a black picture, in the darkest character
 
 
 def test_larger_terminal_adds_paths():
@@ -259,13 +260,11 @@ def test_focus_and_keys():
     s, eff = feed(s, "x")
     assert (s.focus, s.query) == ("query", "see mex")
     s, _ = feed(s, "<BACKSPACE>", "<DOWN>")
-    assert s.focus == "list" and s.query == "see me"
-    s, _ = feed(s, "<UP>", "<UP>", "<UP>", "<UP>")
-    assert s.focus == "query"
-    s, _ = feed(s, "<DOWN>", "<Ctrl-m>")
-    assert s.focus == "list"
-    s, eff = feed(s, "<Ctrl-m>")
-    assert eff == [tui.Record("choose", "see me", 1, 1), tui.Choose(("/memes/cena-01.png",), (1,))]
+    assert (s.focus, s.selected, s.query) == ("list", 4, "see me")
+    s, _ = feed(s, *["<UP>"] * 5)
+    assert (s.focus, s.selected) == ("query", 0)
+    s, eff = feed(s, "<DOWN>", "<Ctrl-m>")  # Down from the query line moves too: Enter picks the second
+    assert eff == [tui.Record("choose", "see me", 2, 2), tui.Choose(("/memes/cena-02.png",), (2,))]
     for key in ("<ESC>", "<Ctrl-c>", "<Ctrl-d>", tui.Interrupt()):
         assert feed(s, key)[1] == [tui.Quit()]
         assert feed(dataclass_replace(s, focus="query"), key)[1] == [tui.Quit()]
@@ -289,10 +288,10 @@ def test_fzf_keys_move_mark_and_pick_with_one_enter():
     assert eff == [tui.Record("choose", "cena", 1, 1), tui.Choose(("/memes/cena-01.png",), (1,))]
     for down, up in (("<Ctrl-j>", "<Ctrl-k>"), ("<Ctrl-n>", "<Ctrl-p>"), ("<DOWN>", "<UP>")):
         t, _ = feed(s, down, down, down)
-        assert (t.focus, t.selected) == ("list", 2), down
+        assert (t.focus, t.selected) == ("list", 3), down
         t, _ = feed(t, up)
-        assert t.selected == 1 and t.query == "cena", up
-    s, _ = feed(s, "<DOWN>", "<TAB>", "<TAB>", "<TAB>", "<Shift-TAB>", "<Shift-TAB>")
+        assert t.selected == 2 and t.query == "cena", up
+    s, _ = feed(s, "<TAB>", "<TAB>", "<TAB>", "<Shift-TAB>", "<Shift-TAB>")
     assert [r.item_id for r in s.marked] == [1, 2, 4] and s.selected == 1  # 3 marked, then unmarked
     text, _ = screen(s)
     assert "3 marked" in text[23] and re.match(r" +1\. \* Meme number 1", text[2])
@@ -300,12 +299,16 @@ def test_fzf_keys_move_mark_and_pick_with_one_enter():
     assert eff == [tui.Record("choose", "cena", 1, 1), tui.Record("choose", "cena", 2, 2),
                    tui.Record("choose", "cena", 4, 4),
                    tui.Choose(("/memes/cena-01.png", "/memes/cena-02.png", "/memes/cena-04.png"), (1, 2, 4))]
-    # the query changed since the list was drawn: Enter searches it, and the next Enter picks
+    # the query changed since the list was drawn: Enter searches it and picks from its answer
     s, eff = feed(s, "x", "<Ctrl-m>")
-    assert eff[-1] == tui.DoSearch("cenax", 1)
+    assert eff[-1] == tui.DoSearch("cenax", 1) and s.queued == ("<Ctrl-m>",)
+    t, eff = feed(s, tui.Searched(1, "cenax", rows, 1.0, "bm25", 1))
+    assert eff[-1] == tui.Choose(("/memes/cena-01.png", "/memes/cena-02.png", "/memes/cena-04.png"), (1, 2, 4))
     assert feed(s, "<Ctrl-g>")[1] == [tui.Quit()]
-    # Ctrl-S / Ctrl-Q are keys, not flow control: they change nothing
-    assert feed(s, "<Ctrl-s>") == (s, []) and feed(s, "<Ctrl-q>") == (s, [])
+    # Ctrl-S searches without choosing; Ctrl-Q is a key, not flow control: it changes nothing
+    t, eff = feed(t, "<Ctrl-s>")
+    assert eff == [tui.DoSearch("cenax", 2)] and t.queued == ()
+    assert feed(s, "<Ctrl-q>") == (s, [])
 
 
 def dataclass_replace(s: tui.TUIState, **kw: object) -> tui.TUIState:
@@ -332,14 +335,14 @@ def test_a_changed_library_asks_the_list_again_and_a_meme_no_longer_servable_is_
     s, _ = feed(searched_state(), "<DOWN>")  # "see me" submitted; meme 2 highlighted
     assert (s.focus, s.rows[s.selected].item_id) == ("list", 2)
     s, eff = feed(s, tui.LibraryChanged())
-    assert eff == [tui.DoSearch("see me", 1, 1, exact=True)]  # a submit's query: its last word whole
+    assert eff == [tui.DoSearch("see me", 1, 1, exact=True, limit=10)]  # a submit's query: its last word whole
     s, _ = feed(s, tui.Searched(1, "see me", tuple(r for r in s.rows if r.item_id != 1), 1.0, "bm25", 1, live=1))
     assert (s.focus, s.rows[s.selected].item_id, len(s.rows)) == ("list", 2, 9)  # meme 2 stays highlighted
     s, eff = feed(s, "<Ctrl-m>")
     assert eff[-1] == tui.Choose(("/memes/cena-02.png",), (2,))
     # the shell found meme 2 no longer servable: it leaves the list, nothing is chosen, the status line says so
     s, eff = feed(s, tui.Unservable((2,)))
-    assert eff == [tui.DoSearch("see me", 1, 2, exact=True)] and 2 not in [r.item_id for r in s.rows]
+    assert eff == [tui.DoSearch("see me", 1, 2, exact=True, limit=8)] and 2 not in [r.item_id for r in s.rows]
     assert "that meme is no longer shown (private, withdrawn or unsafe): nothing chosen" in screen(s)[0][22]
     s, _ = feed(s, tui.Unservable((3,), "opened"))  # Ctrl-O on a meme just made private: not opened
     assert "that meme is no longer shown (private, withdrawn or unsafe): nothing opened" in screen(s)[0][22]
@@ -376,7 +379,7 @@ def test_a_pasted_combining_accent_joins_its_letter_and_the_screen_draws():
 
 
 def test_wait_ready_holds_the_search_until_the_model_is_ready():
-    s, eff = feed(tui.TUIState(wait_ready=True), *"cena", tui.Paused(4), "<Ctrl-m>")
+    s, eff = feed(tui.TUIState(wait_ready=True), *"cena", tui.Paused(4), "<Ctrl-s>")
     assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3), tui.Typed(4)] and s.pending == "cena"
     s, eff = feed(s, tui.ModelStatus("ready"))
     assert eff == [tui.DoSearch("cena", 1)] and s.model == "ready"
@@ -386,7 +389,7 @@ def test_a_model_that_failed_says_why_over_the_answer_it_let_go():
     """--wait-ready: the model fails, the held search goes to the words, and its answer keeps the
     reason on the message line; the next submit's answer clears it (the status line still says
     "model failed")."""
-    s, _ = feed(tui.TUIState(system="hybrid", wait_ready=True), *"cena", "<Ctrl-m>")
+    s, _ = feed(tui.TUIState(system="hybrid", wait_ready=True), *"cena", "<Ctrl-s>")
     s, eff = feed(s, tui.ModelStatus("failed", "ImportError: import numpy failed"))
     assert eff == [tui.DoSearch("cena", 1)] and s.pending is None
     rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
@@ -394,7 +397,7 @@ def test_a_model_that_failed_says_why_over_the_answer_it_let_go():
     text, _ = screen(s)
     assert text[22].startswith(" the model failed to load (ImportError: import numpy failed); searching by")
     assert "bm25 v1 · model failed: lexical only" in text[23]
-    s, eff = feed(s, "<Ctrl-u>", *"cat", "<Ctrl-m>")
+    s, eff = feed(s, "<Ctrl-u>", *"cat", "<Ctrl-s>")
     s, _ = feed(s, tui.Searched(2, "cat", rows, 2.0, "bm25", 1))
     assert s.message == "" and "model failed: lexical only" in screen(s)[0][23]
 
@@ -418,8 +421,8 @@ def test_results_follow_the_typing_and_stale_answers_are_dropped():
     assert s.asked == (0, 2) and s.asked_query == "cena x"
     late = tui.Searched(0, "cena", rows[:1], 3.0, "hybrid", 2, live=1)
     assert feed(s, late) == (s, [])
-    # Enter searches at once (the scored submit) and supersedes the live search in flight
-    s, eff = feed(s, "<Ctrl-m>")
+    # Ctrl-S searches at once (the scored submit) and supersedes the live search in flight
+    s, eff = feed(s, "<Ctrl-s>")
     assert eff == [tui.DoSearch("cena x", 1)] and s.asked == (1, 0)
     assert feed(s, tui.Searched(0, "cena x", rows, 3.0, "hybrid", 2, live=2)) == (s, [])
     s, eff = feed(s, tui.Searched(1, "cena x", rows, 3.0, "hybrid", 2))
@@ -429,7 +432,7 @@ def test_results_follow_the_typing_and_stale_answers_are_dropped():
 
 
 def test_model_ready_reruns_what_the_lexical_stand_in_answered():
-    s, eff = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-m>")
+    s, eff = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-s>")
     rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
     s, _ = feed(s, tui.Searched(1, "cena", rows, 2.0, "bm25", 1))
     s, eff = feed(s, tui.ModelStatus("ready"))
@@ -442,7 +445,7 @@ def test_model_ready_reruns_what_the_lexical_stand_in_answered():
 def test_the_model_ready_answer_keeps_the_openers_news():
     """Ctrl-O while the model loads: the opener fails, then the model-ready answer to the same
     query arrives; the status line still says the opener failed. A new query's answer clears it."""
-    s, _ = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-m>")
+    s, _ = feed(tui.TUIState(system="hybrid", model="loading"), *"cena", "<Ctrl-s>")
     rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 3))
     s, eff = feed(s, tui.Searched(1, "cena", rows, 2.0, "bm25", 1), "<Ctrl-o>")
     assert any(isinstance(e, tui.OpenFile) for e in eff)
@@ -463,7 +466,7 @@ def test_the_selected_path_is_always_on_screen_and_the_help_hint_stays():
     assert "F1 help" in screen(s)[0][0] and "F1 help" in screen(dataclass_replace(s, focus="query"))[0][0]
     long = fake_result(1)
     long.details["rel_path"] = "a-very-long-folder-name/" * 6 + "the-file.png"
-    s, _ = feed(tui.TUIState(), *"x", "<Ctrl-m>", tui.Searched(1, "x", (tui.row_from_result(long, "x"),), 1, "bm25", 1))
+    s, _ = feed(tui.TUIState(), *"x", "<Ctrl-s>", tui.Searched(1, "x", (tui.row_from_result(long, "x"),), 1, "bm25", 1))
     line = screen(s)[0][1]
     assert len(line) == 80 and line.rstrip().endswith("the-file.png") and "…" in line
 
@@ -496,7 +499,7 @@ def test_hostile_and_wide_text_is_drawn_harmlessly():
     for s_ in (row.name, row.snippet, row.shown_path):
         assert ESC not in s_ and "\x07" not in s_ and "\x9b" not in s_ and "\u202e" not in s_
     assert row.path.endswith(f"bad{ESC}[2Jname.png")  # the real name, for opening/printing only
-    s, _ = feed(tui.TUIState(), *"text", "<Ctrl-m>", tui.Searched(1, "text", (row,) * 10, 1.0, "bm25", 1))
+    s, _ = feed(tui.TUIState(), *"text", "<Ctrl-s>", tui.Searched(1, "text", (row,) * 10, 1.0, "bm25", 1))
     for rows, cols in ((24, 80), (24, 81), (30, 97)):
         _, raw = screen(s, rows, cols)
         assert "pwned" not in raw and f"{ESC}[2J" not in raw and f"{ESC}]" not in raw
@@ -614,12 +617,12 @@ def test_results_follow_typing_without_enter(fixture_library: Path):
     assert "search #" not in child.before + child.after
     child.send("\x15cat")  # a new query; letters type themselves (`c` is not "copy")
     child.expect(header("cat"))
-    child.send("\x1b[B")  # Down from the query moves into the list; Enter chooses
-    child.expect("Enter choose")
+    child.send("\x1b[B")  # Down from the query moves to the second; Enter chooses it
+    child.expect("› 2. ")
     child.send("\r")
     rc, raw = finish(child)
     assert rc == 0 and f"{ESC}]52;" not in raw  # nothing was copied
-    assert expected_paths(fixture_library, "cat")[0] + "\r\n" in raw
+    assert expected_paths(fixture_library, "cat")[1] + "\r\n" in raw
     assert_restored(raw)
 
 
@@ -788,7 +791,7 @@ def held_search_then_quit(child: pexpect.spawn, *, says_waiting: bool) -> tuple[
     screen says so), then answered by hybrid itself once the model is ready as search #1; Esc
     quits. Returns finish()'s (exit code, raw output)."""
     child.expect("model loading…")
-    child.send("john cena\r")
+    child.send("john cena\x13")  # Ctrl-S: search without choosing
     if says_waiting:
         child.expect("waiting for the model")
     expect_ready(child)
@@ -981,10 +984,10 @@ def test_typing_a_prefix_shows_its_words_and_one_enter_picks(fixture_library: Pa
     child.send("\x13")  # Ctrl-S: with XON/XOFF on, the terminal would stop drawing here
     child.send("ca")
     child.expect(header("ca"))
-    child.expect(r"\x1b\[7m \d+ results · ")
+    child.expect(r"\x1b\[7m \d+\+? results · ")
     assert "no match" not in output(child)
-    child.send("\x0a\x0a")  # Ctrl-J: down (fzf), not Enter; the first moves into the list
-    child.expect("› 2. ")
+    child.send("\x0a\x0a")  # Ctrl-J: down (fzf), not Enter
+    child.expect("› 3. ")
     child.send("\r")
     rc, raw = finish(child)
     assert rc == 0
@@ -1013,7 +1016,7 @@ def test_a_paste_is_read_as_text_not_keys(fixture_library: Path):
     # BEL, Ctrl-C and Ctrl-Z read as keys (or signals) would quit or suspend the screen
     child.send("\x1b[200~john\x07\x03\x1a \x1b[31mcena\x1b[201~")
     child.expect(re.escape("john cena") + r"(\x1b\[[\d;]*m)*\x1b\[7m")
-    child.send("\r")
+    child.send("\x13")  # Ctrl-S: search without choosing
     child.expect(r"search #1 ")
     child.send("\x1b")
     rc, raw = finish(child)
@@ -1081,6 +1084,8 @@ def test_a_40x10_split_searches_in_the_compact_layout(fixture_library: Path):
 def test_no_color_on_the_real_screen(fixture_library: Path):
     child = run_app(fixture_library, "--system", "bm25", env={"NO_COLOR": "1"})
     search(child, "john cena", 1)
+    child.send("\x1f")  # Ctrl-/: the preview in characters of one ink
+    child.expect(r"│[^\n]*[.:=+*#%@-]{4}")
     child.send("\x1b")
     rc, raw = finish(child)
     assert rc == 130 and not re.search(r"\x1b\[(3|4)\dm|\x1b\[38;5;", raw)  # no colour at all
@@ -1104,6 +1109,25 @@ def test_a_failed_opener_is_said_on_the_status_line(fixture_library: Path, syste
     rc, raw = finish(child)
     assert rc == 130 and "opened:" not in raw
     assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_query_option_is_the_screen_wherever_stdin_and_stdout_go(fixture_library: Path, tmp_path: Path):
+    """-q opens the screen on the terminal (fzf's --query) even with stdin and stdout redirected;
+    with no terminal at all it says how to search without one, and prints no list."""
+    out = tmp_path / "chosen"
+    child = spawn(f'{app_cmd(fixture_library, "--system", "bm25", "-q", "cat")} < /dev/null > "{out}"; '
+                  'echo "RC=$?"; stty -a')
+    child.expect(header("cat"))
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0 and out.read_text() == expected_paths(fixture_library, "cat")[0] + "\n"
+    assert_restored(raw)
+    argv = shlex.split(app_cmd(fixture_library, "--system", "bm25", "-q", "cat"))
+    alone = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, start_new_session=True,
+                           timeout=120)
+    assert alone.returncode == 2 and alone.stdout == ""
+    assert "the search screen needs a terminal; give a QUERY to print its results" in alone.stderr
 
 
 def test_json_with_the_screen_is_an_error(tmp_path: Path):

@@ -95,13 +95,14 @@ dev_queries_option = click.option(
                    "(vectors mixed from its own, as `mambo bench load`); 0: the library itself.")
 @click.option("--seed", default=42, show_default=True)
 @click.option("--enter-after", "enter_after_ms", type=click.IntRange(0, 5000), default=0, show_default=True,
-              help="Press Enter this many ms after the query line shows the query, as a person does after "
-                   "the last key (the screen encodes the query meanwhile); 0: a paste and Enter at once.")
+              help="Press the submit key (Ctrl-S) this many ms after the query line shows the query, as a "
+                   "person does after the last key (the screen encodes the query meanwhile); 0: a paste and "
+                   "the submit at once.")
 @click.pass_context
 def bench_tui(ctx: click.Context, queries_path: Path, searches: int, warmups: int, systems_: tuple[str, ...],
               items: int, seed: int, enter_after_ms: int) -> None:
-    """Submit-to-render latency of the real full-screen search in an 80x24 PTY (pexpect): Enter
-    sent -> status line and complete list drawn, on the library given by --db. Prints JSON: one
+    """Submit-to-render latency of the real full-screen search in an 80x24 PTY (pexpect): the submit
+    key (Ctrl-S) sent -> status line and complete list drawn, on the library given by --db. Prints JSON: one
     system's result as before, or each system's with the p50/p95 ratios to the last one."""
     import os
     import tempfile

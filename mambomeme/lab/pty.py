@@ -1,6 +1,7 @@
 """The one PTY harness: the full-screen search started as its own process in the declared 80x24
-PTY (TERM=xterm-256color, pexpect) and driven as a person does: type a query, press Enter, wait
-for that search's status line (drawn after the whole list). `mambo score`, `mambo bench tui`,
+PTY (TERM=xterm-256color, pexpect) and driven as a person does: type a query, press the submit key
+(Ctrl-S: search now without choosing; Enter would choose and quit), wait for that search's status
+line (drawn after the whole list). `mambo score`, `mambo bench tui`,
 `mambo bench calibrate` and `mambo bench cold` measure through it."""
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class MeasuredTUI:
     """One full-screen search in the PTY. Started with --wait-ready (by default), measuring begins
     once the model is ready (`ready_s`: seconds from launch)."""
 
-    status_re = re.compile(r"(no match|\d+ results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
+    status_re = re.compile(r"(no match|\d+\+? results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
 
     def __init__(self, db_path: Path | str, system: str, *, wait_ready: bool = True,
                  ready: str | list[str] = ("model ready", "lexical system")) -> None:
@@ -57,20 +58,20 @@ class MeasuredTUI:
     def submit(self, q: str, enter_after_s: float = 0.0,
                timeout_ms: float | None = None) -> tuple[float, float | None, str | None, str | None]:
         """(submit-to-render ms, the search time the app reports, "no match" or "N results", error).
-        Enter is sent `enter_after_s` after the query line shows the text (0: a paste and Enter at
-        once). A search not drawn within `timeout_ms` is charged `timeout_ms`, with an error."""
+        The submit key (Ctrl-S) is sent `enter_after_s` after the query line shows the text (0: a
+        paste and the submit at once). A search not drawn within `timeout_ms` is charged `timeout_ms`, with an error."""
         import pexpect
 
         child = self.child
         child.send("\x15")  # Ctrl-U: back to the query line, emptied
         child.send(q)
-        # Wait until the query line shows the typed text, so Enter is its own keypress.
+        # Wait until the query line shows the typed text, so the submit is its own keypress.
         child.expect_exact(q[-12:], timeout=30)
         if enter_after_s:
             time.sleep(enter_after_s)
         self.seq += 1
         t0 = time.perf_counter()
-        child.send("\r")
+        child.send("\x13")  # Ctrl-S: search now, without choosing
         deadline = t0 + (timeout_ms / 1000 if timeout_ms is not None else 30)
         while True:
             try:
@@ -115,7 +116,7 @@ def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str
     order, q = [], ""
     for _ in range(warmups + n):
         # Never the same query twice in a row: its query line would not change, so there
-        # would be nothing to wait for before sending Enter.
+        # would be nothing to wait for before sending the submit key.
         q = rng.choice([x for x in queries if x != q] or queries)
         order.append(q)
     apps: dict[str, MeasuredTUI] = {}

@@ -68,10 +68,11 @@ def latency_schedule(n_queries: int, searches: int, warmups: int, seed: int) -> 
 def measure_pty(db_path: Path, queries: list[str], system: str, *, searches: int = LATENCY_SEARCHES,
                 warmups: int = LATENCY_WARMUPS, seed: int = BOOTSTRAP_SEED,
                 timeout_ms: float = LATENCY_TIMEOUT_MS) -> dict[str, Any]:
-    """Submit-to-render in the declared PTY (80x24, TERM=xterm-256color, pexpect): from Enter
-    accepted to the status line of that search drawn (the status is drawn after the complete list).
-    A search not drawn within `timeout_ms` is charged `timeout_ms` and counted as an error. Also
-    checks that quitting restores the terminal (alternate screen left, cursor shown)."""
+    """Submit-to-render in the declared PTY (80x24, TERM=xterm-256color, pexpect): from the submit
+    key (Ctrl-S, lab/pty.py) accepted to the status line of that search drawn (the status is drawn
+    after the complete list). A search not drawn within `timeout_ms` is charged `timeout_ms` and
+    counted as an error. Also checks that quitting restores the terminal (alternate screen left,
+    cursor shown)."""
     warm, measured = latency_schedule(len(queries), searches, warmups, seed)
     samples: list[tuple[int, float, str | None, float | None]] = []
     app = MeasuredTUI(db_path, system)

@@ -1,0 +1,161 @@
+"""The search screen's keys as fzf's: every key acts on the list of the query typed before it, Down
+moves from anywhere, one Enter picks, and every match is reachable (the list grows past its first
+page). Headless through process_event and paint, then in a real PTY on the fixture library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_tui import (
+    dataclass_replace,
+    expected_paths,
+    fake_result,
+    feed,
+    printed,
+    screen,
+    searched_state,
+    served_results,
+)
+
+from helpers import assert_restored, finish, output, run_app, search
+from mambomeme import tui
+
+# -- headless ----------------------------------------------------------------------------------
+
+
+def test_a_key_pressed_before_the_answer_acts_on_it():
+    """fzf's Down always moves: keys pressed before the list answers the typed query wait for that
+    answer (asked at once, answered before the next key is read), then act on it in order."""
+    rows = tuple(tui.row_from_result(fake_result(i), "cat") for i in range(1, 6))
+    s, eff = feed(tui.TUIState(system="bm25", model="unused"), *"cat", "<DOWN>")
+    assert eff[-1] == tui.DoSearch("cat", 0, 1, now=True) and s.queued == ("<DOWN>",)
+    s, eff = feed(s, tui.Searched(0, "cat", rows, 1.0, "bm25", 1, live=1))
+    assert (s.focus, s.selected, s.queued) == ("list", 1, ())
+    s, eff = feed(s, "<Ctrl-m>")
+    assert eff == [tui.Record("choose", "cat", 2, 2), tui.Choose(("/memes/cena-02.png",), (2,))]
+    # with -m: Down, Tab, Tab marks the second and the third
+    s, _ = feed(tui.TUIState(system="bm25", model="unused", multi=True), *"cat", "<DOWN>", "<TAB>", "<TAB>")
+    assert s.queued == ("<DOWN>", "<TAB>", "<TAB>")
+    s, _ = feed(s, tui.Searched(0, "cat", rows, 1.0, "bm25", 1, live=1))
+    assert [r.item_id for r in s.marked] == [2, 3] and s.selected == 3
+    # wherever the cursor is on the query line, Up/Down and Ctrl-N/Ctrl-P move the selection
+    for keys in (("<LEFT>",), ("<HOME>",), ("<LEFT>", "<LEFT>")):
+        t, _ = feed(s, *keys, "<DOWN>")
+        assert (t.selected, t.focus) == (4, "list"), keys
+        t, _ = feed(t, *keys, "<Ctrl-p>", "<Ctrl-p>")
+        assert t.selected == 2, keys
+        t, _ = feed(t, *keys, "<Ctrl-n>")
+        assert t.selected == 3, keys
+    # --wait-ready: the keys wait for the model, then for the answer
+    s, eff = feed(tui.TUIState(system="hybrid", wait_ready=True), *"cat", "<DOWN>", "<Ctrl-m>")
+    assert s.pending == "cat" and s.queued == ("<DOWN>", "<Ctrl-m>")
+    assert not any(isinstance(e, tui.DoSearch) for e in eff)
+    s, eff = feed(s, tui.ModelStatus("ready"))
+    assert eff == [tui.DoSearch("cat", 1)]
+    s, eff = feed(s, tui.Searched(1, "cat", rows, 1.0, "hybrid", 2))
+    assert eff[-1] == tui.Choose(("/memes/cena-02.png",), (2,))
+    # a query typed after the keys drops them: they were for a query no longer typed
+    s, _ = feed(tui.TUIState(system="hybrid", wait_ready=True), *"cat", "<DOWN>", "s")
+    assert s.queued == ()
+
+
+def test_one_enter_picks_from_the_answer_to_the_typed_query():
+    """Enter on a query the list does not answer yet searches it (a submit, its last word whole)
+    and picks that answer's first meme; a query with no match leaves the screen open."""
+    rows = tuple(tui.row_from_result(fake_result(i), "cat") for i in range(1, 4))
+    s, eff = feed(tui.TUIState(system="bm25", model="unused"), *"cat", "<Ctrl-m>")
+    assert eff[-1] == tui.DoSearch("cat", 1) and s.queued == ("<Ctrl-m>",)
+    s, eff = feed(s, tui.Searched(1, "cat", rows, 1.0, "bm25", 1))
+    assert eff == [tui.Record("render", "cat"), tui.Record("choose", "cat", 1, 1),
+                   tui.Choose(("/memes/cena-01.png",), (1,))]
+    s, eff = feed(tui.TUIState(system="bm25", model="unused"), *"zzqx", "<Ctrl-m>")
+    s, eff = feed(s, tui.Searched(1, "zzqx", (), 1.0, "bm25", 1))
+    assert eff == [tui.Record("render", "zzqx")] and s.queued == () and "no match" in screen(s)[0][23]
+
+
+def test_the_list_grows_past_its_first_page_and_says_it_has_more():
+    results = [fake_result(i) for i in range(1, 31)]
+    rows = tuple(tui.row_from_result(r, "homework") for r in results)
+    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"homework", "<Ctrl-s>",
+                tui.Searched(1, "homework", rows[:10], 1.0, "bm25", 1, more=True))
+    text, _ = screen(s)
+    assert "10+ results" in text[23] and " 1/10+ " in text[1]
+    s, eff = feed(s, "<PAGEDOWN>")  # to the 6th: not yet near the end
+    assert s.selected == 5 and eff == []
+    s, eff = feed(s, "<DOWN>", "<DOWN>")  # the 8th, 3 from the end: twice as many asked, at once
+    assert eff == [tui.DoSearch("homework", 1, 1, exact=True, now=True, limit=20, extend=True)]
+    s, _ = feed(s, tui.Searched(1, "homework", rows[:20], 1.0, "bm25", 1, live=1, more=True, extend=True))
+    assert len(s.rows) == 20 and s.selected == 7 and s.rows[19].rank == 20
+    s, eff = feed(s, *["<PAGEDOWN>"] * 2)  # the 18th: 20 more asked
+    assert s.selected == 17 and eff[-1].limit == 40
+    s, _ = feed(s, tui.Searched(1, "homework", rows, 1.0, "bm25", 1, live=2, more=False, extend=True))
+    s, eff = feed(s, *["<PAGEDOWN>"] * 4)
+    assert (len(s.rows), s.selected, eff) == (30, 29, [])  # all 30: nothing more to ask
+    text, _ = screen(s)
+    assert "30 results" in text[23] and " 30/30 " in text[1] and "›30. Meme number 30" in "\n".join(text)
+
+
+def test_the_help_fits_an_80x24_screen():
+    s, _ = feed(searched_state(), "<F1>")
+    text, _ = screen(s)
+    body = [line.strip() for line in text[2:22]]
+    for line in tui.HELP_LINES:
+        assert line.strip() in body, line
+
+
+def test_the_preview_is_on_where_it_fits_beside_a_readable_list():
+    s = searched_state()
+    t, eff = feed(s, tui.Sized(24, 80))
+    assert eff == [] and "│" not in "".join(screen(t)[0][2:22])  # 80x24: the list alone; Ctrl-/ asks
+    t, eff = feed(s, tui.Sized(40, 120))
+    assert eff == [tui.LoadPreview(1)]
+    t, _ = feed(t, tui.PreviewLoaded(1, tui.Preview(4, 4, bytes(range(48)))))
+    text, raw = screen(t, 40, 120)
+    assert text[2].index("│") == 72 and "Meme number 1" in text[2][73:] and "▀" in raw
+    t, eff = feed(t, "<Ctrl-/>")  # off, as asked, whatever the size
+    assert t.show_preview is False and "│" not in "".join(screen(t, 40, 120)[0][2:38])
+    # NO_COLOR: the picture in characters, never colour codes
+    black = tui.Preview(2, 2, bytes(12))
+    mono, _ = feed(dataclass_replace(s, color=False), tui.Sized(40, 120), tui.PreviewLoaded(1, black))
+    text, raw = screen(mono, 40, 120)
+    assert any("@@" in line[73:] for line in text) and "▀" not in raw
+
+
+# -- in a real PTY ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(24, 80), (40, 120)])
+@pytest.mark.parametrize(("keys", "multi", "want"), [
+    ("cat\x1b[B\r", False, [1]),  # Down at once after typing, then Enter: the second
+    ("cat\x1b[D\x1b[H\x1b[B\r", False, [1]),  # Left and Home first: Down still moves
+    ("cat\x1b[B\t\t\r", True, [1, 2]),  # with -m, Down, Tab, Tab marks the second and the third
+    ("cat\r", False, [0]),  # one Enter picks the typed query's best match
+])
+def test_keys_typed_at_once_act_on_the_typed_querys_list(fixture_library: Path, size: tuple[int, int], keys: str,
+                                                          multi: bool, want: list[int]):
+    cats = expected_paths(fixture_library, "cat")
+    child = run_app(fixture_library, "--system", "bm25", *(["-m"] if multi else []))
+    child.setwinsize(*size)
+    child.expect("Search:")
+    child.send(keys)
+    rc, raw = finish(child)
+    assert rc == 0
+    assert printed(raw) == [cats[i] for i in want]
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_every_match_is_reachable_past_the_first_page(fixture_library: Path):
+    served = served_results(fixture_library, "john cena")
+    assert len(served) >= 4
+    child = run_app(fixture_library, "--system", "bm25", "-n", "2")
+    assert search(child, "john cena", 1).startswith(" 2+ results ")
+    assert " 1/2+ " in output(child)  # the header: more than the two shown
+    child.send("\x1b[B" * (len(served) - 1))
+    child.expect(rf" {len(served)}/{len(served)} ")
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0 and printed(raw) == [served[-1][1]]
+    assert_restored(raw)

@@ -110,7 +110,7 @@ def test_disk_full_during_add_is_one_line_and_loses_nothing(library_copy: tuple[
     res = subprocess.run([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", "--workers", "1",
                           "--batch-size", "3", str(new)], capture_output=True, text=True, timeout=300,
                          preexec_fn=small_disk)
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and ("disk is full" in errors[0] or "input/output error" in errors[0]), res.stderr
@@ -180,7 +180,7 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
                            (["roots", "move", "images", base], "read-only")]:
             res = _as_user("--db", db_path, *args, home=base)
             lines = [x for x in res.stderr.splitlines() if x.strip()]
-            assert res.returncode == 1 and len(lines) == 1 and says in lines[0], (args, res.stderr)
+            assert res.returncode == 2 and len(lines) == 1 and says in lines[0], (args, res.stderr)
             assert "Traceback" not in res.stderr
         assert file_sha256(db_path) == digest
         if where == "read-only folder":

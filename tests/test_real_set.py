@@ -77,3 +77,24 @@ def test_partition_matches_the_committed_folder() -> None:
     assert min(count[s] for s in SLICES) >= 30 and count["no-match"] >= 60
     assert sum(t["kind"] == "meme" for t in truth) >= 1500
     assert len({t["template"] for t in truth if t["kind"] == "meme"}) >= 80
+
+
+def test_the_judged_labels_cover_the_pool_and_folds_never_split_a_template_or_family() -> None:
+    spec = importlib.util.spec_from_file_location("real_folds", REAL / "folds.py")
+    folds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(folds)
+    queries = {q["id"]: q for q in lines("dev.jsonl")}
+    labels = lines("judgements/dev-set1.jsonl")
+    truth = {t["file"] for t in lines("truth.jsonl")}
+    assert {r["qid"] for r in labels} <= set(queries) and {r["path"] for r in labels} <= truth
+    assert all(r["status"] in ("agreed", "adjudicated") and 0 <= r["grade"] <= 3 for r in labels)
+    # The safety labels class every file of the folder, each with the clause that decided it.
+    safety = lines("judgements/safety-labels.jsonl")
+    assert {r["file"] for r in safety} == truth
+    assert all(r["safety"] == "safe" or r["clause"] not in ("", "-") for r in safety)
+    by_query = folds.query_folds()
+    assert set(by_query) == set(queries) and set(by_query.values()) == set(range(folds.FOLDS))
+    family_folds: dict[str, set[int]] = {}
+    for qid, fold in by_query.items():
+        family_folds.setdefault(queries[qid]["family"], set()).add(fold)
+    assert all(len(f) == 1 for f in family_folds.values())

@@ -27,9 +27,11 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parents[1])]
 
 from snapshot import clean_boxes, dev_entries, open_snapshot  # noqa: E402
+
+from mambomeme.lab.evaluation import cohen_kappa  # noqa: E402
 
 SAFETY = ("safe", "sensitive", "unsafe", "critical")
 DESCRIPTIONS = HERE / "template-descriptions.jsonl"
@@ -194,21 +196,7 @@ def read_tsv(paths: list[str], kind: str) -> dict[str, list[str]]:
 
 
 def kappa(pairs: list[tuple[str, str]], cats: list[str], weighted: bool = False) -> float:
-    """Cohen's kappa of two annotators' labels (linearly weighted over ordered `cats` if asked)."""
-    n, k = len(pairs), len(cats)
-    idx = {c: i for i, c in enumerate(cats)}
-    obs = [[0.0] * k for _ in range(k)]
-    for a, b in pairs:
-        obs[idx[a]][idx[b]] += 1 / n
-    ra = [sum(row) for row in obs]
-    rb = [sum(obs[i][j] for i in range(k)) for j in range(k)]
-
-    def w(i: int, j: int) -> float:
-        return abs(i - j) / (k - 1) if weighted else float(i != j)
-
-    po = sum(w(i, j) * obs[i][j] for i in range(k) for j in range(k))
-    pe = sum(w(i, j) * ra[i] * rb[j] for i in range(k) for j in range(k))
-    return 1 - po / pe if pe else 1.0
+    return cohen_kappa([a for a, _ in pairs], [b for _, b in pairs], weighted=weighted, categories=cats)
 
 
 def agree(args: argparse.Namespace) -> None:
@@ -220,8 +208,7 @@ def agree(args: argparse.Namespace) -> None:
     report: dict[str, object] = {"views": len(views), "only_a": len(set(a) - set(b)), "only_b": len(set(b) - set(a))}
     if kind == "safety":
         pairs = [(a[v][0], b[v][0]) for v in views]
-        report |= {"exact": sum(x == y for x, y in pairs) / len(pairs), "kappa": kappa(pairs, list(SAFETY)),
-                   "weighted_kappa": kappa(pairs, list(SAFETY), weighted=True)}
+        report |= {"exact": sum(x == y for x, y in pairs) / len(pairs), "kappa": kappa(pairs, list(SAFETY))}
         split = [v for v in views if a[v][0] != b[v][0]]
     else:
         grades = [(a[v][0], b[v][0]) for v in views]

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pexpect
 from click.testing import CliRunner
@@ -60,6 +61,15 @@ def forget_vectors(path: Path) -> int:
     items = int(db.scalar("SELECT count(*) FROM items"))
     db.close()
     return items
+
+
+def db_scalar(db_path: Path, sql: str, params: tuple = ()) -> Any:
+    """One value read from a library file (opened and closed for it)."""
+    db = open_db(db_path)
+    try:
+        return db.scalar(sql, params)
+    finally:
+        db.close()
 
 
 def served(db_path: Path, name: str) -> bool:

@@ -16,17 +16,13 @@ import apsw
 import pytest
 from PIL import Image
 
-from helpers import IMAGES, REPO, errors_of, folder_with, invoke, open_db, served
+from helpers import IMAGES, REPO, db_scalar, errors_of, folder_with, invoke, served
 
 pytestmark = pytest.mark.slow  # each test ingests a small folder
 
 
 def item_of(db: Path, name: str) -> int:
-    d = open_db(db)
-    try:
-        return int(d.scalar("SELECT item_id FROM files WHERE rel_path = ?", (name,)))
-    finally:
-        d.close()
+    return int(db_scalar(db, "SELECT item_id FROM files WHERE rel_path = ?", (name,)))
 
 
 def listed(db: Path, query: str) -> str:
@@ -91,11 +87,7 @@ def test_a_decision_follows_a_resaved_copy_after_the_original_is_gone(tmp_path: 
         Image.open(folder / name).save(folder / name, compress_level=1)
         assert (folder / name).read_bytes() != before
     invoke("--db", db, "add", "-q", folder)
-    d = open_db(db)
-    try:
-        assert d.scalar("SELECT count(*) FROM items") == 2  # the old contents are gone
-    finally:
-        d.close()
+    assert db_scalar(db, "SELECT count(*) FROM items") == 2  # the old contents are gone
     assert item_of(db, "duck.png") != duck and item_of(db, "cat.png") != cat
     assert not served(db, "duck.png") and not served(db, "cat.png")
     assert "duck.png" not in listed(db, "explained the bug to the duck")
@@ -192,11 +184,7 @@ def test_a_meme_made_private_leaves_the_vocabulary_in_the_same_transaction(tmp_p
     folder = folder_with(tmp_path, {"x.png": "cat-01.png", "y.png": "duck-01.png"})
     db = tmp_path / "lib.sqlite"
     invoke("--db", db, "add", "-q", folder)
-    d = open_db(db)
-    try:
-        assert d.scalar("SELECT count(*) FROM vocabulary WHERE term = 'coffee'") == 1
-    finally:
-        d.close()
+    assert db_scalar(db, "SELECT count(*) FROM vocabulary WHERE term = 'coffee'") == 1
     (folder / "x.json").write_text(json.dumps({"private": True}))
     # A real `mambo add`, killed (SIGKILL) as soon as its first batch has committed.
     script = (
@@ -213,9 +201,5 @@ def test_a_meme_made_private_leaves_the_vocabulary_in_the_same_transaction(tmp_p
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not served(db, "x.png")
-    d = open_db(db)
-    try:
-        assert d.scalar("SELECT count(*) FROM vocabulary WHERE term = 'coffee'") == 0
-        assert d.scalar("SELECT count(*) FROM vocabulary WHERE term = 'duck'") == 1
-    finally:
-        d.close()
+    assert db_scalar(db, "SELECT count(*) FROM vocabulary WHERE term = 'coffee'") == 0
+    assert db_scalar(db, "SELECT count(*) FROM vocabulary WHERE term = 'duck'") == 1

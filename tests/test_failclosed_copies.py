@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from helpers import IMAGES, errors_of, folder_with, invoke, open_db, served
+from helpers import IMAGES, db_scalar, errors_of, folder_with, invoke, open_db, served
 
 
 def add(db: Path, folder: Path, *args: str):
@@ -23,11 +23,7 @@ def add(db: Path, folder: Path, *args: str):
 
 
 def vocabulary_has(db: Path, word: str) -> bool:
-    d = open_db(db)
-    try:
-        return bool(d.scalar("SELECT count(*) FROM vocabulary WHERE term = ?", (word,)))
-    finally:
-        d.close()
+    return bool(db_scalar(db, "SELECT count(*) FROM vocabulary WHERE term = ?", (word,)))
 
 
 # ── Exact copies: every file's metadata counts ──────────────────────────────────────────────────

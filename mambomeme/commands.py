@@ -88,6 +88,16 @@ class MamboGroup(FullHelpGroup):
             raise as_click(library_error(ctx, e)) from e
 
 
+def user_name() -> str:
+    """Who decides, when --by is not given: the login name ($USER, else the system's), else "owner"."""
+    import getpass
+
+    try:
+        return os.environ.get("USER") or os.environ.get("USERNAME") or getpass.getuser() or "owner"
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return "owner"
+
+
 def library_error(ctx: click.Context, e: Exception) -> MamboError:
     """An SQLite failure as the user's one line: what happened to which library, and what to do."""
     path = (ctx.obj or {}).get("db_path") or os.environ.get("MAMBO_DB")
@@ -769,7 +779,7 @@ def safety(ctx: click.Context, as_json: bool) -> None:
 @safety.command(name="set")
 @click.argument("item")
 @click.argument("klass", metavar="CLASS", type=click.Choice(["safe", "sensitive", "unsafe", "critical"]))
-@click.option("--by", "decided_by", default=lambda: os.environ.get("USER") or os.environ.get("USERNAME") or "",
+@click.option("--by", "decided_by", default=lambda: user_name(),
               show_default="$USER", help="Who decides (a person).")
 @click.option("--note", default="", help="Why (kept with the decision).")
 @click.pass_context
@@ -801,7 +811,7 @@ def safety_clear(ctx: click.Context, item: str) -> None:
 @cli.command(context_settings=CONTEXT)
 @click.argument("item")
 @click.option("--clear", is_flag=True, help="Take the privacy decision back (sidecars that say private still hold).")
-@click.option("--by", "decided_by", default=lambda: os.environ.get("USER") or os.environ.get("USERNAME") or "owner",
+@click.option("--by", "decided_by", default=lambda: user_name(),
               show_default="$USER", help="Who decides.")
 @click.option("--note", default="", help="Why (kept with the decision).")
 @click.pass_context

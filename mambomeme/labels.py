@@ -33,8 +33,16 @@ def resolve_item(db: DB, ref: str) -> int:
                 row = db.q1("item_by_file", {"root_path": rpath, "rel_path": p.relative_to(root).as_posix()})
                 if row:
                     return int(row[0])
-    raise MamboError(f"no meme {clean_line(ref)!r} in the library: give a meme id (`search --json` meme_id) "
-                     "or the path of an indexed file")
+    # The forms the listings print (`mambo safety`: ROOT/rel/path), and the absolute path of an
+    # indexed file that is gone from the disk (renamed, moved): found by the stored path.
+    for _rid, name, rpath, _n in db.q("roots"):
+        for prefix in (f"{name}/", f"{rpath.rstrip('/')}/"):
+            if ref.startswith(prefix):
+                row = db.q1("item_by_file", {"root_path": rpath, "rel_path": ref[len(prefix):]})
+                if row:
+                    return int(row[0])
+    raise MamboError(f"no meme {clean_line(ref)!r} in the library: give a meme id (`search --json` meme_id), "
+                     "the path of an indexed file, or the path `mambo safety` prints")
 
 
 def item_file(db: DB, item_id: int) -> Path | None:

@@ -203,3 +203,24 @@ def test_a_meme_made_private_leaves_the_vocabulary_in_the_same_transaction(tmp_p
     assert not served(db, "x.png")
     assert db_scalar(db, "SELECT count(*) FROM vocabulary WHERE term = 'coffee'") == 0
     assert db_scalar(db, "SELECT count(*) FROM vocabulary WHERE term = 'duck'") == 1
+
+
+def test_a_decision_takes_every_path_a_listing_prints_and_needs_no_by(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = folder_with(tmp_path, {"x.png": "cat-01.png", "y.png": "duck-01.png"})
+    db = tmp_path / "lib.sqlite"
+    invoke("--db", db, "add", "-q", folder)
+    for var in ("USER", "USERNAME"):
+        monkeypatch.delenv(var, raising=False)
+    # `mambo safety` prints ROOT/rel: that form works as the id does, without --by.
+    root = db_scalar(db, "SELECT name FROM library_roots")
+    out = invoke("--db", db, "safety", "set", f"{root}/x.png", "unsafe").output
+    assert f"meme {item_of(db, 'x.png')}: unsafe" in out and "decided by" in out
+    assert not served(db, "x.png")
+    listing = invoke("--db", db, "safety").output
+    assert f"{root}/x.png" in listing
+    # The absolute path of a file renamed away still names its meme (as `mambo private` takes it).
+    (folder / "y.png").rename(folder / "y2.png")
+    assert "private" in invoke("--db", db, "private", str(folder / "y.png")).output
+    invoke("--db", db, "add", "-q", folder)
+    assert not served(db, "y2.png")

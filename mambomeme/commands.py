@@ -772,8 +772,17 @@ def safety(ctx: click.Context, as_json: bool) -> None:
                        f"automatic class {r['automatic_safety']}")
         click.echo(f"{r['item_id']:>6}  {r['safety']:<9} {show_path(r['path'])}\n        " + "; ".join(why or
                    [clean_line(r["safety_source"])]))
+        # The words a reviewer judges (the owner's own file), cut to one line, and how to decide.
+        caption = clean_line(r["caption"] or "")
+        caption = caption if len(caption) <= CAPTION_SHOWN else caption[:CAPTION_SHOWN - 1] + "…"
+        click.echo(f"        caption: {caption or '(no text read)'}\n"
+                   f"        decide: mambo safety set {r['item_id']} safe|sensitive|unsafe|critical")
     if not as_json:
         click.echo(f"{len(rows)} meme(s) marked or decided")
+
+
+# How much of a caption `mambo safety` shows on its one line (the rest is in `--json`).
+CAPTION_SHOWN = 90
 
 
 @safety.command(name="set")

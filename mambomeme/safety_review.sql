@@ -64,7 +64,7 @@ DELETE FROM safety_decisions WHERE sha256 = :origin OR follows = :origin;
 -- name: safety_review_list
 -- Items a signal marked (any class but safe) or a person decided, most severe first, with every
 -- signal's class, rule and score (the caption meaning's score is shown even when it is below a bar).
-SELECT i.item_id, r.name || '/' || f.rel_path AS path, i.safety, i.safety_source,
+SELECT i.item_id, r.name || '/' || f.rel_path AS path, i.safety, i.safety_source, i.ocr_text AS caption,
        t.safety AS text_safety, t.rule AS text_rule, t.words AS text_words,
        p.safety AS picture_safety, p.rule AS picture_rule, p.score AS picture_score,
        m.safety AS meaning_safety, m.rule AS meaning_rule, m.score AS meaning_score,

@@ -219,6 +219,9 @@ def test_a_decision_takes_every_path_a_listing_prints_and_needs_no_by(tmp_path: 
     assert not served(db, "x.png")
     listing = invoke("--db", db, "safety").output
     assert f"{root}/x.png" in listing
+    # Each listed meme shows its caption on one line and the command that decides it.
+    x = item_of(db, "x.png")
+    assert "caption: KNOCKS YOUR COFFEE" in listing and f"decide: mambo safety set {x} safe|" in listing
     # The absolute path of a file renamed away still names its meme (as `mambo private` takes it).
     (folder / "y.png").rename(folder / "y2.png")
     assert "private" in invoke("--db", db, "private", str(folder / "y.png")).output

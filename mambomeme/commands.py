@@ -788,7 +788,7 @@ CAPTION_SHOWN = 90
 @safety.command(name="set")
 @click.argument("item")
 @click.argument("klass", metavar="CLASS", type=click.Choice(["safe", "sensitive", "unsafe", "critical"]))
-@click.option("--by", "decided_by", default=lambda: user_name(),
+@click.option("--by", "decided_by", default=user_name,
               show_default="$USER", help="Who decides (a person).")
 @click.option("--note", default="", help="Why (kept with the decision).")
 @click.pass_context
@@ -820,7 +820,7 @@ def safety_clear(ctx: click.Context, item: str) -> None:
 @cli.command(context_settings=CONTEXT)
 @click.argument("item")
 @click.option("--clear", is_flag=True, help="Take the privacy decision back (sidecars that say private still hold).")
-@click.option("--by", "decided_by", default=lambda: user_name(),
+@click.option("--by", "decided_by", default=user_name,
               show_default="$USER", help="Who decides.")
 @click.option("--note", default="", help="Why (kept with the decision).")
 @click.pass_context

@@ -142,8 +142,7 @@ def withdraw(db: DB, item_id: int) -> dict[str, Any]:
         raise MamboError(f"meme {item_id} has no decision to take back (`mambo safety` lists the decided ones)")
     with db.write():
         db.q("withdraw_safety_decision", {"origin": decision_origin(db, "safety_decisions", before["sha256"])})
-        restate(db, [item_id])
-        restate(db, None)  # a copy outside the group may have followed the same decision
+        restate(db, None)  # every item: a copy outside the group may have followed the same decision
         db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}

@@ -35,10 +35,11 @@ def same_readings(stored: tuple, meta: Metadata | None) -> bool:
     """Whether a file's stored readings (metadata, safety, rights, private, stated, as file_params
     orders them) are what `meta` gives; JSON compared as values, not as text."""
     want = file_params(meta)
-    have = dict(zip(want, stored, strict=True))
-    as_value = {k: json.loads(v) if k in ("metadata", "stated") and v is not None else v for k, v in have.items()}
-    return as_value == {k: json.loads(v) if k in ("metadata", "stated") and v is not None else v
-                        for k, v in want.items()}
+
+    def values(readings: dict[str, Any]) -> dict[str, Any]:
+        return {k: json.loads(v) if k in ("metadata", "stated") and v is not None else v for k, v in readings.items()}
+
+    return values(dict(zip(want, stored, strict=True))) == values(want)
 
 
 def _file_meta(row: dict[str, Any]) -> Metadata | None:
@@ -138,7 +139,7 @@ def make_private(db: DB, item_id: int, decided_by: str, note: str = "") -> dict[
         row = db.rows("item_privacy", {"item_id": item_id})[0]
         db.q("decide_private", {"sha256": row["sha256"], "decided_by": decided_by, "note": note})
         spread_decision(db, item_id, "privacy")
-        restate(db, [item_id])
+        restate(db, [item_id], merge=False)  # the item and its group: a decision changes no text
         db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
     return db.rows("item_privacy", {"item_id": item_id})[0]
 
@@ -151,7 +152,6 @@ def clear_private(db: DB, item_id: int) -> dict[str, Any]:
         origin = decision_origin(db, "privacy_decisions", row["sha256"])
         if origin is not None:
             db.q("clear_private", {"origin": origin})
-        restate(db, [item_id])
-        restate(db, None)  # a copy outside the group may have followed the same decision
+        restate(db, None)  # every item: a copy outside the group may have followed the same decision
         db.q("refresh_vocabulary")
     return db.rows("item_privacy", {"item_id": item_id})[0] | {"had_decision": origin is not None}

@@ -185,10 +185,6 @@ SELECT sha256, decided_by, decider_kind, note, origin, decided_at FROM (
       AND NOT EXISTS (SELECT 1 FROM privacy_decisions x WHERE x.sha256 = n.sha256)
 ) WHERE k = 1;
 
--- name: item_state_now
--- What an item may show, as stored (`mambo check` compares it with the rule's result).
-SELECT item_id, safety, safety_source, rights, private, stated, inherited FROM items ORDER BY item_id;
-
 -- name: safety_decisions_origin
 SELECT coalesce(follows, sha256) FROM safety_decisions WHERE sha256 = :sha256;
 
@@ -196,16 +192,13 @@ SELECT coalesce(follows, sha256) FROM safety_decisions WHERE sha256 = :sha256;
 SELECT coalesce(follows, sha256) FROM privacy_decisions WHERE sha256 = :sha256;
 
 -- name: item_privacy
--- An item's privacy and what it comes from: its files' metadata (the first file that says private),
--- a privacy decision.
-SELECT i.item_id, i.sha256, i.private, d.decided_by, d.decider_kind, d.note, d.follows,
+-- An item's privacy and the first of its files whose own metadata says private (with that source).
+SELECT i.item_id, i.sha256, i.private,
        (SELECT json_extract(f.metadata, '$.source') FROM files f WHERE f.item_id = i.item_id AND f.private = 1
         ORDER BY f.file_id LIMIT 1) AS file_source,
        (SELECT r.name || '/' || f.rel_path FROM files f JOIN library_roots r ON r.root_id = f.root_id
-        WHERE f.item_id = i.item_id AND f.private = 1 ORDER BY f.file_id LIMIT 1) AS private_file,
-       json_extract(i.inherited, '$.private') = 0 AS held_by_copy
-FROM items i LEFT JOIN privacy_decisions d ON d.sha256 = i.sha256
-WHERE i.item_id = :item_id;
+        WHERE f.item_id = i.item_id AND f.private = 1 ORDER BY f.file_id LIMIT 1) AS private_file
+FROM items i WHERE i.item_id = :item_id;
 
 -- name: decide_private
 INSERT INTO privacy_decisions(sha256, decided_by, decider_kind, note)

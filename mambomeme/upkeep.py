@@ -15,7 +15,7 @@ from typing import Any
 from mambomeme.embed import Embedder, items_with_changed_text, waiting_note
 from mambomeme.ingest import INGEST_BATCH, embed_items
 from mambomeme.library import DB, SCHEMA_FILE, MamboError, Q, clean_line, load_sqlite_vec, show_path
-from mambomeme.sidecars import SidecarFinder
+from mambomeme.sidecars import IMAGE_SUFFIXES, SidecarFinder
 from mambomeme.state import restate, same_readings
 from mambomeme.vectors import maintain_vector_index
 
@@ -172,16 +172,15 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
 
 def states_not_derived(db: DB) -> list[int]:
     """The items whose stored state differs from what state.sql apply_item_state derives now from
-    their inputs; nothing is changed (the derivation runs in a savepoint rolled back)."""
-    before = db.q("item_state_now")
+    their inputs (the rows its UPDATE changes); nothing is changed: it runs in a savepoint rolled
+    back."""
     db.con.execute("SAVEPOINT check_state")
     try:
-        restate(db, None)
-        after = db.q("item_state_now")
+        changed = sorted(int(row[0]) for row in db.q("apply_item_state", {"item_id": None}))
     finally:
         db.con.execute("ROLLBACK TO check_state")
         db.con.execute("RELEASE check_state")
-    return [a[0] for a, b in zip(before, after, strict=True) if a != b]
+    return changed
 
 
 def vocabulary_is_stale(db: DB) -> bool:
@@ -377,7 +376,6 @@ ROOT_MOVE_SAMPLE = 50
 
 # ...and looks through at most this many entries of the new folder for image files of its own.
 ROOT_MOVE_SCAN = 5000
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 
 
 def _holds_images(folder: Path, limit: int = ROOT_MOVE_SCAN) -> bool:
@@ -385,7 +383,7 @@ def _holds_images(folder: Path, limit: int = ROOT_MOVE_SCAN) -> bool:
     for _dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         for name in filenames:
-            if name.lower().endswith(_IMAGE_SUFFIXES):
+            if os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES:
                 return True
         seen += len(filenames) + len(dirnames)
         if seen > limit:

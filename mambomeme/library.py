@@ -58,9 +58,7 @@ class MamboError(Exception):
 
 
 class NoLibrary(MamboError):
-    """The library file does not exist (and the command only reads): exit status 2, a usage error."""
-
-    exit_code = 2
+    """The library file does not exist (and the command only reads): exit status 2, as every error."""
 
 
 # ─────────────────────────────────────────────────────────────────────────────

@@ -605,7 +605,7 @@ def _rerecognise(db: DB, quiet: bool = False) -> None:
     # first one takes the write lock. What an interruption leaves is finished by the next `mambo add`
     # (the items' recognised revision; the vocabulary, finish_pending).
     from mambomeme.embed import get_embedder, model_id_for
-    from mambomeme.ingest import recognise_existing
+    from mambomeme.templates import recognise_existing
 
     if not quiet:  # loading the model takes seconds before the first batch's progress line
         click.echo("matching the library's memes against the templates again…", err=True)

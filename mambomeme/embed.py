@@ -12,13 +12,16 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mambomeme.library import DB, ROOT, MamboError, file_sha256
+from mambomeme.progress import Progress
 
 # all-mpnet-base-v2, as all-MiniLM-L6-v2 could not carry meaning: in the same hybrid, dev v2's
 # semantic slice 0.439 -> 0.594 annotated, 0.434 -> 0.663 bare, bare CorrectEmpty 0.839 -> 0.882; its
@@ -66,6 +69,9 @@ BATCH = 16
 # Distinct texts whose vectors ingest keeps (least recently used out): a recognised template's picture
 # text is the same for every meme of it, so it is encoded once. 4,096 vectors of 768 float32: 12.6 MB.
 REMEMBER_TEXTS = 4096
+# Items are written in batches: one transaction per batch, so Ctrl-C or kill -9 loses at most
+# one batch of work and never leaves a half-written item. 16 keeps the model's batching efficient.
+WRITE_BATCH = 16
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -450,3 +456,54 @@ def model_id_for(db: DB) -> int:
         return model_id(db, manifest)
     with db.write():
         return model_id(db, manifest)
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Writing vectors
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> None:
+    """(Re-)embed items' effective text (sidecar fields, else derived ones: EMBED_TEXT_RECIPE): the
+    all-fields vector, and one vector per non-empty evidence field (field_texts)."""
+    if not item_ids:
+        return
+    texts, fields = [], []
+    for item_id in item_ids:
+        title, template, entities, tags, description, ocr_text = db.q1("effective_text", {"item_id": item_id})
+        texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
+        # A field whose text is the whole text (a bare meme's caption, usually) would store the
+        # all-fields vector twice: the scan would read it twice for the same similarity.
+        fields.extend((item_id, kind, text)
+                      for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
+                      if text and text != texts[-1])
+    vecs = embedder.encode(texts + [text for _i, _k, text in fields], remember=True)
+    for item_id, vec, text in zip(item_ids, vecs[:len(texts)], texts, strict=True):
+        db.q("delete_vector", {"item_id": item_id})
+        db.q("delete_vector_bit", {"item_id": item_id})
+        db.q("delete_field_vectors", {"item_id": item_id})
+        db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
+        db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
+        db.q("upsert_embedding", {"item_id": item_id, "model_id": model,
+                                  "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                                  "vector_sha256": hashlib.sha256(vec.tobytes()).hexdigest()})
+    for (item_id, kind, _text), vec in zip(fields, vecs[len(texts):], strict=True):
+        db.q("insert_field_vector", {"item_id": item_id, "kind": kind, "embedding": vec.tobytes()})
+
+
+def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: bool = True) -> int:
+    """Embed again the items with no vector of the current model and text recipe (a library from
+    before schema 11 has no evidence vectors, one from before schema 15 no all-mpnet-base-v2 vectors),
+    in batches, each its own transaction: an interrupted run leaves every item searchable and the
+    next one goes on. Returns how many were embedded."""
+    stale = items_to_embed_again(db)
+    if not stale:  # the model loads only when needed
+        return 0
+    embedder, model_row = model()
+    progress = Progress(len(stale), enabled=not quiet)
+    for start in range(0, len(stale), WRITE_BATCH):
+        with db.write():
+            embed_items(db, stale[start:start + WRITE_BATCH], embedder, model_row)
+        progress.update(min(start + WRITE_BATCH, len(stale)), "embedded again (new model or text recipe)",
+                        final=start + WRITE_BATCH >= len(stale))
+    return len(stale)

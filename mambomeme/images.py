@@ -6,10 +6,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import os
+import stat
 import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mambomeme.library import clean_line
@@ -74,6 +77,20 @@ class BadInput(Exception):
         super().__init__(kind, message)  # both in args, so it pickles across worker processes
         self.kind = kind
         self.message = message
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` of them. O_NONBLOCK, then fstat: a file that became
+    a FIFO or a device since the folder was listed would block or never end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput("not-file", "not a regular file")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput("too-large", f"file is over {limit // 1_000_000} MB: not a meme")
+    return data
 
 
 @dataclass

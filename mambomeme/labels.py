@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mambomeme.embed import Embedder
-from mambomeme.ingest import embed_items
+from mambomeme.embed import Embedder, embed_items
 from mambomeme.library import DB, MamboError, clean_line
-from mambomeme.templates import derive
+from mambomeme.templates import derive, items_in_scope
+from mambomeme.vocabulary import refresh_vocabulary
 
 SCOPES = ("template", "perceptual", "item")
 
@@ -80,8 +80,7 @@ def label_meme(db: DB, item_id: int, *, template: str | None, entities: tuple[st
         affected: set[int] = set()
         if clear:
             for old_scope, old_group in db.q("delete_labels_of_item", {"item_id": item_id}):
-                affected |= {r[0] for r in db.q("items_in_scope", {"scope": old_scope, "item_id": item_id,
-                                                                    "group_id": old_group})}
+                affected |= items_in_scope(db, old_scope, item_id, old_group)
         else:
             values = {"template": clean_line(template or "")[:200],
                       "entities": json.dumps([clean_line(e)[:200] for e in entities if clean_line(e)]),
@@ -90,12 +89,12 @@ def label_meme(db: DB, item_id: int, *, template: str | None, entities: tuple[st
                 if value and value != "[]":
                     db.q("insert_label", {"item_id": item_id, "scope": scope, "group_id": group, "field": fld,
                                           "value": value})
-            affected = {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id, "group_id": group})}
+            affected = items_in_scope(db, scope, item_id, group)
         reached = sorted(affected | {item_id})
         changed = derive(db, reached)
         if changed:
             embed_items(db, changed, embedder, model)
-            db.q("refresh_vocabulary")
+            refresh_vocabulary(db)
     given = [] if clear else [f for f, v in (("template", template), ("entities", entities), ("tags", tags)) if v]
     wins = {f: sum(1 for i in reached if db.q1("field_source", {"item_id": i, "field": f})[0] == "sidecar")
             for f in given}

@@ -18,3 +18,6 @@ DELETE FROM labels WHERE item_id = :item_id RETURNING scope, group_id;
 SELECT CASE :field WHEN 'template' THEN template_source WHEN 'entities' THEN entities_source
                    WHEN 'tags' THEN tags_source END
 FROM item_effective WHERE item_id = :item_id;
+
+-- name: item_groups
+SELECT item_id, perceptual_group, template_group FROM items WHERE item_id = :item_id;

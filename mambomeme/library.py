@@ -163,7 +163,7 @@ def load_query_files(paths: Iterable[Path]) -> dict[str, str]:
     return queries
 
 
-QUERY_FILES = sorted([*PACKAGE.glob("*.sql"), *(PACKAGE / "lab").glob("*.sql")])
+QUERY_FILES = sorted([*PACKAGE.glob("*.sql"), *(PACKAGE / "ingest").glob("*.sql"), *(PACKAGE / "lab").glob("*.sql")])
 Q = load_query_files(QUERY_FILES)
 
 

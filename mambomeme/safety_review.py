@@ -14,6 +14,7 @@ from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
 from mambomeme.state import decision_origin, restate, spread_decision
 from mambomeme.vectors import stored_vector
+from mambomeme.vocabulary import refresh_vocabulary
 
 # The caption signals (text rules and caption-meaning model) the library's classes come from.
 TEXT_RULES_SETTING = "safety_text_rules"
@@ -99,7 +100,7 @@ def recheck(db: DB) -> dict[str, int]:
         counts["changed"] = sum(after.get(i) != c for i, c in before.items())
         db.q("set_setting", {"key": TEXT_RULES_SETTING, "value": caption_signals_version()})
         if counts["changed"]:
-            db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
+            refresh_vocabulary(db)  # the words a search knows are those of memes it may show
     return counts
 
 
@@ -129,7 +130,7 @@ def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -
                                "automatic_source": before["automatic_source"] or before["safety_source"]})
         spread_decision(db, item_id, "safety")
         restate(db, [item_id])
-        db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
+        refresh_vocabulary(db)  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "before_source": before["safety_source"],
             "decided": safety, "safety": after["safety"], "source": after["safety_source"], "decided_by": who}
@@ -143,7 +144,7 @@ def withdraw(db: DB, item_id: int) -> dict[str, Any]:
     with db.write():
         db.q("withdraw_safety_decision", {"origin": decision_origin(db, "safety_decisions", before["sha256"])})
         restate(db, None)  # every item: a copy outside the group may have followed the same decision
-        db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
+        refresh_vocabulary(db)  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
     return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from mambomeme.library import DB
 from mambomeme.sidecars import STRICT_FIELDS, Metadata
+from mambomeme.vocabulary import refresh_vocabulary
 
 TEXT_KEYS = ("title", "template", "entities", "tags", "description", "source_url", "creator", "licence",
              "metadata_source")
@@ -140,7 +141,7 @@ def make_private(db: DB, item_id: int, decided_by: str, note: str = "") -> dict[
         db.q("decide_private", {"sha256": row["sha256"], "decided_by": decided_by, "note": note})
         spread_decision(db, item_id, "privacy")
         restate(db, [item_id], merge=False)  # the item and its group: a decision changes no text
-        db.q("refresh_vocabulary")  # the words a search knows are those of memes it may show
+        refresh_vocabulary(db)  # the words a search knows are those of memes it may show
     return db.rows("item_privacy", {"item_id": item_id})[0]
 
 
@@ -153,5 +154,5 @@ def clear_private(db: DB, item_id: int) -> dict[str, Any]:
         if origin is not None:
             db.q("clear_private", {"origin": origin})
         restate(db, None)  # every item: a copy outside the group may have followed the same decision
-        db.q("refresh_vocabulary")
+        refresh_vocabulary(db)
     return db.rows("item_privacy", {"item_id": item_id})[0] | {"had_decision": origin is not None}

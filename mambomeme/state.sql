@@ -229,3 +229,11 @@ ON CONFLICT (sha256) DO NOTHING;
 -- How many other items follow the privacy decision made on this one.
 SELECT count(*) FROM privacy_decisions d JOIN items i ON i.sha256 = d.sha256
 WHERE d.follows = (SELECT sha256 FROM items WHERE item_id = :item_id);
+
+-- name: item_metadata
+SELECT title, template, entities, tags, description, source_url, creator, licence, safety, rights, private,
+       metadata_source
+FROM items WHERE item_id = :item_id;
+
+-- name: new_group
+INSERT INTO image_groups(kind, label) VALUES (:kind, :label) RETURNING group_id;

@@ -10,13 +10,17 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mambomeme.embed import WRITE_BATCH, Embedder, embed_items
 from mambomeme.library import DB, MamboError, clean_line, data_path, file_sha256, show_path
+from mambomeme.progress import Progress
 from mambomeme.query_plan import normalise_query
+from mambomeme.state import template_group_id
+from mambomeme.vocabulary import refresh_vocabulary
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Templates: fingerprints, the catalogue and recognition
@@ -710,3 +714,127 @@ def derive(db: DB, item_ids: Iterable[int]) -> list[int]:
             db.q("set_derived", {"item_id": item_id, "derived": text})
             changed.append(item_id)
     return changed
+
+
+def items_in_scope(db: DB, scope: str, item_id: int, group_id: int | None) -> set[int]:
+    """The memes a label of `scope` on this meme (and its group `group_id`) reaches."""
+    return {r[0] for r in db.q("items_in_scope", {"scope": scope, "item_id": item_id, "group_id": group_id})}
+
+
+def template_name(db: DB, template_id: int) -> str:
+    return db.q1("template_name", {"template_id": template_id})[0]
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Re-recognition after the catalogue changes
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
+                       quiet: bool = True) -> tuple[int, int, int]:
+    """Incremental re-recognition after the templates changed: each item recognised at revision R
+    is matched only against templates added or changed after R (items whose template was removed
+    are at 0: all templates). Returns (items checked, items whose template changed, items whose
+    files are missing). Items with missing files keep their old revision and are retried later."""
+    revision = templates_revision(db)
+    todo = db.rows("items_to_recognise", {"revision": revision})
+    if not todo:
+        return 0, 0, 0
+    indexes: dict[int, TemplateIndex] = {}
+    changed: list[int] = []
+    missing = 0
+    progress = Progress(len(todo), enabled=not quiet)
+    for start in range(0, len(todo), WRITE_BATCH):
+        updates, absent = _recognise_batch(db, todo[start:start + WRITE_BATCH], indexes)
+        missing += len(absent)
+        if updates or absent:
+            model()  # loaded before the write lock is taken: their derived fields may change
+        changed += _write_recognitions(db, updates, absent, revision, model)
+        progress.update(min(start + WRITE_BATCH, len(todo)), f"{len(changed)} changed")
+    if changed:
+        with db.write():
+            refresh_vocabulary(db)
+    return len(todo), len(changed), missing
+
+
+def _recognise_batch(db: DB, batch: list[dict[str, Any]], indexes: dict[int, TemplateIndex]) -> tuple[
+        list[tuple[dict[str, Any], Recognition | None, list[list[int]] | None]], list[int]]:
+    """Each item matched against the templates newer than its revision: (item, a better
+    recognition or None, caption boxes read again or None) per item whose files were found, and
+    the ids of those whose files were not."""
+    updates, absent = [], []
+    for it in batch:
+        after = it["recognised_revision"]
+        if after not in indexes:
+            indexes[after] = TemplateIndex.load(db, after)
+        again = _recognise_again(db, it, indexes[after])
+        if again is None:
+            absent.append(it["item_id"])  # a removed template must still leave its fields
+            continue
+        found, boxes = again
+        # A picture recognised by more inliers wins; anchors only name an item with no template.
+        better = found is not None and (it["template_id"] is None or (
+            not found.anchors and found.inliers > (it["template_score"] or 0)))
+        updates.append((it, found if better else None, boxes))
+    return updates, absent
+
+
+def _recognise_again(db: DB, it: dict[str, Any], index: TemplateIndex) -> tuple[
+        Recognition | None, list[list[int]] | None] | None:
+    """One item against one index: (what it was recognised as, caption boxes read again or None);
+    None when its pixels are needed and none of its files is on this machine."""
+    # Anchored (text-layout) templates need each OCR box's text, which is not stored: the
+    # item is read again only when its caption holds every anchor's words somewhere.
+    anchored = any(anchor_words_in(a, it["ocr_text"]) for _t, a in index.anchors)
+    if not (len(index) or anchored):
+        return None, None
+    rgb = _item_pixels(db, it["item_id"])
+    if rgb is None:
+        return None
+    boxes, words = None, None
+    if it["ocr_boxes"] is None or anchored:  # items from schema 1 have no caption boxes yet
+        from mambomeme.ocr import get_ocr
+
+        _text, boxes, texts = get_ocr().read_lines(rgb)
+        words = list(zip(boxes, texts, strict=True))
+    try:
+        found = index.recognise(rgb, boxes if boxes is not None else json.loads(it["ocr_boxes"]), words)
+    except Exception:  # noqa: BLE001 - a picture recognition fails on (an OpenCV error) is recognised as nothing
+        found = None
+    return found, boxes
+
+
+def _write_recognitions(db: DB, updates: list[tuple[dict[str, Any], Recognition | None, list[list[int]] | None]],
+                        absent: list[int], revision: int, model: Callable[[], tuple[Embedder, int]]) -> list[int]:
+    """One batch's recognitions, derived fields and vectors in one transaction; returns the items
+    whose derived fields changed."""
+    with db.write():
+        for it, found, boxes in updates:
+            tid = found.template_id if found else it["template_id"]
+            score = found.inliers if found else it["template_score"]
+            db.q("set_recognition", {"item_id": it["item_id"], "template_id": tid, "template_score": score,
+                                     "recognised_revision": revision,
+                                     "ocr_boxes": None if boxes is None else json.dumps(boxes)})
+            if found and not it["template"]:
+                group = template_group_id(db, template_name(db, found.template_id))
+                db.q("set_template_group", {"item_id": it["item_id"], "template_group": group})
+        now = derive(db, [it["item_id"] for it, _f, _b in updates] + absent)
+        if now:
+            embedder, model_row = model()
+            embed_items(db, now, embedder, model_row)
+    return now
+
+
+def _item_pixels(db: DB, item_id: int) -> Any:
+    """The decoded pixels of an item's first readable file, or None when none is on this machine."""
+    from mambomeme.images import MAX_FILE_BYTES, BadInput, read_image, read_regular
+
+    for root_path, rel in db.q("item_files", {"item_id": item_id}):
+        try:
+            data = read_regular(Path(root_path) / rel, MAX_FILE_BYTES)
+            return read_image(data, rel).rgb
+        except (OSError, BadInput):
+            continue
+        except Exception:  # noqa: BLE001 - a file that cannot be decoded is not there for recognition
+            continue
+    return None

@@ -94,14 +94,35 @@ WHERE (scope = 'item' AND item_id = :item_id)
 UPDATE items SET derived = :derived, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE item_id = :item_id;
 
+-- name: item_template_text
+-- The name, aliases and anchors of the template an item was recognised as (templates.known_text).
+SELECT t.name, t.aliases, t.anchors FROM items i JOIN templates t ON t.template_id = i.template_id
+WHERE i.item_id = :item_id;
+
+-- name: template_name
+SELECT name FROM templates WHERE template_id = :template_id;
+
+-- name: items_to_recognise
+-- Items not yet matched against every template (newer templates, or their template was removed).
+SELECT item_id, recognised_revision, template_id, template_score, ocr_boxes, ocr_text, template FROM items
+WHERE recognised_revision < :revision
+ORDER BY item_id;
+
+-- name: set_recognition
+UPDATE items SET template_id = :template_id, template_score = :template_score,
+       recognised_revision = :recognised_revision, ocr_boxes = coalesce(:ocr_boxes, ocr_boxes)
+WHERE item_id = :item_id;
+
+-- name: set_template_group
+UPDATE items SET template_group = :template_group WHERE item_id = :item_id;
+
+-- name: item_files
+SELECT r.path AS root_path, f.rel_path FROM files f JOIN library_roots r ON r.root_id = f.root_id
+WHERE f.item_id = :item_id ORDER BY f.file_id;
+
 -- name: items_in_scope
 SELECT item_id FROM items
 WHERE (:scope = 'item' AND item_id = :item_id)
    OR (:scope = 'perceptual' AND perceptual_group = :group_id)
    OR (:scope = 'template' AND template_group = :group_id)
 ORDER BY item_id;
-
--- name: item_template_text
--- The name, aliases and anchors of the template an item was recognised as (templates.known_text).
-SELECT t.name, t.aliases, t.anchors FROM items i JOIN templates t ON t.template_id = i.template_id
-WHERE i.item_id = :item_id;

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mambomeme.embed import Embedder, items_with_changed_text, waiting_note
-from mambomeme.ingest import INGEST_BATCH, embed_items
+from mambomeme.embed import WRITE_BATCH, Embedder, embed_items, items_with_changed_text, waiting_note
 from mambomeme.library import DB, SCHEMA_FILE, MamboError, Q, clean_line, load_sqlite_vec, show_path
 from mambomeme.sidecars import IMAGE_SUFFIXES, SidecarFinder
 from mambomeme.state import restate, same_readings
 from mambomeme.vectors import maintain_vector_index
+from mambomeme.vocabulary import refresh_vocabulary, vocabulary_is_stale
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Library upkeep: status, check, prune, roots
@@ -183,13 +183,6 @@ def states_not_derived(db: DB) -> list[int]:
     return changed
 
 
-def vocabulary_is_stale(db: DB) -> bool:
-    """Whether the vocabulary differs from what refresh_vocabulary would make now: a write that
-    changed the words (a label, a template, a prune) was interrupted before the vocabulary's own
-    transaction. One pass over the word index (as the refresh itself)."""
-    return bool(db.q1("vocabulary_differences")[0])
-
-
 def finish_pending(db: DB, model: Callable[[], tuple[Embedder, int]]) -> tuple[int, bool]:
     """Finish what an interrupted write left undone, in batches of their own transactions: the items
     whose text changed after they were embedded are embedded again (the model loaded before the
@@ -198,13 +191,13 @@ def finish_pending(db: DB, model: Callable[[], tuple[Embedder, int]]) -> tuple[i
     stale = items_with_changed_text(db)
     if stale:
         embedder, model_row = model()
-        for start in range(0, len(stale), INGEST_BATCH):
+        for start in range(0, len(stale), WRITE_BATCH):
             with db.write():
-                embed_items(db, stale[start:start + INGEST_BATCH], embedder, model_row)
+                embed_items(db, stale[start:start + WRITE_BATCH], embedder, model_row)
     refresh = bool(stale) or vocabulary_is_stale(db)
     if refresh:
         with db.write():
-            db.q("refresh_vocabulary")
+            refresh_vocabulary(db)
     return len(stale), refresh
 
 
@@ -329,6 +322,11 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str], int]:
     return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots, held
 
 
+def delete_orphan_items(db: DB) -> None:
+    """Delete the items left without any file (their only file changed content or was forgotten)."""
+    db.q("delete_orphan_items")
+
+
 def forget_files(db: DB, file_ids: list[int]) -> int:
     """Forget these files (and the items left without one), in one transaction, as if they were
     never added: states, the vocabulary and the vector index follow. Returns how many memes stay
@@ -338,7 +336,7 @@ def forget_files(db: DB, file_ids: list[int]) -> int:
         private = db.rows("private_files_of", {"file_ids": json.dumps(file_ids)})
         for fid in file_ids:
             db.q("delete_file", {"file_id": fid})
-        db.q("delete_orphan_items")
+        delete_orphan_items(db)
         # Privacy is sticky over renames: metadata that said private keeps the content it described
         # private after its file is gone (a sidecar left behind names no file), until the owner says.
         held = 0
@@ -349,7 +347,7 @@ def forget_files(db: DB, file_ids: list[int]) -> int:
         # A removed copy may have held its item or its group: every state is computed again.
         restate(db, sorted(touched))
         restate(db, None)
-        db.q("refresh_vocabulary")
+        refresh_vocabulary(db)
     maintain_vector_index(db)
     return held
 

@@ -133,30 +133,13 @@ WHERE r.name = :name ORDER BY f.file_id;
 -- `mambo check` to compare with what schema.sql makes.
 SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name;
 
--- name: vocabulary_differences
--- How far the vocabulary is from what refresh_vocabulary (ingest.sql) would make of the word index
--- now: the terms whose counts differ either way, and 1 when its document count is not the number
--- of servable items. 0: current. Temporary tables only, so a read-only library can be checked.
-CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_fts USING fts5(
-    title, template, entities, tags, ocr_text, description,
-    tokenize = 'unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS temp.hidden_vocab USING fts5vocab('temp', 'hidden_fts', 'row');
-DELETE FROM temp.hidden_fts;
-INSERT INTO temp.hidden_fts(rowid, title, template, entities, tags, ocr_text, description)
-SELECT * FROM item_search_text WHERE item_id IN (SELECT item_id FROM hidden_items);
-WITH want AS (
-    SELECT v.term, v.doc - coalesce(h.doc, 0) AS docs
-    FROM items_vocab v LEFT JOIN temp.hidden_vocab h ON h.term = v.term
-    WHERE v.doc - coalesce(h.doc, 0) > 0
-)
-SELECT (SELECT count(*) FROM (SELECT term, docs FROM want EXCEPT SELECT term, docs FROM vocabulary))
-     + (SELECT count(*) FROM (SELECT term, docs FROM vocabulary EXCEPT SELECT term, docs FROM want))
-     + ((SELECT documents FROM vocabulary_size) IS NOT (SELECT count(*) FROM servable_items));
-
 -- name: file_readings
 -- What each file's sidecars and manifest lines said when it was read (`mambo check` reads them
 -- again); files read bare (no sidecar checksum) are left out.
 SELECT r.path AS root_path, f.rel_path, f.sidecar_sha256, f.metadata, f.safety, f.rights, f.private, f.stated
 FROM files f JOIN library_roots r ON r.root_id = f.root_id
 WHERE f.sidecar_sha256 <> '';
+
+-- name: delete_orphan_items
+-- Items left without any file (their only file changed content or was pruned).
+DELETE FROM items WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.item_id = items.item_id);

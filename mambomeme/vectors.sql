@@ -66,3 +66,41 @@ DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 2;
 -- name: large_vector_index
 -- The coarse index's size when the library is quantized (Searcher: the probe grows with it).
 SELECT clusters FROM vector_index WHERE EXISTS (SELECT 1 FROM vector_codes_items);
+
+-- name: insert_field_vector_in_cluster
+INSERT INTO item_field_vectors(vector_id, cluster, embedding, servable)
+VALUES (:vector_id, :cluster, :embedding, :servable);
+
+-- name: field_vectors_for_clustering
+SELECT vector_id, embedding, servable FROM item_field_vectors ORDER BY vector_id;
+
+-- name: insert_vector_in_cluster
+-- Re-clustering (maintain_vector_index): the cluster was computed for every vector at once.
+INSERT INTO item_vectors(item_id, cluster, embedding, servable)
+VALUES (:item_id, :cluster, :embedding, :servable);
+
+-- name: vector_index
+SELECT clusters, trained_vectors, training_sample, iterations, seed, seconds, trained_at FROM vector_index;
+
+-- name: vectors_for_clustering
+SELECT item_id, embedding, servable FROM item_vectors ORDER BY item_id;
+
+-- name: clear_vector_index
+DELETE FROM vector_centroids;
+DELETE FROM vector_index;
+DELETE FROM item_vectors;
+DELETE FROM item_field_vectors;
+
+-- name: insert_centroid
+INSERT INTO vector_centroids(cluster, centroid) VALUES (:cluster, :centroid);
+
+-- name: record_vector_index
+INSERT INTO vector_index(index_id, clusters, trained_vectors, training_sample, iterations, seed, seconds)
+VALUES (1, :clusters, :trained_vectors, :training_sample, :iterations, :seed, :seconds);
+
+-- name: vector_count
+-- Every vector a dense scan reads: all-fields and evidence vectors (IVF_MIN_VECTORS counts these),
+-- float or int8 code (a quantized item keeps its codes only; one embedded again since it was
+-- quantized is counted twice until the end of its `mambo add`).
+SELECT (SELECT count(*) FROM item_vectors) + (SELECT count(*) FROM item_field_vectors)
+       + (SELECT count(*) FROM vector_codes);

@@ -759,7 +759,7 @@ def test_copied_partition_file_from_elsewhere_keeps_working(bench_lib, tmp_path:
 
 
 def test_evaluation_queries_do_not_shadow_the_tools_own(tmp_path: Path) -> None:
-    tool = load_named_queries(PACKAGE / "ingest.sql")
+    tool = load_named_queries(PACKAGE / "ingest" / "pipeline.sql")
     evaluation = load_named_queries(PACKAGE / "lab" / "evaluation.sql")
     assert not set(tool) & set(evaluation)
     assert Q["finish_run"] == tool["finish_run"] and Q["finish_eval_run"] == evaluation["finish_eval_run"]

@@ -172,7 +172,7 @@ def test_a_spacer_gif_a_thin_strip_and_a_huge_sparse_file_are_one_error_each(tmp
 def test_any_analysis_failure_is_that_files_error(fixture_library: Path) -> None:
     """What ORB raises on the spacer (an OpenCV error, not BadInput) becomes one ingest error."""
     from mambomeme.images import BadInput
-    from mambomeme.ingest import _stage
+    from mambomeme.ingest.analyse import _stage
     from mambomeme.templates import TemplateIndex
 
     index = TemplateIndex.load(open_db(fixture_library))

@@ -18,9 +18,9 @@ from PIL import Image
 from helpers import FIXTURE, IMAGES, REPO, invoke, open_db, recipe, run_process
 from mambomeme.embed import EMBED_TEXT_RECIPE, WEIGHTS_SHA256, model_dir
 from mambomeme.images import PREVIEW_SIDE, hamming
-from mambomeme.ingest import IMAGE_SUFFIXES
 from mambomeme.library import DB, SCHEMA_VERSION, file_sha256
 from mambomeme.query_plan import normalise_query
+from mambomeme.sidecars import IMAGE_SUFFIXES
 
 
 def items_by_file(db: DB) -> dict[str, dict]:

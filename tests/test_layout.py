@@ -18,6 +18,9 @@ LAYERS: dict[str, int] = {
     "mambomeme.images": 1, "mambomeme.safety_text": 1, "mambomeme.safety_meaning": 1, "mambomeme.sidecars": 1,
     "mambomeme.ocr": 1,
     "mambomeme.embed": 1, "mambomeme.vectors": 1, "mambomeme.templates": 1, "mambomeme.ingest": 1,
+    "mambomeme.ingest.walk": 1, "mambomeme.ingest.analyse": 1, "mambomeme.ingest.groups": 1,
+    "mambomeme.ingest.write": 1, "mambomeme.ingest.stats": 1, "mambomeme.ingest.pipeline": 1,
+    "mambomeme.progress": 1, "mambomeme.vocabulary": 1,
     "mambomeme.upkeep": 1, "mambomeme.search": 1, "mambomeme.query_plan": 1, "mambomeme.vectormatrix": 1,
     "mambomeme.safety_review": 1, "mambomeme.safety_picture": 1, "mambomeme.state": 1, "mambomeme.labels": 1,
     "mambomeme.tui": 2, "mambomeme.terminal": 2, "mambomeme.sqlshell": 2, "mambomeme.command_line": 2,
@@ -34,7 +37,8 @@ MAX_LINES = 1200
 
 def modules() -> dict[str, Path]:
     found = {"mambo": REPO / "mambo.py"}
-    for path in sorted([*(REPO / "mambomeme").glob("*.py"), *(REPO / "mambomeme" / "lab").glob("*.py")]):
+    for path in sorted([*(REPO / "mambomeme").glob("*.py"), *(REPO / "mambomeme" / "ingest").glob("*.py"),
+                        *(REPO / "mambomeme" / "lab").glob("*.py")]):
         package = ".".join(path.relative_to(REPO).parent.parts)
         found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
     return found

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 import mambo
 from helpers import FIXTURE, forget_vectors, invoke, open_db, run_process
-from mambomeme.embed import get_embedder, model_id_for
-from mambomeme.ingest import embed_items
+from mambomeme.embed import embed_items, get_embedder, model_id_for
 from mambomeme.lab.bench import load_dev_queries
 from mambomeme.library import DB
 from mambomeme.query_plan import STOPWORDS, corrections, full_match, holds_query, plan_query

@@ -15,7 +15,6 @@ import sqlite_vec
 
 from helpers import IMAGES, REPO, invoke, open_db, recipe
 from mambomeme.embed import get_embedder
-from mambomeme.ingest import recognise_existing
 from mambomeme.library import DB, SCHEMA_VERSION
 from mambomeme.templates import (
     TemplateIndex,
@@ -23,6 +22,7 @@ from mambomeme.templates import (
     color_layout,
     dhash64,
     phash64,
+    recognise_existing,
     slugify,
     sync_catalogue,
     templates_revision,

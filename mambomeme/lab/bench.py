@@ -20,10 +20,10 @@ import click
 
 from mambomeme.command_line import CONTEXT
 from mambomeme.embed import get_embedder
-from mambomeme.ingest import IMAGE_SUFFIXES, Ingester
+from mambomeme.ingest import Ingester
 from mambomeme.library import DB, FIXTURE_DIR, ROOT, SAFETY_CLASSES, MamboError, clean_line, show_path
 from mambomeme.ocr import get_ocr
-from mambomeme.sidecars import MANIFEST_NAME
+from mambomeme.sidecars import IMAGE_SUFFIXES, MANIFEST_NAME
 from mambomeme.templates import (
     MIN_INLIERS,
     ORB_QUERY_FEATURES,

@@ -36,6 +36,7 @@ from mambomeme.vectors import (
     read_spill,
     spill_vectors,
 )
+from mambomeme.vocabulary import refresh_vocabulary
 
 SYNTH_WORDS = (
     "monday coffee cat dog boss meeting deadline pizza gym exam teacher homework weekend party money rent "
@@ -94,7 +95,7 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
             for kind, field_vec in ((CAPTION, caption), (PICTURE, picture)):
                 if fields[n][kind]:
                     db.q("insert_field_vector", {"item_id": item_id, "kind": kind, "embedding": field_vec.tobytes()})
-        db.q("refresh_vocabulary")  # as `mambo add` ends: typo correction knows the new words
+        refresh_vocabulary(db)  # as `mambo add` ends: typo correction knows the new words
 
 
 def base_library(dest: Path, base: Path | None) -> Any:

@@ -11,6 +11,9 @@ SELECT r.root_id, r.name, r.path,
        (SELECT count(*) FROM files f WHERE f.root_id = r.root_id) AS files
 FROM library_roots r ORDER BY r.name;
 
+-- name: insert_root
+INSERT INTO library_roots(name, path) VALUES (:name, :path) RETURNING root_id;
+
 -- name: move_root
 UPDATE library_roots SET path = :path WHERE name = :name;
 

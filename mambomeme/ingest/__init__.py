@@ -1,6 +1,7 @@
 """`mambo add` as a package, in the steps of a run: walk (the files to ingest and their library
 root), analyse (decode, OCR, recognition; in worker processes), write (a batch to the library in one
-transaction), groups (near-identical groups), pipeline (the run: batches, progress, errors, upkeep).
+transaction), groups (near-identical groups), stats (what a run counts) and pipeline (the run:
+batches, progress, errors, upkeep).
 
 Callers import from here; the submodules import one another directly.
 """

@@ -31,7 +31,7 @@ from mambomeme.templates import TemplateIndex, recognise_existing, sync_catalogu
 from mambomeme.vectors import maintain_vector_index
 from mambomeme.vocabulary import refresh_vocabulary
 
-INGEST_BATCH = WRITE_BATCH
+INGEST_BATCH = WRITE_BATCH  # files a batch reads, analyses, writes in one transaction and embeds together
 
 
 class Ingester:

@@ -241,9 +241,6 @@ WITH RECURSIVE ranked AS (
 SELECT r.item_id, r.sim, r.sim_all, s.moved_sim FROM ranked r JOIN rescored s ON s.item_id = r.item_id
 ORDER BY s.moved_sim DESC, r.pos;
 
--- name: data_version
-PRAGMA data_version;
-
 -- name: holds_vectors
 -- Whether the library holds any vector, float or code (none: its memes wait to be embedded,
 -- Searcher.search).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, MamboError, clean_line, data_path, file_sha256, show_path
+from mambomeme.library import DB, MamboError, clean_line, data_path, file_sha256, get_setting, set_setting, show_path
 from mambomeme.query_plan import normalise_query
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -510,14 +510,14 @@ class TemplateIndex:
 
 
 def templates_revision(db: DB) -> int:
-    row = db.q1("setting", {"key": "templates_revision"})
-    return int(row[0]) if row else 0
+    rev = get_setting(db, "templates_revision")
+    return int(rev) if rev is not None else 0
 
 
 def next_templates_revision(db: DB) -> int:
     """A new, never reused revision number (call inside a write transaction)."""
     rev = templates_revision(db) + 1
-    db.q("set_setting", {"key": "templates_revision", "value": str(rev)})
+    set_setting(db, "templates_revision", str(rev))
     return rev
 
 
@@ -608,8 +608,7 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
         return 0
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    row = db.q1("setting", {"key": "catalogue_sha256"})
-    if row and row[0] == sha:
+    if get_setting(db, "catalogue_sha256") == sha:
         return 0
     changed = 0
     with db.write():
@@ -651,7 +650,7 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
             if source == "catalogue" and slug not in seen:
                 forget_template(db, tid)
                 changed += 1
-        db.q("set_setting", {"key": "catalogue_sha256", "value": sha})
+        set_setting(db, "catalogue_sha256", sha)
     return changed
 
 

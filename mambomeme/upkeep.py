@@ -14,7 +14,17 @@ from typing import Any
 
 from mambomeme.embed import Embedder, items_with_changed_text, waiting_note
 from mambomeme.ingest import INGEST_BATCH, embed_items
-from mambomeme.library import DB, SCHEMA_FILE, MamboError, Q, clean_line, load_sqlite_vec, show_path
+from mambomeme.library import (
+    DB,
+    SCHEMA_FILE,
+    MamboError,
+    Q,
+    clean_line,
+    list_roots,
+    load_sqlite_vec,
+    root_by_name,
+    show_path,
+)
 from mambomeme.sidecars import IMAGE_SUFFIXES, SidecarFinder
 from mambomeme.state import restate, same_readings
 from mambomeme.vectors import maintain_vector_index
@@ -38,7 +48,7 @@ def library_status(db: DB) -> dict[str, Any]:
         **db.rows("recognised_counts")[0],
         "models": db.rows("models_in_use"),
         "ocr_engines": db.rows("ocr_engines_in_use"),
-        "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in db.q("roots")],
+        "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in list_roots(db)],
         "recent_errors": db.rows("recent_errors", {"limit": 5}),
         "vector_index": (db.rows("vector_index") or [None])[0],
     }
@@ -309,7 +319,7 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str], int]:
     than half of its files (every file included) refuses the whole prune unless `force`: an empty
     mount point or a half-synced folder looks the same as deleted memes. Labels of removed items
     are kept by SHA-256 (kept_labels) and come back when the content is indexed again."""
-    skipped_roots = sorted({r[1] for r in db.q("roots") if not Path(r[2]).is_dir()})
+    skipped_roots = sorted({r[1] for r in list_roots(db) if not Path(r[2]).is_dir()})
     files = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
              if root not in skipped_roots]
     gone = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
@@ -416,7 +426,7 @@ def root_matches(db: DB, name: str, new_path: Path) -> tuple[int, int, bool]:
 def move_root(db: DB, name: str, new_path: Path, *, force: bool = False) -> Path:
     """Point root `name` at `new_path` (its images were moved, or the database was copied); a folder
     that does not hold the root's files is refused unless `force`. Returns the resolved path."""
-    if not db.q1("root_by_name", {"name": name}):
+    if not root_by_name(db, name):
         raise MamboError(f"no root named {clean_line(name)!r}: see `mambo roots list`")
     target = new_path.resolve()
     present, sampled, other_images = root_matches(db, name, target)

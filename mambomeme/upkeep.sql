@@ -160,3 +160,6 @@ SELECT (SELECT count(*) FROM (SELECT term, docs FROM want EXCEPT SELECT term, do
 SELECT r.path AS root_path, f.rel_path, f.sidecar_sha256, f.metadata, f.safety, f.rights, f.private, f.stated
 FROM files f JOIN library_roots r ON r.root_id = f.root_id
 WHERE f.sidecar_sha256 <> '';
+
+-- name: move_root
+UPDATE library_roots SET path = :path WHERE name = :name;

@@ -21,7 +21,7 @@ import click
 from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import Ingester
 from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
-from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
+from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line, insert_root
 from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
 from mambomeme.sidecars import Metadata
 from mambomeme.state import file_params
@@ -75,7 +75,7 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
         return (vec / np.linalg.norm(vec)).astype(np.float32)
 
     with db.write():
-        root_id = int(db.q1("insert_root", {"name": f"synthetic-{seed}", "path": "/nonexistent/synthetic"})[0])
+        root_id = insert_root(db, f"synthetic-{seed}", "/nonexistent/synthetic")
         for n, words in enumerate(texts):
             if n < real:
                 vec, caption, picture = encoded[n], encoded[real + 2 * n], encoded[real + 2 * n + 1]

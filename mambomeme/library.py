@@ -531,7 +531,7 @@ class DB:
 
 
 # ─────────────────────────────────────────────────────────────────────────────
-# Roots and settings: the library's own rows every room reads
+# Roots, settings and counts: the library's own rows every room reads
 # ─────────────────────────────────────────────────────────────────────────────
 
 
@@ -548,6 +548,11 @@ def root_by_name(db: DB, name: str) -> tuple | None:
 def insert_root(db: DB, name: str, path: str) -> int:
     """A new root folder's id (call inside db.write())."""
     return int(db.q1("insert_root", {"name": name, "path": path})[0])
+
+
+def item_count(db: DB) -> int:
+    """How many memes (items) the library holds."""
+    return int(db.q1("item_count")[0])
 
 
 def get_setting(db: DB, key: str) -> str | None:

@@ -54,3 +54,6 @@ PRAGMA mmap_size = 1073741824;
 
 -- name: data_version
 PRAGMA data_version;
+
+-- name: item_count
+SELECT count(*) FROM items;

@@ -571,6 +571,12 @@ def user_template_slug(name: str) -> str:
     return slug
 
 
+def insert_template(db: DB, fields: dict[str, Any]) -> int:
+    """A new template row (slug, name, aliases, description, source, source_url, entry_sha256,
+    revision, anchors); its id. Its views are inserted with insert_template_view."""
+    return int(db.q1("insert_template", fields)[0])
+
+
 def add_user_template(db: DB, name: str, view: dict[str, Any], aliases: tuple[str, ...], description: str) -> str:
     """Add the picture read as `view` as the person's template `name`; returns its id (slug)."""
     name = clean_line(name)[:200]
@@ -580,10 +586,10 @@ def add_user_template(db: DB, name: str, view: dict[str, Any], aliases: tuple[st
     alias_list = list(dict.fromkeys(a for a in (" ".join(clean_line(x).lower().split()) for x in aliases) if a))
     with db.write():
         rev = next_templates_revision(db)
-        tid = int(db.q1("insert_template", {
+        tid = insert_template(db, {
             "slug": slug, "name": name, "aliases": json.dumps(alias_list, ensure_ascii=False),
             "description": clean_line(description)[:2000], "source": "user", "source_url": "",
-            "entry_sha256": "", "revision": rev, "anchors": "[]"})[0])
+            "entry_sha256": "", "revision": rev, "anchors": "[]"})
         insert_template_view(db, tid, view)
     return slug
 
@@ -642,7 +648,7 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
                 continue
             if have:
                 forget_template(db, have[0])
-            tid = int(db.q1("insert_template", fields | {"slug": e["id"], "source": "catalogue"})[0])
+            tid = insert_template(db, fields | {"slug": e["id"], "source": "catalogue"})
             for v in views:
                 insert_template_view(db, tid, v)
             changed += 1

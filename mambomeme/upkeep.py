@@ -20,13 +20,14 @@ from mambomeme.library import (
     MamboError,
     Q,
     clean_line,
+    item_count,
     list_roots,
     load_sqlite_vec,
     root_by_name,
     show_path,
 )
 from mambomeme.sidecars import IMAGE_SUFFIXES, SidecarFinder
-from mambomeme.state import restate, same_readings
+from mambomeme.state import apply_item_state, restate, same_readings
 from mambomeme.vectors import maintain_vector_index
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -93,12 +94,12 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
             problems.append(f"{what}: {clean_line(e)}")
 
     def integrity() -> None:
-        found = [r[0] for r in db.con.execute("PRAGMA integrity_check")]
+        found = [r[0] for r in db.q("integrity_check")]
         if found != ["ok"]:
             problems.extend(f"integrity: {clean_line(x)}" for x in found[:10])
 
     def foreign_keys() -> None:
-        fk = list(db.con.execute("PRAGMA foreign_key_check"))
+        fk = db.q("foreign_key_check")
         if fk:
             problems.append(f"{len(fk)} broken foreign key reference(s)")
 
@@ -110,7 +111,7 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
                 problems.append(f"full-text index {table}: {clean_line(e)}")
 
     def consistency() -> None:
-        counts = db.rows("consistency")[0]
+        counts = consistency_counts(db)
         # Memes with no vector, no bit vector and no embedding record wait to be embedded (a library
         # from before schema 15, whose all-MiniLM-L6-v2 vectors the migration removed, or a re-embed
         # that was interrupted): every route but the dense one finds them, and `mambo add` embeds them.
@@ -180,13 +181,18 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
     return problems, notes
 
 
+def consistency_counts(db: DB) -> dict[str, int]:
+    """Each kind of half-written or inconsistent row (upkeep.sql consistency) and how many there are."""
+    return db.rows("consistency")[0]
+
+
 def states_not_derived(db: DB) -> list[int]:
     """The items whose stored state differs from what state.sql apply_item_state derives now from
     their inputs (the rows its UPDATE changes); nothing is changed: it runs in a savepoint rolled
     back."""
     db.con.execute("SAVEPOINT check_state")
     try:
-        changed = sorted(int(row[0]) for row in db.q("apply_item_state", {"item_id": None}))
+        changed = sorted(int(row[0]) for row in apply_item_state(db, None))
     finally:
         db.con.execute("ROLLBACK TO check_state")
         db.con.execute("RELEASE check_state")
@@ -334,15 +340,15 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str], int]:
     risky = [(root, n_gone, n) for root, (n_gone, n) in sorted(per_root.items()) if n_gone and 2 * n_gone > n]
     if risky and not force:
         raise PruneRefused(risky)
-    before = int(db.scalar("SELECT count(*) FROM items"))
+    before = item_count(db)
     held = forget_files(db, [fid for fid, _root in gone])
-    return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots, held
+    return len(gone), before - item_count(db), skipped_roots, held
 
 
 def forget_files(db: DB, file_ids: list[int]) -> int:
     """Forget these files (and the items left without one), in one transaction, as if they were
     never added: states, the vocabulary and the vector index follow. Returns how many memes stay
-    private because a forgotten file's metadata said so (state.sql hold_private)."""
+    private because a forgotten file's metadata said so (upkeep.sql hold_private)."""
     with db.write():
         touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid in file_ids}
         private = db.rows("private_files_of", {"file_ids": json.dumps(file_ids)})
@@ -372,7 +378,7 @@ def raw_integrity(path: Path) -> list[str]:
     try:
         con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            found = [r[0] for r in con.execute("PRAGMA integrity_check")]
+            found = [r[0] for r in con.execute(Q["integrity_check"])]
         finally:
             con.close()
     except apsw.Error as e:

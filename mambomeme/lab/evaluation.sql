@@ -395,3 +395,13 @@ SELECT item_id FROM items WHERE rights = 'withdrawn' OR private = 1;
 
 -- name: insert_run_excluded
 INSERT INTO run_excluded_items(run_id, item_id) VALUES (:run_id, :item_id);
+
+-- name: embedding_manifest
+-- Every embedding recipe the library has used, as a run records them.
+SELECT name, revision, weights_sha256, dim, text_recipe FROM embedding_models ORDER BY model_id;
+
+-- name: partition_of_set
+SELECT partition_id FROM judgement_sets WHERE set_id = :set_id;
+
+-- name: items_by_sha256
+SELECT sha256, item_id FROM items;

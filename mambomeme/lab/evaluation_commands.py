@@ -55,7 +55,7 @@ def bench_import(ctx: click.Context, path: Path, manifest: Path | None, recipe: 
     db = open_library(ctx)
     pid = import_partition(db, path, manifest=manifest, recipe=recipe, replace=replace)
     p = partition_row(db, pid)
-    n = db.scalar("SELECT count(*) FROM bench_queries WHERE partition_id = ?", (pid,))
+    n = db.q1("partition_query_count", {"partition_id": pid})[0]
     click.echo(f"imported {p['benchmark']}/{p['version']}/{p['partition']} as partition {pid}: {n} queries, draft "
                "(`mambo bench freeze` makes it immutable)")
 

@@ -277,7 +277,7 @@ def protocol_checks(db: DB, partition: dict[str, Any], runs: dict[str, dict[str,
     if not measured:
         return {"release_protocol": False, "publication_rollback": rollback, "terminal_restoration": False}
     audits = db.rows("audit_status", {"partition_id": partition["partition_id"]})
-    rescore = {r[0] for r in db.con.execute("SELECT run_id FROM runs_needing_rescore")}
+    rescore = {r[0] for r in db.q("rescore_run_ids")}
     release = (partition["status"] in ("frozen", "exposed") if partition["partition"] == "dev"
                else partition["status"] == "frozen")
     release = release and all(a["status"] == "valid" for a in audits) \
@@ -298,9 +298,7 @@ def publication_selftest() -> bool:
         db = DB(Path(tmp) / "selftest.sqlite")
         try:
             with db.write():
-                db.con.execute("INSERT INTO bench_partitions(benchmark, version, partition, meta, source_sha256) "
-                               "VALUES ('selftest', '0', 'dev', '{}', '')")
-                pid = db.scalar("SELECT max(partition_id) FROM bench_partitions")
+                pid = db.q1("insert_selftest_partition")[0]
                 a = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": SCORE_VERSION,
                                                    "report_json": "{}", "report_md": "a"})[0])
                 b = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": SCORE_VERSION,

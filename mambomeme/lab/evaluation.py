@@ -1022,3 +1022,39 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
                     "attribution": f"{d['creator']} ({d['licence']})" if d["creator"] and d["licence"] else ""})
         db.q("finish_eval_run", {"run_id": run_id})
     return run_id
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# The evaluation tables read by the lab's other modules
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def partition_list(db: DB) -> list[dict[str, Any]]:
+    return db.rows("list_partitions")
+
+
+def audit_rows(db: DB, partition_id: int) -> list[dict[str, Any]]:
+    """The partition's "no match" audit, a query a row."""
+    return db.rows("audit_status", {"partition_id": partition_id})
+
+
+def current_set_row(db: DB, partition_id: int) -> tuple | None:
+    """The partition's current judgement set, or None."""
+    return db.q1("current_set", {"partition_id": partition_id})
+
+
+def partition_query_rows(db: DB, partition_id: int) -> list[dict[str, Any]]:
+    return db.rows("partition_queries", {"partition_id": partition_id})
+
+
+def judgement_counts(db: DB, set_id: int) -> list[tuple]:
+    """(status, how many) of the judgement set's pairs."""
+    return db.q("judgement_status", {"set_id": set_id})
+
+
+def batch_row(db: DB, batch_id: int) -> tuple | None:
+    return db.q1("batch", {"batch_id": batch_id})
+
+
+def corpus_version_rows(db: DB, cv: int) -> list[dict[str, Any]]:
+    return db.rows("corpus_version", {"cv": cv})

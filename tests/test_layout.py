@@ -262,8 +262,8 @@ def test_a_module_runs_only_the_queries_of_its_own_sql_file() -> None:
     # mambomeme/foo.py runs the queries of mambomeme/foo.sql: who owns a query is never a search.
     # Another module that needs one calls a function of its owner.
     names, paths = query_files(), modules()
-    wrong = sorted({f"{m} (line {line}) runs {q!r} of {names[q].name if q in names else 'no file'}"
-                    for q, m, line, _src in queries_run()
+    wrong = sorted({f"{m} runs {q!r} of {names[q].name if q in names else 'no file'} ({src} line {line})"
+                    for q, m, line, src in queries_run()
                     if (q not in names or names[q] not in query_homes(paths[m]))
                     and (m, q) not in SHARED_QUERIES and not _pending(m, q)})
     assert not wrong, wrong
@@ -316,4 +316,5 @@ def test_no_named_query_is_dead() -> None:
     # Every query a .sql file defines is run by the code (by name, through a forwarder or a
     # variable): a query only `mambo sql`'s `.queries` lists would be one no test runs.
     run = {q for q, _m, _line, _src in queries_run()}
-    assert not sorted(set(query_files()) - run)
+    dead = sorted(set(query_files()) - run)
+    assert not dead, f"named queries no module runs (delete them): {dead}"

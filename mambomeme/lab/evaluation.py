@@ -948,7 +948,7 @@ def open_bare_library(db: DB, path: Path) -> BareLibrary:
         by_sha = {r[0]: int(r[1]) for r in db.q("items_by_sha256")}
         # Items are unique by SHA-256 in a library, so the map is one-to-one; an item without a
         # file (none after a plain ingest) maps too, when this library has its picture.
-        mapping = {int(item): by_sha[sha] for item, sha in bare.q("items_by_sha256")
+        mapping = {int(item): by_sha[sha] for sha, item in bare.q("items_by_sha256")
                    if sha in by_sha}
         # Hidden here by rights or privacy but not there: only a sidecar said so.
         hidden_there = {mapping[int(r[0])] for r in bare.q("hidden_by_rights_or_privacy") if int(r[0]) in mapping}

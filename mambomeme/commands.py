@@ -743,6 +743,7 @@ def safety(ctx: click.Context, as_json: bool) -> None:
     \b
     Examples:
       mambo safety                          # the review list
+      mambo safety review                   # decide them one at a time, one key each
       mambo safety set 42 safe --by alex    # a person's decision wins over the detector
       mambo safety clear 42                 # take it back: the automatic class returns
       mambo safety detect "every cyclist deserves to get run over"   # both caption signals
@@ -750,42 +751,23 @@ def safety(ctx: click.Context, as_json: bool) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from mambomeme.safety_meaning import meaning_model
-    from mambomeme.safety_picture import REASON as PICTURE_REASON
+    from mambomeme.safety_batch import caption_line, why
     from mambomeme.safety_review import review_list
 
-    MEANING = meaning_model()  # noqa: N806
     rows = review_list(open_library(ctx))
     for r in rows:
         if as_json:
             click.echo(json_line(r))
             continue
-        why = []
-        if r["text_rule"]:
-            why.append(f"text {r['text_safety']}: {r['text_rule']} ("
-                       + ", ".join(repr(clean_line(w)) for w in r["text_words"]) + ")")
-        if r["meaning_rule"]:
-            why.append(f"meaning {r['meaning_safety']}: {clean_line(r['meaning_rule'])}, score {r['meaning_score']:.2f}"
-                       f" (bars: {MEANING.sensitive_bar:g} marks, {MEANING.unsafe_bar:g} withholds)")
-        if r["picture_rule"]:
-            why.append(f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}, score {r['picture_score']:.2f}"
-                       f" ({PICTURE_REASON})")
-        if r["decided_by"]:
-            why.append(f"decided by {clean_line(r['decided_by'])} (person) {r['decided_at'][:19]}, "
-                       f"automatic class {r['automatic_safety']}")
-        click.echo(f"{r['item_id']:>6}  {r['safety']:<9} {show_path(r['path'])}\n        " + "; ".join(why or
-                   [clean_line(r["safety_source"])]))
+        click.echo(f"{r['item_id']:>6}  {r['safety']:<9} {show_path(r['path'])}\n        " + "; ".join(why(r)))
         # The words a reviewer judges (the owner's own file), cut to one line, and how to decide.
-        caption = clean_line(r["caption"] or "")
-        caption = caption if len(caption) <= CAPTION_SHOWN else caption[:CAPTION_SHOWN - 1] + "…"
-        click.echo(f"        caption: {caption or '(no text read)'}\n"
+        click.echo(f"        caption: {caption_line(r['caption'])}\n"
                    f"        decide: mambo safety set {r['item_id']} safe|sensitive|unsafe|critical")
     if not as_json:
-        click.echo(f"{len(rows)} meme(s) marked or decided")
+        click.echo(f"{len(rows)} meme(s) marked or decided" + (": `mambo safety review` decides them one key each"
+                                                              if rows else ""))
 
 
-# How much of a caption `mambo safety` shows on its one line (the rest is in `--json`).
-CAPTION_SHOWN = 90
 
 
 @safety.command(name="set")
@@ -805,6 +787,36 @@ def safety_set(ctx: click.Context, item: str, klass: str, decided_by: str, note:
     d = decide(db, resolve_item(db, item), klass, decided_by, note)
     click.echo(f"meme {d['item_id']}: {d['decided']} (was {d['before']}, {clean_line(d['before_source'])}), "
                f"decided by {d['decided_by']} (person)")
+
+
+@safety.command(name="review")
+@click.option("--all", "include_decided", is_flag=True, help="Also the memes a person has decided (to revisit).")
+@click.option("--by", "decided_by", default=user_name, show_default="$USER", help="Who decides (a person).")
+@click.pass_context
+def safety_review(ctx: click.Context, include_decided: bool, decided_by: str) -> None:
+    """Decide the memes the safety signals doubt, one at a time, one key each.
+
+    Withheld memes first, then marked ones; each shows its path, the words
+    read from it and why. Keys: s safe, e sensitive, u unsafe, c critical
+    (or 1-4), space skip, o open the picture ($MAMBO_OPENER, else xdg-open),
+    q or Esc stop. Every decision is kept as it is made, as `mambo safety
+    set` would make it; a meme whose copy was just decided is passed over.
+    """
+    from mambomeme.labels import item_file
+    from mambomeme.safety_batch import keys, run
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise MamboError("mambo safety review reads one key per meme: run it in a terminal (in a script: "
+                         "`mambo safety --json` lists them, `mambo safety set ID CLASS` decides)")
+    db = open_library(ctx)
+    try:
+        with keys() as read_key:
+            tally = run(db, decided_by, include_decided=include_decided, read_key=read_key, say=click.echo,
+                        file_of=lambda item_id: item_file(db, item_id))
+    except KeyboardInterrupt:
+        click.echo("\nreview stopped: every decision made so far is kept")
+        raise SystemExit(130) from None
+    click.echo(tally.summary())
 
 
 @safety.command(name="clear")

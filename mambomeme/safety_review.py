@@ -147,6 +147,11 @@ def withdraw(db: DB, item_id: int) -> dict[str, Any]:
     return {"item_id": item_id, "before": before["safety"], "safety": after["safety"], "source": after["safety_source"]}
 
 
+def has_decision(db: DB, item_id: int) -> bool:
+    """Whether a person's decision holds this meme (its own, or one it follows as a copy)."""
+    row = db.rows("item_safety", {"item_id": item_id})
+    return bool(row) and row[0]["decided"] is not None
+
 def review_list(db: DB) -> list[dict[str, Any]]:
     out = []
     for r in db.rows("safety_review_list"):

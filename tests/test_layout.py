@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.upkeep": 1, "mambomeme.search": 1, "mambomeme.query_plan": 1, "mambomeme.vectormatrix": 1,
     "mambomeme.safety_review": 1, "mambomeme.safety_picture": 1, "mambomeme.state": 1, "mambomeme.labels": 1,
     "mambomeme.tui": 2, "mambomeme.terminal": 2, "mambomeme.sqlshell": 2, "mambomeme.command_line": 2,
+    "mambomeme.safety_batch": 2,
     # the lab: benchmarks, evaluation, calibration (the product never imports it)
     "mambomeme.lab": 2, "mambomeme.lab.bench": 2, "mambomeme.lab.calibrate": 2, "mambomeme.lab.nomatch": 2,
     "mambomeme.lab.scale": 2, "mambomeme.lab.evaluation": 2, "mambomeme.lab.scoring": 2,

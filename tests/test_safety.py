@@ -5,13 +5,16 @@ person's decision honoured by search, the full-screen UI and `mambo run`, surviv
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers import REPO, finish, fixture_queries, invoke, open_db, run_app, search, write_partition
+from helpers import REPO, finish, fixture_queries, invoke, open_db, run_app, search, spawn, write_partition
 from mambomeme.query_plan import plan_query
 from mambomeme.safety_text import detect_safety
 
@@ -227,3 +230,46 @@ def test_safety_detector_follows_the_policy() -> None:
     assert detect_safety("I'll lose my shit before coffee")[:2] == ("sensitive", "profanity")
     for safe in ("my cat caught two rats today", "blood orange season", "monday again", "call me maybe"):
         assert detect_safety(safe) is None, safe
+
+
+@pytest.mark.slow
+def test_review_decides_one_key_at_a_time_in_a_real_terminal(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
+    """`mambo safety review` in a PTY: withheld memes first, a card with the words and why, one key
+    decides (kept at once, as `safety set` keeps it), space skips, o hands the file to the opener, q
+    stops with a summary; without a terminal it is a one-line error."""
+    db, images = library_copy
+    listed = [json.loads(x) for x in invoke("--db", db, "safety", "--json").output.splitlines()]
+    undecided = [r for r in listed if not r["decided_by"]]
+    assert undecided[0]["safety"] in ("unsafe", "critical")
+    opened = tmp_path / "opened"
+    opened.mkdir()
+    cmd = shlex.join([sys.executable, str(REPO / "mambo.py"), "--db", str(db), "safety", "review", "--by", "kim"])
+    child = spawn(f'{cmd}; echo "RC=$?"', env={"MAMBO_OPENER": f"cp -t {opened}"})
+    child.expect(rf"\[1 of {len(undecided)}\] meme (\d+): (\w+) \(withheld\)")
+    first = int(child.match.group(1))
+    assert first == undecided[0]["item_id"]
+    child.expect("caption: ")
+    child.expect("why: ")
+    child.send("s")
+    child.expect(r"-> safe \(decided by kim\)")
+    child.expect(r"\[(\d+) of \d+\] meme (\d+)")
+    second = int(child.match.group(2))
+    child.send("o")
+    child.expect("opening: ")
+    child.send("x")  # not a key of the review: it says which are
+    child.expect("keys: s safe")
+    child.send(" ")
+    child.expect("skipped")
+    child.expect(r"\[\d+ of \d+\]")
+    child.send("q")
+    rc, out = finish(child)
+    assert rc == 0, out
+    assert re.search(r"review: 1 decided \(safe 1\), 1 skipped(, \d+ followed a copy's decision)?(, \d+ left)?", out)
+    assert [p.name for p in opened.iterdir()] == [Path(next(r["path"] for r in listed
+                                                            if r["item_id"] == second)).name]
+
+    rows = [json.loads(x) for x in invoke("--db", db, "safety", "--json").output.splitlines()]
+    after = {r["item_id"]: r for r in rows}
+    assert (after[first]["safety"], after[first]["decided_by"]) == ("safe", "kim")
+    assert after[second]["decided_by"] is None
+    assert "run it in a terminal" in invoke("--db", db, "safety", "review", expect=2).output

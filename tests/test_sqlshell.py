@@ -219,11 +219,11 @@ def test_tables_lists_the_documented_views_and_all_with_all(tmp_path: Path) -> N
 
     from mambomeme.sqlshell import DOCUMENTED_VIEWS, LibraryShell, open_for_sql
 
-    readme = (REPO / "README.md").read_text().split("The plain-named views")[1].split("```")[0]
+    manual = (REPO / "docs" / "manual.md").read_text().split("The plain-named views")[1].split("```")[0]
     bench_views = (REPO / "docs" / "sql.md").read_text().split("## The benchmark's views")[1].split("##")[0]
-    documented = [v for table in (readme, bench_views)
+    documented = [v for table in (manual, bench_views)
                   for cell in re.findall(r"^\| `([^|]+)` \|", table, re.M) for v in re.findall(r"\w+", cell)]
-    assert tuple(documented) == DOCUMENTED_VIEWS  # README's table, then docs/sql.md's, is the list
+    assert tuple(documented) == DOCUMENTED_VIEWS  # the manual's table, then docs/sql.md's, is the list
     db = tmp_path / "lib.sqlite"
     invoke("--db", db, "settings", "interaction_events", "off")  # a new, empty library
     listed = invoke("--db", db, "sql", input=".tables\n").stdout.splitlines()

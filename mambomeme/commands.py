@@ -29,8 +29,11 @@ from mambomeme.library import (
     clean_text,
     db_error_message,
     default_db_path,
+    get_setting,
     json_line,
+    list_roots,
     path_bytes,
+    set_setting,
     show_path,
 )
 
@@ -558,7 +561,7 @@ def roots() -> None:
 @click.pass_context
 def roots_list(ctx: click.Context) -> None:
     """List roots."""
-    for _rid, name, path, n in open_library(ctx).q("roots"):
+    for _rid, name, path, n in list_roots(open_library(ctx)):
         exists = "" if Path(path).is_dir() else "  (missing)"
         click.echo(f"{clean_line(name)}\t{show_path(path)}\t{n} files{exists}")
 
@@ -932,11 +935,11 @@ def settings(ctx: click.Context, key: str | None, value: str | None) -> None:
         if value not in allowed:
             raise MamboError(f"{key} takes one of: {', '.join(allowed)}")
         with db.write():
-            db.q("set_setting", {"key": key, "value": value})
+            set_setting(db, key, value)
     for name, (default, _allowed, doc) in SETTINGS.items():
         if key in (None, name):
-            row = db.q1("setting", {"key": name})
-            click.echo(f"{name} = {clean_line(row[0]) if row else default}    # {doc}")
+            value = get_setting(db, name)
+            click.echo(f"{name} = {clean_line(value) if value is not None else default}    # {doc}")
 
 
 # What each default system is for, in a line (`mambo systems`; its configuration with -v).

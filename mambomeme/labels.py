@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mambomeme.embed import Embedder, embed_items
-from mambomeme.library import DB, MamboError, clean_line
+from mambomeme.library import DB, MamboError, clean_line, list_roots
 from mambomeme.templates import derive, items_in_scope
 from mambomeme.vocabulary import refresh_vocabulary
 
@@ -27,7 +27,7 @@ def resolve_item(db: DB, ref: str) -> int:
     p = Path(ref)
     if p.exists():
         p = p.resolve()
-        for _rid, _name, rpath, _n in db.q("roots"):
+        for _rid, _name, rpath, _n in list_roots(db):
             root = Path(rpath)
             if root in p.parents:
                 row = db.q1("item_by_file", {"root_path": rpath, "rel_path": p.relative_to(root).as_posix()})
@@ -35,7 +35,7 @@ def resolve_item(db: DB, ref: str) -> int:
                     return int(row[0])
     # The forms the listings print (`mambo safety`: ROOT/rel/path), and the absolute path of an
     # indexed file that is gone from the disk (renamed, moved): found by the stored path.
-    for _rid, name, rpath, _n in db.q("roots"):
+    for _rid, name, rpath, _n in list_roots(db):
         for prefix in (f"{name}/", f"{rpath.rstrip('/')}/"):
             if ref.startswith(prefix):
                 row = db.q1("item_by_file", {"root_path": rpath, "rel_path": ref[len(prefix):]})

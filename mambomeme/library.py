@@ -323,7 +323,7 @@ class DB:
                 # Only now, once the file is known to be a mambo library: WAL mode changes the file
                 # (its header), and a foreign database must be left exactly as it was.
                 self._wal()
-                self.con.execute("PRAGMA synchronous = NORMAL")
+                self.con.execute(Q["synchronous_normal"])
         except apsw.NotADBError as e:
             raise MamboError(f"{show_path(self.path)} is not a MamboMeme library (not an SQLite file)") from e
         except apsw.BusyError as e:
@@ -342,7 +342,7 @@ class DB:
         deadline = time.monotonic() + 10
         while True:
             try:
-                self.con.execute("PRAGMA journal_mode = WAL")
+                self.con.execute(Q["journal_mode_wal"])
                 return
             except apsw.BusyError:
                 if time.monotonic() > deadline:
@@ -384,7 +384,7 @@ class DB:
         # (10 s was enough for MiniLM; two `mambo add`s of one folder then timed out).
         con.set_busy_timeout(60_000)
         load_sqlite_vec(con)
-        con.execute("PRAGMA foreign_keys = ON")
+        con.execute(Q["foreign_keys_on"])
         # No memory map here: vector scans run on the reader connection, which maps the file
         # (see reader); a map on both would count the vectors' pages twice in resident memory.
         return con
@@ -411,6 +411,11 @@ class DB:
             return row[0]
         return None
 
+    def data_version(self) -> int:
+        """A number that changes when another connection commits a change to the file (SQLite's
+        data_version): what a long-lived reader compares to know it must read again."""
+        return int(self.q1("data_version")[0])
+
     @contextlib.contextmanager
     def write(self) -> Iterator[None]:
         """One IMMEDIATE transaction: takes the write lock up front, so a concurrent writer waits
@@ -435,14 +440,14 @@ class DB:
 
     # -- schema
     def user_version(self) -> int:
-        return int(self.scalar("PRAGMA user_version"))
+        return int(self.q1("user_version")[0])
 
     def _refuse_foreign(self) -> None:
         """Open only mambo libraries: a non-empty database without the mambo schema is refused
         before anything is written to it (no tables, no user_version, no WAL switch). The version
         and the tables are read in one statement: read apart, another process creating the library
         between the two reads made a new library look foreign (tables, but version 0)."""
-        rows = self.con.execute("SELECT (SELECT user_version FROM pragma_user_version), name FROM sqlite_schema")
+        rows = self.con.execute(Q["version_and_schema_names"])
         found = [(int(v), name) for v, name in rows]
         names = {name for _v, name in found}
         version = found[0][0] if found else 0
@@ -475,7 +480,7 @@ class DB:
             version = self.user_version()
             if version == SCHEMA_VERSION:
                 return
-            empty = self.scalar("SELECT count(*) FROM sqlite_schema") == 0
+            empty = self.q1("first_read")[0] == 0
             if empty:
                 self.con.execute(SCHEMA_FILE.read_text(encoding="utf-8"))
             else:
@@ -500,7 +505,7 @@ class DB:
             self._reader = None
         if not self.readonly and self.con.total_changes():
             with contextlib.suppress(apsw.Error):
-                self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self.con.execute(Q["fold_wal"])
         self.con.close()
         if self.readonly and not self.immutable:
             tidy_side_files(self.path)
@@ -520,9 +525,45 @@ class DB:
             other.path, other.readonly, other._reader = self.path, True, None
             other.immutable, other.full_disk = self.immutable, self.full_disk
             other.con = other._connect(True)
-            other.con.execute("PRAGMA mmap_size = 1073741824")
+            other.con.execute(Q["map_whole_file"])
             self._reader = (other, ThreadPoolExecutor(1, thread_name_prefix="mambo-vectors"))
         return self._reader
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# Roots, settings and counts: the library's own rows every room reads
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def list_roots(db: DB) -> list[tuple]:
+    """Every root folder: (root_id, name, path, number of files), by name."""
+    return db.q("roots")
+
+
+def root_by_name(db: DB, name: str) -> tuple | None:
+    """(root_id, name, path) of the root called `name`, or None."""
+    return db.q1("root_by_name", {"name": name})
+
+
+def insert_root(db: DB, name: str, path: str) -> int:
+    """A new root folder's id (call inside db.write())."""
+    return int(db.q1("insert_root", {"name": name, "path": path})[0])
+
+
+def item_count(db: DB) -> int:
+    """How many memes (items) the library holds."""
+    return int(db.q1("item_count")[0])
+
+
+def get_setting(db: DB, key: str) -> str | None:
+    """A library setting's value, or None when it was never set."""
+    row = db.q1("setting", {"key": key})
+    return row[0] if row else None
+
+
+def set_setting(db: DB, key: str, value: str) -> None:
+    """Set (or replace) a library setting (call inside db.write())."""
+    db.q("set_setting", {"key": key, "value": value})
 
 
 def db_error_message(e: Exception, path: Path | str | None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line
+from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line, get_setting, set_setting
 from mambomeme.query_plan import plan_query
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
@@ -98,7 +98,7 @@ def recheck(db: DB) -> dict[str, int]:
         restate(db, None)
         after = dict(db.q("item_classes"))
         counts["changed"] = sum(after.get(i) != c for i, c in before.items())
-        db.q("set_setting", {"key": TEXT_RULES_SETTING, "value": caption_signals_version()})
+        set_setting(db, TEXT_RULES_SETTING, caption_signals_version())
         if counts["changed"]:
             refresh_vocabulary(db)  # the words a search knows are those of memes it may show
     return counts
@@ -107,8 +107,7 @@ def recheck(db: DB) -> dict[str, int]:
 def recheck_if_stale(db: DB) -> dict[str, int] | None:
     """Recheck once after the text rules or the caption-meaning model changed (a library made by an
     older mambo)."""
-    row = db.q1("setting", {"key": TEXT_RULES_SETTING})
-    if row and row[0] == caption_signals_version():
+    if get_setting(db, TEXT_RULES_SETTING) == caption_signals_version():
         return None
     return recheck(db)
 
@@ -164,9 +163,8 @@ def review_list(db: DB) -> list[dict[str, Any]]:
 
 def review_counts(db: DB) -> dict[str, Any]:
     counts = db.rows("safety_review_counts")[0]
-    row = db.q1("setting", {"key": TEXT_RULES_SETTING})
     counts["text_rules"] = caption_signals_version()
-    counts["text_rules_stale"] = bool(row is None or row[0] != counts["text_rules"]) and counts["items"] > 0
+    counts["text_rules_stale"] = get_setting(db, TEXT_RULES_SETTING) != counts["text_rules"] and counts["items"] > 0
     counts["engines"] = db.rows("safety_engines_in_use")
     return counts
 

@@ -179,29 +179,6 @@ SELECT v.term, v.docs FROM vocabulary v WHERE v.term IN (SELECT value FROM json_
 SELECT v.term, v.docs FROM vocabulary v
 WHERE v.term >= :low AND v.term < :high AND length(v.term) BETWEEN :shortest AND :longest;
 
--- name: matrix_bounds
--- How many vectors each table holds, servable or not (an unfiltered count reads vec0's row index
--- only; filtered by `servable` it would read every vector), and whether the library is quantized
--- (it keeps no float vector of a quantized item: not for the matrix).
-SELECT (SELECT count(*) FROM item_vectors), (SELECT count(*) FROM item_field_vectors),
-       EXISTS (SELECT 1 FROM vector_codes_items);
-
--- name: matrix_vectors
--- The servable vectors a long-lived search holds in memory (vectormatrix.py): all-fields ...
-SELECT item_id, embedding FROM item_vectors WHERE servable = 1;
-
--- name: matrix_field_vectors
--- ... and evidence vectors (vector_id = item_id * 4 + kind).
-SELECT vector_id, embedding FROM item_field_vectors WHERE servable = 1;
-
--- name: vector_fingerprint
--- What changes when the vectors or what may be shown change: items embedded (count, ids, the
--- recipe's manifest row) and hidden items (a partial index: costs what it holds). A held matrix
--- whose fingerprint differs is read again.
-SELECT (SELECT count(*) FROM item_embeddings), (SELECT total(item_id) FROM item_embeddings),
-       (SELECT total(model_id) FROM item_embeddings),
-       (SELECT count(*) FROM hidden_items), (SELECT total(item_id) FROM hidden_items);
-
 -- name: dense_feedback
 -- Pseudo-relevance feedback for the dense route (Rocchio): the query vector moves towards the mean
 -- of one vector of each of the route's :feedback_top best items (its all-fields vector or, with
@@ -240,9 +217,6 @@ WITH RECURSIVE ranked AS (
 )
 SELECT r.item_id, r.sim, r.sim_all, s.moved_sim FROM ranked r JOIN rescored s ON s.item_id = r.item_id
 ORDER BY s.moved_sim DESC, r.pos;
-
--- name: data_version
-PRAGMA data_version;
 
 -- name: holds_vectors
 -- Whether the library holds any vector, float or code (none: its memes wait to be embedded,

@@ -472,11 +472,11 @@ class LibraryShell(apsw.shell.Shell):
         if cmd and cmd[0] == "--all":
             return super().command_tables(cmd[1:])
         pattern = cmd[0].lower() if cmd else ""
-        have = {r[0] for r in self.db.execute("SELECT name FROM sqlite_schema WHERE type = 'view'")}
+        have = {r[0] for r in self.db.execute(Q["sql_views"])}
         for name in DOCUMENTED_VIEWS:
             if name in have and pattern in name:
                 self.write(self.stdout, name + "\n")
-        total = self.db.execute("SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view')").fetchone()[0]
+        total = self.db.execute(Q["sql_tables_and_views"]).fetchone()[0]
         self.write(self.stdout, f"(.tables --all lists all {total} tables and views)\n")
 
     def command_open(self, cmd: list[str]) -> None:

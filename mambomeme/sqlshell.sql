@@ -1,4 +1,4 @@
--- Named queries of `mambo sql` (mambomeme/sqlshell.py): recognising a library and closing it.
+-- Named queries of `mambo sql` (mambomeme/sqlshell.py): recognising a library, listing its views, closing it.
 -- Each query starts with a `-- name: NAME` line and runs to the next (see library.sql).
 
 -- name: sql_library_marks
@@ -14,3 +14,9 @@ PRAGMA foreign_keys = ON;
 
 -- name: sql_checkpoint
 PRAGMA wal_checkpoint(TRUNCATE);
+
+-- name: sql_views
+SELECT name FROM sqlite_schema WHERE type = 'view';
+
+-- name: sql_tables_and_views
+SELECT count(*) FROM sqlite_schema WHERE type IN ('table', 'view');

@@ -77,6 +77,12 @@ def template_group_id(db: DB, template: str) -> int | None:
     return int(db.q1("new_group", {"kind": "template", "label": label})[0])
 
 
+def apply_item_state(db: DB, item_id: int | None) -> list[tuple]:
+    """Derive the item's state (None: every item's) from its files, decisions and signals and store
+    it; returns (item_id, hidden now) of each item whose state changed."""
+    return db.q("apply_item_state", {"item_id": item_id})
+
+
 def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True,
             hidden: set[int] | None = None) -> tuple[list[int], bool]:
     """Recompute the named items (None: every item's state, descriptive fields left as they are;
@@ -88,7 +94,7 @@ def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True,
     state_changed = False
 
     def apply(item_id: int | None) -> bool:
-        rows = db.q("apply_item_state", {"item_id": item_id})
+        rows = apply_item_state(db, item_id)
         if hidden is not None:
             hidden.update(int(i) for i, h in rows if h)
         return bool(rows)

@@ -210,26 +210,6 @@ ON CONFLICT (sha256) DO UPDATE SET
 -- name: clear_private
 DELETE FROM privacy_decisions WHERE sha256 = :origin OR follows = :origin;
 
--- name: private_files_of
--- The files among :file_ids (a JSON array) whose own metadata says private, with its source.
-SELECT f.file_id, f.item_id, i.sha256, coalesce(json_extract(f.metadata, '$.source'), 'metadata') AS source,
-       r.name || '/' || f.rel_path AS path
-FROM files f JOIN items i ON i.item_id = f.item_id JOIN library_roots r ON r.root_id = f.root_id
-WHERE f.file_id IN (SELECT value FROM json_each(:file_ids)) AND f.private = 1;
-
--- name: hold_private
--- A file whose sidecar or manifest line said private was forgotten while its content lives on in
--- another file (its image renamed or copied): the meme stays private, held by that metadata, until
--- the owner decides otherwise (`mambo private ID --clear`).
-INSERT INTO privacy_decisions(sha256, decided_by, decider_kind, note)
-SELECT sha256, :source, 'metadata', :note FROM items WHERE sha256 = :sha256
-ON CONFLICT (sha256) DO NOTHING;
-
--- name: privacy_followers
--- How many other items follow the privacy decision made on this one.
-SELECT count(*) FROM privacy_decisions d JOIN items i ON i.sha256 = d.sha256
-WHERE d.follows = (SELECT sha256 FROM items WHERE item_id = :item_id);
-
 -- name: item_metadata
 SELECT title, template, entities, tags, description, source_url, creator, licence, safety, rights, private,
        metadata_source
@@ -237,3 +217,6 @@ FROM items WHERE item_id = :item_id;
 
 -- name: new_group
 INSERT INTO image_groups(kind, label) VALUES (:kind, :label) RETURNING group_id;
+
+-- name: template_group
+SELECT group_id FROM image_groups WHERE kind = 'template' AND label = :label;

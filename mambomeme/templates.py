@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import WRITE_BATCH, Embedder, embed_items
-from mambomeme.library import DB, MamboError, clean_line, data_path, file_sha256, show_path
+from mambomeme.library import DB, MamboError, clean_line, data_path, file_sha256, get_setting, set_setting, show_path
 from mambomeme.progress import Progress
 from mambomeme.query_plan import normalise_query
 from mambomeme.state import template_group_id
@@ -514,14 +514,14 @@ class TemplateIndex:
 
 
 def templates_revision(db: DB) -> int:
-    row = db.q1("setting", {"key": "templates_revision"})
-    return int(row[0]) if row else 0
+    rev = get_setting(db, "templates_revision")
+    return int(rev) if rev is not None else 0
 
 
 def next_templates_revision(db: DB) -> int:
     """A new, never reused revision number (call inside a write transaction)."""
     rev = templates_revision(db) + 1
-    db.q("set_setting", {"key": "templates_revision", "value": str(rev)})
+    set_setting(db, "templates_revision", str(rev))
     return rev
 
 
@@ -575,6 +575,12 @@ def user_template_slug(name: str) -> str:
     return slug
 
 
+def insert_template(db: DB, fields: dict[str, Any]) -> int:
+    """A new template row (slug, name, aliases, description, source, source_url, entry_sha256,
+    revision, anchors); its id. Its views are inserted with insert_template_view."""
+    return int(db.q1("insert_template", fields)[0])
+
+
 def add_user_template(db: DB, name: str, view: dict[str, Any], aliases: tuple[str, ...], description: str) -> str:
     """Add the picture read as `view` as the person's template `name`; returns its id (slug)."""
     name = clean_line(name)[:200]
@@ -584,10 +590,10 @@ def add_user_template(db: DB, name: str, view: dict[str, Any], aliases: tuple[st
     alias_list = list(dict.fromkeys(a for a in (" ".join(clean_line(x).lower().split()) for x in aliases) if a))
     with db.write():
         rev = next_templates_revision(db)
-        tid = int(db.q1("insert_template", {
+        tid = insert_template(db, {
             "slug": slug, "name": name, "aliases": json.dumps(alias_list, ensure_ascii=False),
             "description": clean_line(description)[:2000], "source": "user", "source_url": "",
-            "entry_sha256": "", "revision": rev, "anchors": "[]"})[0])
+            "entry_sha256": "", "revision": rev, "anchors": "[]"})
         insert_template_view(db, tid, view)
     return slug
 
@@ -612,8 +618,7 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
         return 0
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    row = db.q1("setting", {"key": "catalogue_sha256"})
-    if row and row[0] == sha:
+    if get_setting(db, "catalogue_sha256") == sha:
         return 0
     changed = 0
     with db.write():
@@ -647,7 +652,7 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
                 continue
             if have:
                 forget_template(db, have[0])
-            tid = int(db.q1("insert_template", fields | {"slug": e["id"], "source": "catalogue"})[0])
+            tid = insert_template(db, fields | {"slug": e["id"], "source": "catalogue"})
             for v in views:
                 insert_template_view(db, tid, v)
             changed += 1
@@ -655,7 +660,7 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
             if source == "catalogue" and slug not in seen:
                 forget_template(db, tid)
                 changed += 1
-        db.q("set_setting", {"key": "catalogue_sha256", "value": sha})
+        set_setting(db, "catalogue_sha256", sha)
     return changed
 
 

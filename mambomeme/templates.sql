@@ -4,9 +4,6 @@
 -- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
 -- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
 
--- name: template_group
-SELECT group_id FROM image_groups WHERE kind = 'template' AND label = :label;
-
 -- name: aliases
 SELECT expansion FROM query_aliases WHERE term = :term;
 
@@ -68,14 +65,6 @@ WHERE lower(name) = lower(:name) OR slug = lower(:name)
    OR EXISTS (SELECT 1 FROM json_each(templates.aliases) a WHERE a.value = lower(:name))
 ORDER BY source = 'user' DESC, lower(name) = lower(:name) DESC, template_id
 LIMIT 1;
-
--- name: list_templates
-SELECT t.template_id, t.slug, t.name, t.source, t.aliases, t.description, t.revision,
-       (SELECT count(*) FROM template_views v WHERE v.template_id = t.template_id) AS views,
-       (SELECT count(*) FROM items i WHERE i.template_id = t.template_id) AS items
-FROM templates t
-WHERE :source IS NULL OR t.source = :source
-ORDER BY t.source DESC, t.slug;
 
 -- name: derive_inputs
 SELECT i.template_id, i.template_score, i.perceptual_group, i.template_group, i.derived,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
-from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, path_bytes
+from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, get_setting, path_bytes
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_for, system_config
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
@@ -394,8 +394,7 @@ class _Shell:
         self.vectors = InMemoryVectors(db.path) if self.needs_model else None
         setting = None
         with contextlib.suppress(Exception):
-            got = db.q("setting", {"key": "interaction_events"})
-            setting = got[0][0] if got else None
+            setting = get_setting(db, "interaction_events")
         self.recording = (record_events or setting == "on") and not db.readonly
         self.session = uuid.uuid4().hex
         self.render_t: float | None = None
@@ -616,7 +615,7 @@ class _Shell:
         import apsw
 
         try:
-            version = int(self.db.q1("data_version")[0])
+            version = self.db.data_version()
         except apsw.Error:  # busy or damaged: the next search says so
             return False
         changed = self.data_version is not None and version != self.data_version

@@ -13,9 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import WRITE_BATCH, Embedder, embed_items, items_with_changed_text, waiting_note
-from mambomeme.library import DB, SCHEMA_FILE, MamboError, Q, clean_line, load_sqlite_vec, show_path
+from mambomeme.library import (
+    DB,
+    SCHEMA_FILE,
+    MamboError,
+    Q,
+    clean_line,
+    item_count,
+    list_roots,
+    load_sqlite_vec,
+    root_by_name,
+    show_path,
+)
 from mambomeme.sidecars import IMAGE_SUFFIXES, SidecarFinder
-from mambomeme.state import restate, same_readings
+from mambomeme.state import apply_item_state, restate, same_readings
 from mambomeme.vectors import maintain_vector_index
 from mambomeme.vocabulary import refresh_vocabulary, vocabulary_is_stale
 
@@ -38,7 +49,7 @@ def library_status(db: DB) -> dict[str, Any]:
         **db.rows("recognised_counts")[0],
         "models": db.rows("models_in_use"),
         "ocr_engines": db.rows("ocr_engines_in_use"),
-        "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in db.q("roots")],
+        "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in list_roots(db)],
         "recent_errors": db.rows("recent_errors", {"limit": 5}),
         "vector_index": (db.rows("vector_index") or [None])[0],
     }
@@ -83,12 +94,12 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
             problems.append(f"{what}: {clean_line(e)}")
 
     def integrity() -> None:
-        found = [r[0] for r in db.con.execute("PRAGMA integrity_check")]
+        found = [r[0] for r in db.q("integrity_check")]
         if found != ["ok"]:
             problems.extend(f"integrity: {clean_line(x)}" for x in found[:10])
 
     def foreign_keys() -> None:
-        fk = list(db.con.execute("PRAGMA foreign_key_check"))
+        fk = db.q("foreign_key_check")
         if fk:
             problems.append(f"{len(fk)} broken foreign key reference(s)")
 
@@ -100,7 +111,7 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
                 problems.append(f"full-text index {table}: {clean_line(e)}")
 
     def consistency() -> None:
-        counts = db.rows("consistency")[0]
+        counts = consistency_counts(db)
         # Memes with no vector, no bit vector and no embedding record wait to be embedded (a library
         # from before schema 15, whose all-MiniLM-L6-v2 vectors the migration removed, or a re-embed
         # that was interrupted): every route but the dense one finds them, and `mambo add` embeds them.
@@ -170,13 +181,18 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
     return problems, notes
 
 
+def consistency_counts(db: DB) -> dict[str, int]:
+    """Each kind of half-written or inconsistent row (upkeep.sql consistency) and how many there are."""
+    return db.rows("consistency")[0]
+
+
 def states_not_derived(db: DB) -> list[int]:
     """The items whose stored state differs from what state.sql apply_item_state derives now from
     their inputs (the rows its UPDATE changes); nothing is changed: it runs in a savepoint rolled
     back."""
     db.con.execute("SAVEPOINT check_state")
     try:
-        changed = sorted(int(row[0]) for row in db.q("apply_item_state", {"item_id": None}))
+        changed = sorted(int(row[0]) for row in apply_item_state(db, None))
     finally:
         db.con.execute("ROLLBACK TO check_state")
         db.con.execute("RELEASE check_state")
@@ -302,7 +318,7 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str], int]:
     than half of its files (every file included) refuses the whole prune unless `force`: an empty
     mount point or a half-synced folder looks the same as deleted memes. Labels of removed items
     are kept by SHA-256 (kept_labels) and come back when the content is indexed again."""
-    skipped_roots = sorted({r[1] for r in db.q("roots") if not Path(r[2]).is_dir()})
+    skipped_roots = sorted({r[1] for r in list_roots(db) if not Path(r[2]).is_dir()})
     files = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
              if root not in skipped_roots]
     gone = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
@@ -317,9 +333,9 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str], int]:
     risky = [(root, n_gone, n) for root, (n_gone, n) in sorted(per_root.items()) if n_gone and 2 * n_gone > n]
     if risky and not force:
         raise PruneRefused(risky)
-    before = int(db.scalar("SELECT count(*) FROM items"))
+    before = item_count(db)
     held = forget_files(db, [fid for fid, _root in gone])
-    return len(gone), before - int(db.scalar("SELECT count(*) FROM items")), skipped_roots, held
+    return len(gone), before - item_count(db), skipped_roots, held
 
 
 def delete_orphan_items(db: DB) -> None:
@@ -330,7 +346,7 @@ def delete_orphan_items(db: DB) -> None:
 def forget_files(db: DB, file_ids: list[int]) -> int:
     """Forget these files (and the items left without one), in one transaction, as if they were
     never added: states, the vocabulary and the vector index follow. Returns how many memes stay
-    private because a forgotten file's metadata said so (state.sql hold_private)."""
+    private because a forgotten file's metadata said so (upkeep.sql hold_private)."""
     with db.write():
         touched = {int(db.q1("item_of_file", {"file_id": fid})[0]) for fid in file_ids}
         private = db.rows("private_files_of", {"file_ids": json.dumps(file_ids)})
@@ -360,7 +376,7 @@ def raw_integrity(path: Path) -> list[str]:
     try:
         con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            found = [r[0] for r in con.execute("PRAGMA integrity_check")]
+            found = [r[0] for r in con.execute(Q["integrity_check"])]
         finally:
             con.close()
     except apsw.Error as e:
@@ -414,7 +430,7 @@ def root_matches(db: DB, name: str, new_path: Path) -> tuple[int, int, bool]:
 def move_root(db: DB, name: str, new_path: Path, *, force: bool = False) -> Path:
     """Point root `name` at `new_path` (its images were moved, or the database was copied); a folder
     that does not hold the root's files is refused unless `force`. Returns the resolved path."""
-    if not db.q1("root_by_name", {"name": name}):
+    if not root_by_name(db, name):
         raise MamboError(f"no root named {clean_line(name)!r}: see `mambo roots list`")
     target = new_path.resolve()
     present, sampled, other_images = root_matches(db, name, target)

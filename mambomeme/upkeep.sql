@@ -143,3 +143,32 @@ WHERE f.sidecar_sha256 <> '';
 -- name: delete_orphan_items
 -- Items left without any file (their only file changed content or was pruned).
 DELETE FROM items WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.item_id = items.item_id);
+
+-- name: move_root
+UPDATE library_roots SET path = :path WHERE name = :name;
+
+-- name: private_files_of
+-- The files among :file_ids (a JSON array) whose own metadata says private, with its source.
+SELECT f.file_id, f.item_id, i.sha256, coalesce(json_extract(f.metadata, '$.source'), 'metadata') AS source,
+       r.name || '/' || f.rel_path AS path
+FROM files f JOIN items i ON i.item_id = f.item_id JOIN library_roots r ON r.root_id = f.root_id
+WHERE f.file_id IN (SELECT value FROM json_each(:file_ids)) AND f.private = 1;
+
+-- name: hold_private
+-- A file whose sidecar or manifest line said private was forgotten while its content lives on in
+-- another file (its image renamed or copied): the meme stays private, held by that metadata, until
+-- the owner decides otherwise (`mambo private ID --clear`).
+INSERT INTO privacy_decisions(sha256, decided_by, decider_kind, note)
+SELECT sha256, :source, 'metadata', :note FROM items WHERE sha256 = :sha256
+ON CONFLICT (sha256) DO NOTHING;
+
+-- name: code_checksums
+-- Every quantized item's stored code checksum and its all-fields code (`mambo check`).
+SELECT q.item_id, q.codes_sha256, (SELECT c.embedding FROM vector_codes c WHERE c.vector_id = q.item_id * 4)
+FROM vector_codes_items q ORDER BY q.item_id;
+
+-- name: integrity_check
+PRAGMA integrity_check;
+
+-- name: foreign_key_check
+PRAGMA foreign_key_check;

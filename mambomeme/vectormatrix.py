@@ -201,7 +201,7 @@ class InMemoryVectors:
         m = self._matrix
         if m is None:
             return None
-        version = db.con.execute("PRAGMA data_version").fetchone()[0]
+        version = db.data_version()
         if self._seen.get(id(db.con)) == version:
             return m
         # Another connection wrote (an ingest, a review, or only this process's own event log):

@@ -38,11 +38,6 @@ JOIN (SELECT 0 AS kind UNION ALL SELECT 1 WHERE :field_vectors UNION ALL SELECT 
 JOIN vector_codes c ON c.vector_id = j.value * 4 + k.kind
 ORDER BY j.key, k.kind;
 
--- name: code_checksums
--- Every quantized item's stored code checksum and its all-fields code (`mambo check`).
-SELECT q.item_id, q.codes_sha256, (SELECT c.embedding FROM vector_codes c WHERE c.vector_id = q.item_id * 4)
-FROM vector_codes_items q ORDER BY q.item_id;
-
 -- name: items_to_quantize
 -- Items embedded (again) since vector_codes was written: their codes are written again.
 SELECT e.item_id FROM item_embeddings e

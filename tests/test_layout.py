@@ -142,3 +142,184 @@ def test_click_lives_in_the_command_line() -> None:
     below = [m for m, layer in LAYERS.items() if layer <= 1 and m in modules()]
     with_click = [m for m in below if re.search(r"^\s*(import click|from click)", modules()[m].read_text(), re.M)]
     assert not with_click, with_click
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# One owner per query: a named query lives in the .sql file of the module that runs it
+# ─────────────────────────────────────────────────────────────────────────────
+
+BY_NAME = frozenset({"q", "q1", "rows"})  # DB's accessors that run a named query (and Q[name])
+RUNS_SQL = BY_NAME | {"execute", "executemany", "scalar"}
+SQL_START = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|DROP|ALTER|REPLACE|PRAGMA)\b", re.I)
+
+# A module that runs another module's query, and why it may (module, query): reason.
+SHARED_QUERIES: dict[tuple[str, str], str] = {}
+
+# TEMPORARY, while the ingest and search branches are unmerged: ingest.py (becoming the package
+# mambomeme/ingest/), search.py and query_plan.py move their own queries, and the queries in
+# ingest.sql move to the modules that run them. Remove this block once those branches are in.
+PENDING_OWNERS = ("mambomeme.ingest", "mambomeme.search", "mambomeme.query_plan")
+PENDING_FILES = ("ingest.sql",)
+PENDING_SHARED = {
+    ("mambomeme.commands", "list_systems"): "search.py to offer the systems' list (`mambo systems`)",
+    ("mambomeme.terminal", "system_by_name"): "search.py to offer a system's current version",
+    ("mambomeme.lab.calibrate", "results_details"): "search.py to offer what results show, for ids",
+    ("mambomeme.labels", "items_in_scope"): "the ingest branch makes labels.items_in_scope its owner",
+}
+
+# SQL that stays a string in Python, and why: (module, statement, whitespace collapsed, an
+# f-string's fields as {}): reason.
+INLINE_SQL: dict[tuple[str, str], str] = {
+    ("mambomeme.library", "PRAGMA user_version = {}"): "a migration's number is a value PRAGMA takes no parameter for",
+}
+
+
+def query_homes(path: Path) -> set[Path]:
+    """The .sql files a module may run queries from: its own (foo.py, foo.sql); a package's
+    modules share every .sql file of their package."""
+    if path.parent in (REPO / "mambomeme", REPO / "mambomeme" / "lab") or path.name == "mambo.py":
+        return {path.with_suffix(".sql")}
+    return set(path.parent.glob("*.sql"))
+
+
+@functools.cache
+def query_files() -> dict[str, Path]:
+    """Each named query and the file that defines it, as the program loads them."""
+    from mambomeme.library import QUERY_FILES, load_named_queries
+
+    return {name: Path(f) for f in QUERY_FILES for name in load_named_queries(Path(f))}
+
+
+def _outermost_functions(tree: ast.Module) -> dict[ast.AST, ast.AST]:
+    """Each node's top-level function or method (the module itself outside any)."""
+    scope: dict[ast.AST, ast.AST] = {}
+
+    def walk(node: ast.AST, top: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child if top is tree and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else top
+            scope[child] = inner
+            walk(child, inner if not isinstance(child, ast.ClassDef) else tree)
+
+    walk(tree, tree)
+    return scope
+
+
+def _name_argument(call: ast.AST) -> ast.AST | None:
+    """The query name a call runs: db.q(NAME, ...), db.q1, db.rows, or Q[NAME]."""
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in BY_NAME and call.args:
+        return call.args[0]
+    if isinstance(call, ast.Subscript) and isinstance(call.value, ast.Name) and call.value.id == "Q":
+        return call.slice
+    return None
+
+
+@functools.cache
+def forwarders() -> dict[str, str]:
+    """Functions that run the query named by one of their parameters (make_batch(db, ..., which)),
+    and their module: a name given to them is run by that module."""
+    out: dict[str, str] = {}
+    for module, path in modules().items():
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
+                for node in ast.walk(fn):
+                    arg = _name_argument(node)
+                    if isinstance(arg, ast.Name) and arg.id in params:
+                        out[fn.name] = module
+    return out
+
+
+@functools.cache
+def queries_run() -> list[tuple[str, str, int, str]]:
+    """(query, module that runs it, line, module whose code names it) for every named query the
+    code runs: a literal name given to an accessor; a literal given to a forwarder; and where an
+    accessor is given a variable, every query name written in the same top-level function."""
+    names = query_files()
+    found: list[tuple[str, str, int, str]] = []
+    for module, path in modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        scope = _outermost_functions(tree)
+        dynamic: set[ast.AST] = set()
+        for node in ast.walk(tree):
+            arg = _name_argument(node)
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.append((arg.value, module, node.lineno, module))
+            elif arg is not None:
+                dynamic.add(scope.get(node, tree))
+            elif isinstance(node, ast.Call):
+                callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                for a in [*node.args, *(k.value for k in node.keywords)]:
+                    if callee in forwarders() and isinstance(a, ast.Constant) and a.value in names:
+                        found.append((a.value, forwarders()[callee], node.lineno, module))
+        for fn in dynamic:
+            found += [(c.value, module, c.lineno, module) for c in ast.walk(fn)
+                      if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in names]
+    return found
+
+
+def _pending(module: str, query: str) -> bool:
+    file = query_files().get(query)
+    return any(module == m or module.startswith(m + ".") for m in PENDING_OWNERS) or (
+        file is not None and file.name in PENDING_FILES) or (module, query) in PENDING_SHARED
+
+
+def test_a_module_runs_only_the_queries_of_its_own_sql_file() -> None:
+    # mambomeme/foo.py runs the queries of mambomeme/foo.sql: who owns a query is never a search.
+    # Another module that needs one calls a function of its owner.
+    names, paths = query_files(), modules()
+    wrong = sorted({f"{m} runs {q!r} of {names[q].name if q in names else 'no file'} ({src} line {line})"
+                    for q, m, line, src in queries_run()
+                    if (q not in names or names[q] not in query_homes(paths[m]))
+                    and (m, q) not in SHARED_QUERIES and not _pending(m, q)})
+    assert not wrong, wrong
+
+
+def test_every_exception_to_query_ownership_is_still_needed() -> None:
+    runs = {(m, q) for q, m, _line, _src in queries_run()}
+    assert not [k for k in SHARED_QUERIES if k not in runs], "remove these entries of SHARED_QUERIES"
+
+
+def _sql_passed(path: Path) -> list[tuple[int, str]]:
+    """Every SQL string literal (or f-string) given to execute/executemany/scalar/q/q1/rows."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RUNS_SQL):
+            continue
+        for a in node.args[:1]:
+            if isinstance(a, ast.JoinedStr):
+                text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in a.values)
+            elif isinstance(a, ast.Constant) and isinstance(a.value, str):
+                text = a.value
+            else:
+                continue
+            if SQL_START.match(text):
+                out.append((node.lineno, " ".join(text.split())))
+    return out
+
+
+def test_sql_lives_in_sql_files() -> None:
+    # A statement in a Python string is one no test of the .sql files sees, that `mambo sql`'s
+    # `.queries` does not list, and that drifts from the schema unseen.
+    inline = [f"{m} line {line}: {sql}" for m, p in modules().items() for line, sql in _sql_passed(p)
+              if (m, sql) not in INLINE_SQL]
+    assert not inline, inline
+    used = {(m, sql) for m, p in modules().items() for _line, sql in _sql_passed(p)}
+    assert not [k for k in INLINE_SQL if k not in used], "remove these entries of INLINE_SQL"
+
+
+def test_the_query_readers_see_real_queries() -> None:
+    # The checks above would pass on code they cannot read: they must see queries run by literal
+    # name, through a forwarder, and through a variable, and SQL written inline.
+    run = {(q, m) for q, m, _line, _src in queries_run()}
+    assert {("first_read", "mambomeme.library"), ("candidates_to_adjudicate", "mambomeme.lab.evaluation"),
+            ("items_fts_integrity", "mambomeme.upkeep")} <= run
+    assert ("mambomeme.library", "PRAGMA user_version = {}") in {
+        (m, sql) for m, p in modules().items() for _line, sql in _sql_passed(p)}
+
+
+def test_no_named_query_is_dead() -> None:
+    # Every query a .sql file defines is run by the code (by name, through a forwarder or a
+    # variable): a query only `mambo sql`'s `.queries` lists would be one no test runs.
+    run = {q for q, _m, _line, _src in queries_run()}
+    dead = sorted(set(query_files()) - run)
+    assert not dead, f"named queries no module runs (delete them): {dead}"

@@ -21,7 +21,16 @@ import click
 from mambomeme.command_line import CONTEXT
 from mambomeme.embed import get_embedder
 from mambomeme.ingest import Ingester
-from mambomeme.library import DB, FIXTURE_DIR, ROOT, SAFETY_CLASSES, MamboError, clean_line, show_path
+from mambomeme.library import (
+    DB,
+    FIXTURE_DIR,
+    ROOT,
+    SAFETY_CLASSES,
+    MamboError,
+    clean_line,
+    item_count,
+    show_path,
+)
 from mambomeme.ocr import get_ocr
 from mambomeme.sidecars import IMAGE_SUFFIXES, MANIFEST_NAME
 from mambomeme.templates import (
@@ -35,12 +44,14 @@ from mambomeme.templates import (
     accepted,
     fingerprint_rgb,
     fingerprint_view,
+    insert_template,
     insert_template_view,
     next_templates_revision,
     orb_features,
     required_inliers,
     sync_catalogue,
 )
+from mambomeme.upkeep import consistency_counts, library_status
 
 
 def machine_info() -> dict[str, Any]:
@@ -128,7 +139,7 @@ def bench_ingest(count: int, folder: Path | None, no_sidecars: bool, seed: int, 
         stats = ing.run([folder])
         seconds = time.monotonic() - t0
         self1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        recognised = int(db.rows("recognised_counts")[0]["recognised"])
+        recognised = int(library_status(db)["recognised"])
         size = db.path.stat().st_size
         db.close()
     cpu = sum(getattr(b, f) - getattr(a, f) for a, b in ((self0, self1), (kids0, kids1))
@@ -185,8 +196,8 @@ def _soak_verify(db_path: Path, before: dict[str, dict[str, Any]], errors_before
     nothing indexed or judged before the crash lost or changed."""
     db = DB(db_path)  # the recovery any next command does: WAL replay, migrations
     try:
-        integrity = db.scalar("PRAGMA integrity_check")
-        consistency = {k: v for k, v in db.rows("consistency")[0].items() if v}
+        integrity = db.q1("soak_integrity")[0]
+        consistency = {k: v for k, v in consistency_counts(db).items() if v}
         now = {r["path"]: r for r in db.rows("indexed_snapshot")}
         lost = [p for p, r in before.items() if now.get(p) != r]
         errors = int(db.q1("error_count")[0])
@@ -270,7 +281,7 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
             with contextlib.suppress(Exception):  # the file may not exist yet, or be mid-creation
                 db = DB(db_path, create=False, readonly=True)
                 try:
-                    return int(db.scalar("SELECT count(*) FROM files"))
+                    return int(db.q1("file_count")[0])
                 finally:
                     db.con.close()
             return 0
@@ -322,7 +333,7 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
         db = DB(db_path)
         expected = len(made) + 2  # fine.png and broken-sidecar.png from the broken files
         report["final"] = {"files": len(final["snapshot"]), "expected_files": expected,
-                           "items": int(db.scalar("SELECT count(*) FROM items")),
+                           "items": item_count(db),
                            "running_runs_left": int(db.q1("running_runs")[0]),
                            "interrupted_runs": int(db.q1("interrupted_runs")[0])}
         db.close()
@@ -470,9 +481,9 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
             for key in sorted(known):
                 t = pictures[key]
                 view = fingerprint_view(blank(key), features=sparse_n.get(key, ORB_TEMPLATE_FEATURES))
-                tid = int(db.q1("insert_template", {
+                tid = insert_template(db, {
                     "slug": f"bench-{key}", "name": t["name"], "aliases": "[]", "description": "",
-                    "source": "user", "source_url": "", "entry_sha256": "", "revision": rev, "anchors": "[]"})[0])
+                    "source": "user", "source_url": "", "entry_sha256": "", "revision": rev, "anchors": "[]"})
                 insert_template_view(db, tid, view)
                 slugs[tid] = key
         index = TemplateIndex.load(db)
@@ -482,7 +493,7 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
         # false-recognition count and reported as `related_held_out`.
         related = {key for key in held if index.recognise(blank(key)) is not None}
         held -= related
-        n_catalogue = int(dict(db.q("template_counts")).get("catalogue", 0))
+        n_catalogue = int(library_status(db)["templates"].get("catalogue", 0))
         db.close()
     drng = random.Random(seed + 1)
     runs = []

@@ -1,4 +1,4 @@
--- Named queries of `mambo bench` (mambomeme/bench.py).
+-- Named queries of `mambo bench` (mambomeme/lab/bench.py).
 -- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
 -- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
 -- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
@@ -30,3 +30,10 @@ SELECT count(*) FROM ingest_runs WHERE status = 'running';
 -- name: interrupted_runs
 -- Killed runs that the run after them found still 'running' (abandon_stale_runs).
 SELECT count(*) FROM ingest_runs WHERE status = 'interrupted';
+
+-- name: soak_integrity
+-- SQLite's own check after a crash ("ok", else the first problem).
+PRAGMA integrity_check;
+
+-- name: file_count
+SELECT count(*) FROM files;

@@ -44,7 +44,7 @@ def objective(m: dict[str, Any]) -> float:
 def evaluate_runs(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Result]]) -> dict[str, Any]:
     """Per-slice nDCG@10, Hit@10, CorrectEmpty, C and ExactRR of ranked lists (item ids) for
     queries whose judgements name files relative to a library root."""
-    by_path = {rel: item for item, rel in db.con.execute("SELECT item_id, rel_path FROM files")}
+    by_path = {rel: item for item, rel in db.q("calibrate_files")}
     slices: dict[str, list[float]] = {}
     hits = answerable = empty_ok = no_match = 0
     exact_rr: list[float] = []
@@ -218,7 +218,7 @@ def bench_embed_text(ctx: click.Context, queries_path: Path, labels_path: Path |
     db = open_library(ctx)
     queries = judged_queries(queries_path, labels_path)
     embedder = get_embedder()
-    ids = [r[0] for r in db.con.execute("SELECT item_id FROM servable_items ORDER BY item_id")]
+    ids = [r[0] for r in db.q("calibrate_servable_items")]
     by_id = {d["item_id"]: d for d in db.rows("results_details", {"ids": json.dumps(ids)})}
     details = [by_id[i] for i in ids]
     # the query text the dense route embeds (filler words out, slang and corrections in), read as the

@@ -103,8 +103,7 @@ def code_commit() -> str:
 
 def model_manifest(db: DB) -> list[dict[str, Any]]:
     return [dict(zip(("name", "revision", "weights_sha256", "dim", "text_recipe"), r, strict=True))
-            for r in db.con.execute("SELECT name, revision, weights_sha256, dim, text_recipe FROM embedding_models "
-                                    "ORDER BY model_id")]
+            for r in db.q("embedding_manifest")]
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -808,7 +807,7 @@ def judge_with_model(db: DB, batch_id: int, set_id: int, model: ModelAnnotator, 
         aid = annotator_id(db, model.name, "model", model.description)
     tasks = db.rows("batch_tasks_for", {"batch_id": batch_id, "annotator_id": aid})
     queries = {q["query_id"]: q for q in db.rows("partition_queries", {
-        "partition_id": db.scalar("SELECT partition_id FROM judgement_sets WHERE set_id = ?", (set_id,))})}
+        "partition_id": (db.q1("partition_of_set", {"set_id": set_id}) or (None,))[0]})}
     n = 0
     with db.write():
         for t in tasks:
@@ -946,10 +945,10 @@ def open_bare_library(db: DB, path: Path) -> BareLibrary:
                              f"{bare_how(path)}")
         manifest = bare.q("corpus_manifest")
         sha = sha256_bytes(manifest_text([(r[0], r[1]) for r in manifest]).encode())
-        by_sha = {r[0]: int(r[1]) for r in db.con.execute("SELECT sha256, item_id FROM items")}
+        by_sha = {r[0]: int(r[1]) for r in db.q("items_by_sha256")}
         # Items are unique by SHA-256 in a library, so the map is one-to-one; an item without a
         # file (none after a plain ingest) maps too, when this library has its picture.
-        mapping = {int(item): by_sha[sha] for item, sha in bare.con.execute("SELECT item_id, sha256 FROM items")
+        mapping = {int(item): by_sha[sha] for sha, item in bare.q("items_by_sha256")
                    if sha in by_sha}
         # Hidden here by rights or privacy but not there: only a sidecar said so.
         hidden_there = {mapping[int(r[0])] for r in bare.q("hidden_by_rights_or_privacy") if int(r[0]) in mapping}
@@ -1023,3 +1022,39 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
                     "attribution": f"{d['creator']} ({d['licence']})" if d["creator"] and d["licence"] else ""})
         db.q("finish_eval_run", {"run_id": run_id})
     return run_id
+
+
+# ─────────────────────────────────────────────────────────────────────────────
+# The evaluation tables read by the lab's other modules
+# ─────────────────────────────────────────────────────────────────────────────
+
+
+def partition_list(db: DB) -> list[dict[str, Any]]:
+    return db.rows("list_partitions")
+
+
+def audit_rows(db: DB, partition_id: int) -> list[dict[str, Any]]:
+    """The partition's "no match" audit, a query a row."""
+    return db.rows("audit_status", {"partition_id": partition_id})
+
+
+def current_set_row(db: DB, partition_id: int) -> tuple | None:
+    """The partition's current judgement set, or None."""
+    return db.q1("current_set", {"partition_id": partition_id})
+
+
+def partition_query_rows(db: DB, partition_id: int) -> list[dict[str, Any]]:
+    return db.rows("partition_queries", {"partition_id": partition_id})
+
+
+def judgement_counts(db: DB, set_id: int) -> list[tuple]:
+    """(status, how many) of the judgement set's pairs."""
+    return db.q("judgement_status", {"set_id": set_id})
+
+
+def batch_row(db: DB, batch_id: int) -> tuple | None:
+    return db.q1("batch", {"batch_id": batch_id})
+
+
+def corpus_version_rows(db: DB, cv: int) -> list[dict[str, Any]]:
+    return db.rows("corpus_version", {"cv": cv})

@@ -75,11 +75,6 @@ SELECT partition_id, benchmark, version, partition, status, label, meta, source_
        imported_at, frozen_at, exposed_at, retired_at
 FROM bench_partitions WHERE partition_id = :partition_id;
 
--- name: partition_slices
-SELECT slice, count(*) AS queries,
-       sum(subsets LIKE '%"safety"%') AS safety, sum(subsets LIKE '%"multi-cue"%') AS multi_cue
-FROM bench_queries WHERE partition_id = :partition_id GROUP BY slice ORDER BY slice;
-
 -- name: set_partition_status
 UPDATE bench_partitions SET status = :status,
     frozen_at = CASE WHEN :status = 'frozen' THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE frozen_at END,
@@ -159,9 +154,6 @@ SELECT 1 FROM judgement_candidates WHERE set_id = :set_id AND query_id = :query_
 -- name: insert_candidate
 INSERT OR IGNORE INTO judgement_candidates(set_id, query_id, item_id, origin) VALUES (:set_id, :query_id, :item_id, :origin);
 
--- name: set_origins
-SELECT origin, count(*) FROM judgement_candidates WHERE set_id = :set_id GROUP BY origin ORDER BY origin;
-
 -- name: gold_and_exact
 SELECT item_id FROM bench_gold WHERE query_id = :query_id
 UNION SELECT item_id FROM bench_exact_targets WHERE query_id = :query_id;
@@ -185,9 +177,6 @@ INSERT INTO batch_tasks(batch_id, position, task, query_id, item_id) VALUES (:ba
 
 -- name: batch
 SELECT batch_id, set_id, seed, created_at FROM annotation_batches WHERE batch_id = :batch_id;
-
--- name: newest_batch
-SELECT max(batch_id) FROM annotation_batches WHERE set_id = :set_id;
 
 -- name: batch_tasks_for
 -- The tasks of a batch this annotator has not judged yet (resumable), in the batch's order.
@@ -245,13 +234,6 @@ SELECT status, count(*) FROM final_judgements WHERE set_id = :set_id GROUP BY st
 SELECT DISTINCT a.name, a.kind, j.role FROM judgements j JOIN annotators a USING (annotator_id)
 WHERE j.set_id = :set_id ORDER BY j.role, a.name;
 
--- name: final_labels
-SELECT q.qid, (SELECT rel_path FROM files WHERE item_id = f.item_id ORDER BY file_id LIMIT 1) AS path,
-       f.item_id, f.grade, f.safety, f.status, c.origin
-FROM final_judgements f JOIN bench_queries q USING (query_id)
-JOIN judgement_candidates c ON c.set_id = f.set_id AND c.query_id = f.query_id AND c.item_id = f.item_id
-WHERE f.set_id = :set_id ORDER BY q.qid, path;
-
 -- name: gold_grade
 SELECT grade FROM bench_gold WHERE query_id = :query_id AND item_id = :item_id;
 
@@ -284,47 +266,6 @@ VALUES (:run_id, :query_id, :rank, :item_id, :score, :lex, :fuzzy, :dense, :has_
 -- name: system_row
 SELECT system_id, name, version, config FROM current_systems WHERE name = :name;
 
--- name: latest_run
--- The annotated run a score reuses; bare runs (migration 004) are never the system's score.
-SELECT r.run_id FROM runs r JOIN systems s USING (system_id)
-WHERE s.name = :system AND r.partition_id = :partition_id AND r.finished_at IS NOT NULL
-  AND r.set_id IS :set_id AND r.corpus_version_id = :cv AND r.system_id = :system_id AND r.library = 'annotated'
-ORDER BY r.run_id DESC LIMIT 1;
-
--- name: run
-SELECT r.run_id, s.name AS system, s.version AS system_version, r.partition_id, r.set_id, r.corpus_version_id,
-       r.config, r.code_commit, r.model_manifest, r.environment, r.seed, r.started_at, r.finished_at, r.library,
-       r.bare_manifest_sha256
-FROM runs r JOIN systems s USING (system_id) WHERE r.run_id = :run_id;
-
--- name: run_components
-SELECT * FROM run_components WHERE run_id = :run_id;
-
--- name: run_slices
-SELECT * FROM slice_metrics WHERE run_id = :run_id ORDER BY slice;
-
--- name: run_query_metrics
-SELECT * FROM query_metrics WHERE run_id = :run_id ORDER BY qid;
-
--- name: run_diagnostics
-SELECT * FROM run_diagnostics WHERE run_id = :run_id ORDER BY slice;
-
--- name: unjudged_results
-SELECT count(*) FROM run_results rr JOIN runs r USING (run_id)
-WHERE rr.run_id = :run_id AND rr.rank <= 10
-  AND NOT EXISTS (SELECT 1 FROM final_judgements f WHERE f.set_id = r.set_id AND f.query_id = rr.query_id
-                  AND f.item_id = rr.item_id AND f.grade IS NOT NULL);
-
--- name: unjudged_share
--- How much of a run's top 10 has no final judgement (scored as grade 0): for a bare run, how far its
--- numbers can be trusted, since the pool was drawn from the annotated library's rankings.
-SELECT count(*) AS results,
-       coalesce(sum(NOT EXISTS (SELECT 1 FROM final_judgements f WHERE f.set_id = r.set_id
-                                AND f.query_id = rr.query_id AND f.item_id = rr.item_id
-                                AND f.grade IS NOT NULL)), 0) AS unjudged
-FROM run_results rr JOIN runs r USING (run_id)
-WHERE rr.run_id = :run_id AND rr.rank <= 10;
-
 -- name: image_sha256s
 -- Every ingested image's content checksum and one of its paths (the bare-library corpus check).
 SELECT i.sha256, min(f.rel_path) AS path, i.item_id
@@ -333,61 +274,6 @@ FROM items i JOIN files f USING (item_id) GROUP BY i.item_id;
 -- name: items_with_sidecar_metadata
 SELECT count(*) FROM items WHERE metadata_source <> 'none';
 
--- name: insert_latency_run
-INSERT INTO latency_runs(system_id, partition_id, interface, protocol, environment)
-VALUES (:system_id, :partition_id, :interface, :protocol, :environment) RETURNING latency_run_id;
-
--- name: insert_latency_sample
-INSERT INTO latency_samples(latency_run_id, seq, query_id, ms, error) VALUES (:id, :seq, :query_id, :ms, :error);
-
--- name: interactions_without_opt_in
--- Privacy: events recorded while the library's opt-in setting is off are a critical violation.
-SELECT count(*) FROM interaction_events
-WHERE coalesce((SELECT value FROM settings WHERE key = 'interaction_events'), 'off') <> 'on';
-
--- name: insert_scorecard
-INSERT INTO scorecards(partition_id, score_version, report_json, report_md) VALUES (:partition_id, :score_version,
-    :report_json, :report_md) RETURNING scorecard_id;
-
--- name: scorecard
-SELECT scorecard_id, partition_id, score_version, report_json, report_md, created_at FROM scorecards
-WHERE scorecard_id = :scorecard_id;
-
--- name: insert_publication
-INSERT INTO publications(scorecard_id) VALUES (:scorecard_id) RETURNING publication_id;
-
--- name: published
-SELECT publication_id, scorecard_id, published_at FROM published_scorecard;
-
--- name: rollback_publication
-UPDATE publications SET rolled_back_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), rollback_reason = :reason
-WHERE publication_id = :publication_id AND rolled_back_at IS NULL;
-
--- name: interaction_report
--- The spec's interaction metrics from opt-in events (render = a list shown for a query).
-WITH renders AS (
-    SELECT event_id, session, query, at, system, interface_version,
-           lead(event_id) OVER (PARTITION BY session ORDER BY event_id) AS next_render
-    FROM interaction_events WHERE kind = 'render'
-), outcome AS (
-    SELECT r.*, (SELECT min(e.rank) FROM interaction_events e WHERE e.session = r.session AND e.kind = 'choose'
-                 AND e.event_id > r.event_id AND (r.next_render IS NULL OR e.event_id < r.next_render)) AS chosen_rank,
-           (SELECT min(e.ms_since_render) FROM interaction_events e WHERE e.session = r.session
-                AND e.kind = 'choose' AND e.event_id > r.event_id
-                AND (r.next_render IS NULL OR e.event_id < r.next_render)) AS ms_to_choose,
-           (SELECT count(*) FROM interaction_events e WHERE e.session = r.session AND e.kind IN ('preview', 'open', 'copy')
-                AND e.event_id > r.event_id AND (r.next_render IS NULL OR e.event_id < r.next_render)) AS actions
-    FROM renders r
-)
-SELECT system, interface_version, count(*) AS renders,
-       avg(chosen_rank IS NOT NULL AND chosen_rank <= 10) AS choose_rate_top10,
-       avg(coalesce(1.0 / chosen_rank, 0)) AS reciprocal_chosen_rank,
-       avg(ms_to_choose) AS mean_ms_to_choose,
-       avg(actions > 0) AS action_rate,
-       avg(chosen_rank IS NULL AND next_render IS NOT NULL) AS reformulation_rate,
-       avg(chosen_rank IS NULL AND next_render IS NULL) AS abandonment_rate
-FROM outcome GROUP BY system, interface_version;
-
 -- name: hidden_by_rights_or_privacy
 -- Items never served for their rights or privacy (withdrawn, private). Compared between the annotated
 -- and the bare library: what only a sidecar said is left out of the bare corpus when it is scored.
@@ -395,3 +281,13 @@ SELECT item_id FROM items WHERE rights = 'withdrawn' OR private = 1;
 
 -- name: insert_run_excluded
 INSERT INTO run_excluded_items(run_id, item_id) VALUES (:run_id, :item_id);
+
+-- name: embedding_manifest
+-- Every embedding recipe the library has used, as a run records them.
+SELECT name, revision, weights_sha256, dim, text_recipe FROM embedding_models ORDER BY model_id;
+
+-- name: partition_of_set
+SELECT partition_id FROM judgement_sets WHERE set_id = :set_id;
+
+-- name: items_by_sha256
+SELECT sha256, item_id FROM items;

@@ -17,6 +17,10 @@ from mambomeme.lab.evaluation import (
     SCORE_VERSION,
     agreement,
     audit_partition,
+    audit_rows,
+    batch_row,
+    corpus_version_rows,
+    current_set_row,
     execute_run,
     export_batch,
     import_judgements,
@@ -27,6 +31,7 @@ from mambomeme.lab.evaluation import (
     make_batch,
     model_annotator,
     open_bare_library,
+    partition_list,
     partition_row,
     pool,
     record_audit,
@@ -34,7 +39,15 @@ from mambomeme.lab.evaluation import (
     set_status,
     snapshot_corpus,
 )
-from mambomeme.lab.scoring import compare_reports, publish, report_markdown, rollback, score
+from mambomeme.lab.scoring import (
+    add_scorecard,
+    compare_reports,
+    publish,
+    published_row,
+    report_markdown,
+    rollback,
+    score,
+)
 from mambomeme.library import MamboError, clean_line, show_path
 from mambomeme.search import DEFAULT_SYSTEM
 
@@ -55,7 +68,7 @@ def bench_import(ctx: click.Context, path: Path, manifest: Path | None, recipe: 
     db = open_library(ctx)
     pid = import_partition(db, path, manifest=manifest, recipe=recipe, replace=replace)
     p = partition_row(db, pid)
-    n = db.scalar("SELECT count(*) FROM bench_queries WHERE partition_id = ?", (pid,))
+    n = db.q1("partition_query_count", {"partition_id": pid})[0]
     click.echo(f"imported {p['benchmark']}/{p['version']}/{p['partition']} as partition {pid}: {n} queries, draft "
                "(`mambo bench freeze` makes it immutable)")
 
@@ -65,7 +78,7 @@ def bench_import(ctx: click.Context, path: Path, manifest: Path | None, recipe: 
 def bench_list(ctx: click.Context) -> None:
     """Imported benchmark partitions and their status."""
     db = open_library(ctx)
-    rows = db.rows("list_partitions")
+    rows = partition_list(db)
     if not rows:
         click.echo("no benchmark partitions: `mambo bench import FILE` loads one")
     for r in rows:
@@ -87,10 +100,10 @@ def bench_show(ctx: click.Context, partition: str) -> None:
     for r in db.rows("partition_slices", {"partition_id": pid}):
         click.echo(f"  {r['slice']:<9} {r['queries']:>3} queries  safety {r['safety']}  multi-cue {r['multi_cue']}")
     audits: dict[str, int] = {}
-    for a in db.rows("audit_status", {"partition_id": pid}):
+    for a in audit_rows(db, pid):
         audits[a["status"]] = audits.get(a["status"], 0) + 1
     click.echo(f"  no-match audits: {audits or 'none'}")
-    cur = db.q1("current_set", {"partition_id": pid})
+    cur = current_set_row(db, pid)
     if cur:
         ag = agreement(db, int(cur[0]))
         click.echo(f"  judgement set v{cur[1]}: {ag['status']}; agreement {json.dumps({k: ag[k] for k in ('pairs', 'exact', 'within_one', 'grade_kappa_linear', 'safety_kappa')})}")  # noqa: E501
@@ -124,7 +137,7 @@ def bench_corpus(ctx: click.Context) -> None:
     """Snapshot the library's corpus version (its manifest: every file's checksum and path)."""
     db = open_library(ctx)
     cv = snapshot_corpus(db)
-    r = db.rows("corpus_version", {"cv": cv})[0]
+    r = corpus_version_rows(db, cv)[0]
     click.echo(f"corpus version {cv}: {r['manifest_sha256']} ({r['files']} files, {r['items']} items)")
 
 
@@ -189,7 +202,7 @@ def bench_adjudication(ctx: click.Context, partition: str, seed: int) -> None:
     export-batch`, load the answers with `mambo bench import-judgements --adjudicator`."""
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
-    cur = db.q1("current_set", {"partition_id": pid})
+    cur = current_set_row(db, pid)
     if not cur:
         raise MamboError("no judgement set yet: `mambo bench pool` first")
     with db.write():
@@ -204,7 +217,7 @@ def bench_adjudication(ctx: click.Context, partition: str, seed: int) -> None:
 def bench_export_batch(ctx: click.Context, batch_id: int, out: Path) -> None:
     """Write a blinded batch as JSONL for annotators outside the tool (fill in answer.grade/safety)."""
     db = open_library(ctx)
-    if not db.q1("batch", {"batch_id": batch_id}):
+    if not batch_row(db, batch_id):
         raise MamboError(f"no annotation batch {batch_id}")
     click.echo(f"{export_batch(db, batch_id, out)} tasks written to {show_path(out)}")
 
@@ -250,7 +263,7 @@ def bench_key_answers(ctx: click.Context, batch_id: int, path: Path, out: Path) 
 def bench_agreement(ctx: click.Context, partition: str) -> None:
     """Exact and within-one agreement, linear weighted kappa (grades), kappa (safety)."""
     db = open_library(ctx)
-    cur = db.q1("current_set", {"partition_id": resolve_partition(db, partition)})
+    cur = current_set_row(db, resolve_partition(db, partition))
     if not cur:
         raise MamboError("no judgement set yet: `mambo bench pool` first")
     click.echo(json.dumps(agreement(db, int(cur[0])), indent=2))
@@ -264,7 +277,7 @@ def bench_labels(ctx: click.Context, partition: str, out: Path) -> None:
     """Export the current judgement set's final labels (and their agreement) as JSONL + JSON."""
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
-    cur = db.q1("current_set", {"partition_id": pid})
+    cur = current_set_row(db, pid)
     if not cur:
         raise MamboError("no judgement set yet: `mambo bench pool` first")
     rows = db.rows("final_labels", {"set_id": cur[0]})
@@ -293,7 +306,7 @@ def judge(ctx: click.Context, partition: str, annotator: str, kind: str, use_mod
     """Grade a blinded batch (0-3 and a safety class per candidate); resumable."""
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
-    cur = db.q1("current_set", {"partition_id": pid})
+    cur = current_set_row(db, pid)
     if not cur:
         raise MamboError("no judgement set yet: `mambo bench pool` first")
     set_id = int(cur[0])
@@ -363,9 +376,9 @@ def score_cmd(ctx: click.Context, partition: str, systems: tuple[str, ...], sear
     rep["elapsed_s"] = round(time.perf_counter() - t0, 1)
     md = report_markdown(rep)
     with db.write():
-        sid = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": SCORE_VERSION,
+        sid = add_scorecard(db, {"partition_id": pid, "score_version": SCORE_VERSION,
                                              "report_json": json.dumps(rep, sort_keys=True, default=str),
-                                             "report_md": md})[0])
+                                             "report_md": md})
     if out:
         out.mkdir(parents=True, exist_ok=True)
         text = json.dumps(rep, indent=1, sort_keys=True, default=str) + "\n"
@@ -392,7 +405,7 @@ def score_rollback(ctx: click.Context, reason: str) -> None:
     """Roll the current publication back (one transaction); the previous one is published again."""
     db = open_library(ctx)
     sid = rollback(db, reason)
-    now = db.q1("published")
+    now = published_row(db)
     click.echo(f"scorecard {sid} rolled back; published now: {('scorecard ' + str(now[1])) if now else 'nothing'}")
 
 

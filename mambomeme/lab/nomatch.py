@@ -83,7 +83,7 @@ class Condition:
 
 def condition(db: DB, searcher: Searcher, config: dict[str, Any], queries: list[dict[str, Any]]) -> Condition:
     raw = {q["id"]: searcher.search(q["query"], config, 10, empty_rule=False) for q in queries}
-    by_path = dict(db.con.execute("SELECT rel_path, item_id FROM files"))
+    by_path = dict(db.q("nomatch_files"))
     useful = {q["id"] for q in queries if q["slice"] != "no-match"
               and {by_path[p] for p, g in q["relevant"].items() if g >= 2 and p in by_path}
               & {r.item_id for r in raw[q["id"]][:10]}}

@@ -21,7 +21,7 @@ import click
 from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
 from mambomeme.ingest import Ingester
 from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
-from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line
+from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line, insert_root, item_count
 from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
 from mambomeme.sidecars import Metadata
 from mambomeme.state import file_params
@@ -76,7 +76,7 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
         return (vec / np.linalg.norm(vec)).astype(np.float32)
 
     with db.write():
-        root_id = int(db.q1("insert_root", {"name": f"synthetic-{seed}", "path": "/nonexistent/synthetic"})[0])
+        root_id = insert_root(db, f"synthetic-{seed}", "/nonexistent/synthetic")
         for n, words in enumerate(texts):
             if n < real:
                 vec, caption, picture = encoded[n], encoded[real + 2 * n], encoded[real + 2 * n + 1]
@@ -114,7 +114,7 @@ def base_library(dest: Path, base: Path | None) -> Any:
     db = DB(dest)
     try:
         return np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
-                         db.con.execute("SELECT embedding FROM item_vectors")])
+                         db.q("scale_float_vectors")])
     finally:
         db.close()
 
@@ -135,12 +135,12 @@ def scaled_copy(src: Path, dest: Path, items: int, seed: int) -> int:
     finally:
         source.close()
     try:
-        have = int(db.q1("status_counts")[0])
+        have = item_count(db)
         if items > have:
             real = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in db.q("vectors_for_clustering")])
             synthetic_library(db, items - have, seed, real)
             maintain_vector_index(db)  # as `mambo add` would (none below IVF_MIN_VECTORS: exact)
-        return int(db.q1("status_counts")[0])
+        return item_count(db)
     finally:
         db.close()
 
@@ -364,7 +364,7 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
                                                for o in oversamples}
             reference.unlink()
             # pages freed when the floats became codes: later writes (`mambo add`) reuse them
-            free = int(db.scalar("PRAGMA freelist_count")) * int(db.scalar("PRAGMA page_size"))
+            free = int(db.q1("free_bytes")[0])
             db.close()
             row["database_mb"] = round(path.stat().st_size / 1e6, 1)
             row["database_live_mb"] = round((path.stat().st_size - free) / 1e6, 1)
@@ -600,7 +600,7 @@ def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Pat
         synthetic_library(db, max(0, size - len(real)), seed, real, embedder, real_vectors)
         maintain_vector_index(db)  # as `mambo add` would
         report["build_seconds"] = round(time.monotonic() - t0, 1)
-        report["library_items"] = int(db.scalar("SELECT count(*) FROM items"))
+        report["library_items"] = item_count(db)
         searcher = Searcher(db, embedder)
         for name in systems:  # warm-up: caches, statements, the model's first call
             searcher.search("monday coffee", systems[name])

@@ -25,11 +25,16 @@ from mambomeme.lab.evaluation import (
     SLICES,
     BareLibrary,
     agreement,
+    audit_rows,
     code_commit,
+    corpus_version_rows,
+    current_set_row,
     execute_run,
     integrity_problems,
+    judgement_counts,
     model_manifest,
     open_bare_library,
+    partition_query_rows,
     partition_row,
     snapshot_corpus,
     system_row,
@@ -276,8 +281,8 @@ def protocol_checks(db: DB, partition: dict[str, Any], runs: dict[str, dict[str,
     rollback = publication_selftest() if rollback_ok is None else rollback_ok
     if not measured:
         return {"release_protocol": False, "publication_rollback": rollback, "terminal_restoration": False}
-    audits = db.rows("audit_status", {"partition_id": partition["partition_id"]})
-    rescore = {r[0] for r in db.con.execute("SELECT run_id FROM runs_needing_rescore")}
+    audits = audit_rows(db, partition["partition_id"])
+    rescore = {r[0] for r in db.q("rescore_run_ids")}
     release = (partition["status"] in ("frozen", "exposed") if partition["partition"] == "dev"
                else partition["status"] == "frozen")
     release = release and all(a["status"] == "valid" for a in audits) \
@@ -298,18 +303,16 @@ def publication_selftest() -> bool:
         db = DB(Path(tmp) / "selftest.sqlite")
         try:
             with db.write():
-                db.con.execute("INSERT INTO bench_partitions(benchmark, version, partition, meta, source_sha256) "
-                               "VALUES ('selftest', '0', 'dev', '{}', '')")
-                pid = db.scalar("SELECT max(partition_id) FROM bench_partitions")
-                a = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": SCORE_VERSION,
-                                                   "report_json": "{}", "report_md": "a"})[0])
-                b = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": SCORE_VERSION,
-                                                   "report_json": "{}", "report_md": "b"})[0])
+                pid = db.q1("insert_selftest_partition")[0]
+                a = add_scorecard(db, {"partition_id": pid, "score_version": SCORE_VERSION,
+                                                   "report_json": "{}", "report_md": "a"})
+                b = add_scorecard(db, {"partition_id": pid, "score_version": SCORE_VERSION,
+                                                   "report_json": "{}", "report_md": "b"})
             publish(db, a)
             publish(db, b)
-            first = db.q1("published")[1]
+            first = published_row(db)[1]
             rollback(db, "self-test")
-            second = db.q1("published")[1]
+            second = published_row(db)[1]
             return first == b and second == a
         finally:
             db.close()
@@ -332,7 +335,7 @@ def publish(db: DB, scorecard_id: int) -> int:
 
 def rollback(db: DB, reason: str) -> int:
     with db.write():
-        cur = db.q1("published")
+        cur = published_row(db)
         if not cur:
             raise MamboError("nothing is published: nothing to roll back")
         db.q("rollback_publication", {"publication_id": cur[0], "reason": reason})
@@ -424,19 +427,19 @@ def _score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, late
     if part["partition"] == "hidden" and part["status"] in ("exposed", "retired"):
         raise MamboError(f"hidden partition {part['version']} is {part['status']}: later release comparisons need a "
                          "new hidden benchmark version")
-    audits = db.rows("audit_status", {"partition_id": partition_id})
+    audits = audit_rows(db, partition_id)
     stale = [a["qid"] for a in audits if a["status"] != "valid"]
     if stale:
         raise MamboError(f"{len(stale)} no-match audit(s) are not valid on this corpus version (e.g. {stale[0]}): "
                          "redo them with `mambo bench audit`")
-    cur = db.q1("current_set", {"partition_id": partition_id})
+    cur = current_set_row(db, partition_id)
     if not cur:
         raise MamboError("this partition has no judgement set: pool and judge it first (`mambo bench pool`)")
     set_id = int(cur[0])
-    pending = dict(db.q("judgement_status", {"set_id": set_id}))
+    pending = dict(judgement_counts(db, set_id))
     if pending.get("needs-grades") or pending.get("needs-adjudication"):
         raise MamboError(f"judgement set {cur[1]} is incomplete ({pending}): finish it with `mambo judge`")
-    queries = db.rows("partition_queries", {"partition_id": partition_id})
+    queries = partition_query_rows(db, partition_id)
     rows: dict[str, dict[str, Any]] = {}
     cv = snapshot_corpus(db)
     for s in systems:
@@ -452,7 +455,7 @@ def _score(db: DB, db_path: Path, partition_id: int, systems: list[str], *, late
     checks = protocol_checks(db, part, rows, measured=measure_latency)
     finish_rows(db, part, rows, checks)
     acc = acceptance(rows)
-    cv = db.rows("corpus_version", {"cv": part["corpus_version_id"]})[0]
+    cv = corpus_version_rows(db, part["corpus_version_id"])[0]
     set_info = agreement(db, set_id)
     blockers = [] if measure_latency else ["latency was not measured (--no-latency)"]
     if not checks["release_protocol"]:
@@ -725,3 +728,13 @@ def compare_reports(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     if a.get("code_commit") != b.get("code_commit"):
         out.append(f"code {a.get('code_commit')} -> {b.get('code_commit')}")
     return out
+
+
+def add_scorecard(db: DB, params: dict[str, Any]) -> int:
+    """A new scorecard (partition_id, score_version, report_json, report_md); its id."""
+    return int(db.q1("insert_scorecard", params)[0])
+
+
+def published_row(db: DB) -> tuple | None:
+    """(publication_id, scorecard_id, published_at) of the scorecard published now, or None."""
+    return db.q1("published")

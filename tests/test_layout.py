@@ -16,7 +16,7 @@ from helpers import REPO
 LAYERS: dict[str, int] = {
     "mambomeme": 0, "mambomeme.library": 0,
     "mambomeme.images": 1, "mambomeme.safety_text": 1, "mambomeme.safety_meaning": 1, "mambomeme.sidecars": 1,
-    "mambomeme.ocr": 1,
+    "mambomeme.ocr": 1, "mambomeme.search_config": 1,
     "mambomeme.embed": 1, "mambomeme.vectors": 1, "mambomeme.templates": 1, "mambomeme.ingest": 1,
     "mambomeme.upkeep": 1, "mambomeme.search": 1, "mambomeme.query_plan": 1, "mambomeme.vectormatrix": 1,
     "mambomeme.safety_review": 1, "mambomeme.safety_picture": 1, "mambomeme.state": 1, "mambomeme.labels": 1,

@@ -39,6 +39,7 @@ from mambomeme.library import (
 
 if TYPE_CHECKING:
     from mambomeme.library import DB
+    from mambomeme.query_plan import QueryPlan
 
 # The user's commands in the order `mambo --help` lists them: finding, filling, fixing, then the rest.
 USER_COMMANDS = ("search", "add", "status", "label", "templates", "safety", "private", "demo", "sql", "systems",
@@ -360,7 +361,8 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
     waiting = waiting_to_embed(db)
     if waiting:
         click.echo(f"note: {waiting_note(waiting)}", err=True)
-    results = searcher_for(db, system).search(query, system, limit)
+    answer = searcher_for(db, system).answer(query, system, limit)
+    results = answer.results
     if paths_only:
         echo_paths([result_path(r) for r in results], null=null)
     for r in results if not paths_only else ():
@@ -368,15 +370,15 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
     if not results:
         if as_json:
             click.echo(json_line({"query": clean_line(query), "no_match": True}))
-        click.echo(no_match_message(db, query), err=True)
+        click.echo(no_match_message(db, answer.plan), err=True)
         ctx.exit(1)
 
 
-def no_match_message(db: DB, query: str) -> str:
+def no_match_message(db: DB, plan: QueryPlan) -> str:
     """"no match", and how many withheld memes hold the query's words (a count, never which)."""
     from mambomeme.safety_review import withheld_matches, withheld_note
 
-    n = withheld_matches(db, query)
+    n = withheld_matches(db, plan)
     return f"no match ({withheld_note(n)})" if n else "no match"
 
 
@@ -417,7 +419,8 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
                 break
             continue
         t0 = time.perf_counter()
-        results = searcher.search(query, system, limit)
+        answer = searcher.answer(query, system, limit)
+        results = answer.results
         ms = (time.perf_counter() - t0) * 1000
         missed += not results
         if as_json:
@@ -430,12 +433,12 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
             echo_paths([result_path(r) for r in results], null=null)
             click.echo("\0" if null else "", nl=not null)  # the block's end
             if not results:
-                click.echo(f"{no_match_message(db, query)}: {clean_line(query)}", err=True)
+                click.echo(f"{no_match_message(db, answer.plan)}: {clean_line(query)}", err=True)
             continue
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
-        said = f"{len(results)} results" if results else no_match_message(db, query)
+        said = f"{len(results)} results" if results else no_match_message(db, answer.plan)
         click.echo(f"{said} in {ms:.0f} ms ({clean_line(system)})")
     return missed
 

@@ -83,6 +83,12 @@ class QueryPlan:
         """The text the dense route encodes (the query itself when it is all filler)."""
         return self.dense_text or self.text
 
+    def aliases(self, token: str) -> list[list[str]]:
+        """The token's alternatives that are aliases, sure ways to write it: its typo corrections
+        (`guesses`) are the last of its alternatives, and are left out."""
+        alts = self.alternatives.get(token, [])
+        return alts[:len(alts) - len(self.guesses.get(token, []))]
+
 
 @dataclass(frozen=True)
 class QueryEvidence:

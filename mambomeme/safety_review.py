@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line, get_setting, set_setting
-from mambomeme.query_plan import plan_query
+from mambomeme.query_plan import QueryPlan
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
 from mambomeme.state import decision_origin, restate, spread_decision
@@ -175,20 +175,19 @@ def review_counts(db: DB) -> dict[str, Any]:
 WITHHELD_MIN_WORD = 3
 
 
-def withheld_matches(db: DB, query: str) -> int:
-    """How many withheld memes hold every content word of `query` (each word or one of its aliases),
-    for a "no match" answer to say that the library holds matches it does not show; 0 when no word
-    has WITHHELD_MIN_WORD characters."""
+def withheld_matches(db: DB, plan: QueryPlan) -> int:
+    """How many withheld memes hold every content word of the query `plan` read (each word or one
+    of its aliases; a typo correction is a guess and does not count), for a "no match" answer to say
+    that the library holds matches it does not show; 0 when no word has WITHHELD_MIN_WORD characters."""
     if not db.q1("any_withheld")[0]:
         return 0
-    plan = plan_query(db, query, correct=False)
     if not any(len(t) >= WITHHELD_MIN_WORD for t in plan.content):
         return 0
 
     def quoted(words: list[str]) -> str:
         return '"' + " ".join(words).replace('"', '""') + '"'
 
-    each = [" OR ".join(dict.fromkeys([quoted([t]), *(quoted(a) for a in plan.alternatives.get(t, []) if a)]))
+    each = [" OR ".join(dict.fromkeys([quoted([t]), *(quoted(a) for a in plan.aliases(t) if a)]))
             for t in plan.content]
     return int(db.q1("withheld_matches", {"all_words": " AND ".join(f"({e})" for e in each)})[0]) if each else 0
 

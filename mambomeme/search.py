@@ -9,6 +9,8 @@ import dataclasses
 import json
 import math
 import weakref
+from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from mambomeme.query_plan import (
     plan_query,
     typed_share,
 )
+from mambomeme.search_config import DenseFeedback, SystemConfig, read_config
 from mambomeme.vectormatrix import InMemoryVectors, VectorMatrix, feedback_rerank
 from mambomeme.vectors import CODES_K, CODES_RESCORE, DENSE_OVERSAMPLE, IVF_PROBE, dequantize, int8_codes, large_probe
 
@@ -155,6 +158,37 @@ class Result:
     holds_query: bool = False  # among the first "words_there_top": its name or caption holds the query's words
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A search's results and the plan it read the query by."""
+
+    plan: QueryPlan
+    results: list[Result]
+
+
+class _Details:
+    """What the results of one search show (search.sql `results_details`), read once per item, and
+    each item's words (the lexical weights, the full-match check and coverage all read them)."""
+
+    def __init__(self, db: DB):
+        self.db = db
+        self.by_id: dict[int, dict[str, Any]] = {}
+        self._words: dict[int, set[str]] = {}
+
+    def fetch(self, ids: list[int]) -> None:
+        missing = [i for i in ids if i not in self.by_id]
+        if missing:
+            self.by_id.update((d["item_id"], d) for d in self.db.rows("results_details", {"ids": json.dumps(missing)}))
+
+    def __getitem__(self, item_id: int) -> dict[str, Any]:
+        return self.by_id[item_id]
+
+    def words(self, item_id: int) -> set[str]:
+        if item_id not in self._words:
+            self._words[item_id] = item_words(self.by_id[item_id])
+        return self._words[item_id]
+
+
 def config_sha(config: dict[str, Any]) -> str:
     import hashlib
 
@@ -176,6 +210,13 @@ def sync_systems(db: DB) -> None:
 
 
 def system_config(db: DB, name: str) -> dict[str, Any]:
+    """A system's configuration as stored (its JSON), checked (search_config.SystemConfig)."""
+    config = _stored_config(db, name)
+    read_config(config, name)
+    return config
+
+
+def _stored_config(db: DB, name: str) -> dict[str, Any]:
     row = db.q1("system_by_name", {"name": name})
     if row:
         return json.loads(row[3])
@@ -185,16 +226,59 @@ def system_config(db: DB, name: str) -> dict[str, Any]:
     raise MamboError(f"no search system named {clean_line(name)!r}: choose one of {', '.join(known)}")
 
 
-def plan_for(db: DB, query: str, cfg: dict[str, Any], *, live: bool = False) -> QueryPlan:
+def load_system(db: DB, system: str | Mapping[str, Any] | SystemConfig) -> SystemConfig:
+    """A system by its name, or (benchmarks, ablations) a configuration itself, typed and checked."""
+    if isinstance(system, SystemConfig):
+        return system
+    if isinstance(system, str):
+        return read_config(_stored_config(db, system), system)
+    return read_config(system)
+
+
+def plan_for(db: DB, query: str, cfg: Mapping[str, Any] | SystemConfig, *, live: bool = False) -> QueryPlan:
     """How a system reads a query (the search and the screen's encode-ahead read it alike); `live`:
     a query still being typed, whose last word is a prefix."""
-    return plan_query(db, query, aliases=cfg.get("use_aliases", True), correct=cfg.get("correct_typos", True),
-                      two_edits=cfg.get("two_edit_typos", False), prefix=live)
+    c = load_system(db, cfg)
+    return plan_query(db, query, aliases=c.use_aliases, correct=c.correct_typos, two_edits=c.two_edit_typos,
+                      prefix=live)
 
 
-def needs_model(cfg: dict[str, Any]) -> bool:
+def needs_model(cfg: Mapping[str, Any] | SystemConfig) -> bool:
     """Whether a system's configuration has a dense (embedding) route."""
-    return cfg["route_weights"].get("dense", 0) > 0
+    return (cfg if isinstance(cfg, SystemConfig) else read_config(cfg)).needs_model
+
+
+def statement_params(cfg: SystemConfig, plan: QueryPlan, limit: int, *, use_dense: bool,
+                     large_clusters: int | None) -> dict[str, Any]:
+    """The search statement's parameters (search.sql `search`) for a system and a query."""
+    w, rw, depth = cfg.field_weights, cfg.route_weights, cfg.candidate_depth
+    oversample = _given(cfg.dense_oversample, DENSE_OVERSAMPLE)
+    params: dict[str, Any] = {
+        "w_title": w.title, "w_template": w.template, "w_entities": w.entities,
+        "w_tags": w.tags, "w_ocr": w.ocr_text, "w_description": w.description,
+        "depth": depth, "rrf_k": cfg.rrf_k, "pool": max(limit, 10),
+        "w_lexical": rw.lexical, "w_fuzzy": rw.fuzzy, "w_dense": rw.dense,
+        "use_lexical": rw.lexical > 0 and bool(plan.tokens),
+        "use_fuzzy": rw.fuzzy > 0 and plan.trigram_match != '""',
+        "use_dense": use_dense, "dense_index": cfg.dense_index, "probe": cfg.ivf_probe,
+        "field_vectors": cfg.field_vectors,
+        "lexical": None, "dense": None, "word_match": plan.word_match, "trigram_match": plan.trigram_match,
+        # hidden items are filtered inside the KNN scan (vec0 `servable` column), so k is
+        # the depth: sqlite-vec's KNN cost grows with k
+        "qvec": None, "k": depth * (oversample if cfg.dense_index == "bit-rescore" else 1),
+        "qcode": None, "codes_k": _given(cfg.codes_k, CODES_K),
+        "codes_rescore": _given(cfg.codes_rescore, CODES_RESCORE),
+    }
+    if use_dense and large_clusters is not None:
+        # A large library's coarse index scans int8 codes in more partitions, and it is the only
+        # dense index such a library has: it keeps no float vector (vectors.py)
+        params["dense_index"] = "ivf-int8"
+        params["probe"] = cfg.large_probe or large_probe(large_clusters)
+    return params
+
+
+def _given(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 # Per connection: (library version, described share, whether it holds any vector, the partitions of
@@ -246,17 +330,17 @@ class Searcher:
 
     @classmethod
     def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any],
-                         feedback: dict[str, Any] | None = None) -> str:
+                         feedback: DenseFeedback | None = None) -> str:
         return cls._dense_route(reader, with_query(params, embedder.encode([text])[0]), feedback)
 
     @staticmethod
     def _encode_and_rank(embedder: Embedder, text: str, matrix: VectorMatrix, params: dict[str, Any],
-                         feedback: dict[str, Any] | None = None) -> str:
+                         feedback: DenseFeedback | None = None) -> str:
         return matrix.ranking(embedder.encode([text])[0], params["depth"], field_vectors=params["field_vectors"],
                               feedback=feedback)
 
     @staticmethod
-    def _dense_route(reader: DB, params: dict[str, Any], feedback: dict[str, Any] | None = None) -> str:
+    def _dense_route(reader: DB, params: dict[str, Any], feedback: DenseFeedback | None = None) -> str:
         """The dense route alone, on the reader connection: its ranking as [[item id, similarity,
         all-fields similarity], ...]; with `feedback` (DENSE_FEEDBACK), re-ranked by the moved query."""
         rows = reader.q("search", params | {"use_lexical": False, "use_fuzzy": False, "pool": params["depth"]})
@@ -271,145 +355,141 @@ class Searcher:
             return json.dumps(feedback_rerank(params["qvec"], ranked, stored, feedback))
         if feedback and rows:
             # q + alpha * mean(top n) has the direction of q * n / alpha + sum(top n) (DENSE_FEEDBACK)
-            n = min(feedback["top"], len(rows))
-            scaled = array.array("f", (x * n / feedback["alpha"] for x in array.array("f", params["qvec"]))).tobytes()
+            n = min(feedback.top, len(rows))
+            scaled = array.array("f", (x * n / feedback.alpha for x in array.array("f", params["qvec"]))).tobytes()
             rows = reader.q("dense_feedback", {"dense": ranking, "qvec_scaled": scaled, "feedback_top": n,
                                                "field_vectors": params["field_vectors"],
-                                               "feedback_best": bool(feedback.get("best"))})
+                                               "feedback_best": bool(feedback.best)})
             ranking = json.dumps([[r[0], r[1], r[2]] for r in rows])
         return ranking
 
-    def search(self, query: str, system: str | dict[str, Any] = DEFAULT_SYSTEM, limit: int = 10, *,
-               empty_rule: bool = True, live: bool = False) -> list[Result]:
+    def search(self, query: str, system: str | Mapping[str, Any] | SystemConfig = DEFAULT_SYSTEM, limit: int = 10,
+               *, empty_rule: bool = True, live: bool = False) -> list[Result]:
         """`system` is a system's name, or (benchmarks, ablations) a configuration itself. `live`: the
         query is still being typed (the search screen's list follows it): its last word is a prefix,
         and a list is shown when the "no match" rule accepts it or when one of its first three memes
         holds every word as typed so far; a submitted query keeps the rule alone."""
-        cfg = system if isinstance(system, dict) else system_config(self.db, system)
-        described, holds_vectors, large_clusters = self.facts()
-        if needs_model(cfg) and not holds_vectors:
-            # No vectors at all: a library whose memes wait to be embedded by this version's model
-            # (migration 015 emptied all-MiniLM-L6-v2's). Its words answer, under the word route's
-            # "no match" rule (a dense model would read a similarity of 0 as "nothing matches"),
-            # until `mambo add` embeds them.
-            cfg = DEFAULT_SYSTEMS["bm25"] | {k: cfg[k] for k in ("field_weights", "candidate_depth") if k in cfg}
+        return self.answer(query, system, limit, empty_rule=empty_rule, live=live).results
+
+    def answer(self, query: str, system: str | Mapping[str, Any] | SystemConfig = DEFAULT_SYSTEM, limit: int = 10,
+               *, empty_rule: bool = True, live: bool = False) -> Answer:
+        """The search in steps, with the plan it read the query by (a "no match" answer counts the
+        withheld memes by it): plan -> routes -> fuse -> keep -> evidence."""
+        cfg, described, large_clusters = self._system(system)
         plan = plan_for(self.db, query, cfg, live=live)
-        w, rw = cfg["field_weights"], cfg["route_weights"]
-        use_dense = rw["dense"] > 0 and self.embedder is not None and bool(plan.tokens)
-        depth = cfg["candidate_depth"]
-        bit = cfg["dense_index"] == "bit-rescore"
-        params: dict[str, Any] = {
-            "w_title": w["title"], "w_template": w["template"], "w_entities": w["entities"],
-            "w_tags": w["tags"], "w_ocr": w["ocr_text"], "w_description": w["description"],
-            "depth": depth, "rrf_k": cfg["rrf_k"], "pool": max(limit, 10),
-            "w_lexical": rw["lexical"], "w_fuzzy": rw["fuzzy"], "w_dense": rw["dense"],
-            "use_lexical": rw["lexical"] > 0 and bool(plan.tokens),
-            "use_fuzzy": rw["fuzzy"] > 0 and plan.trigram_match != '""',
-            "use_dense": use_dense, "dense_index": cfg["dense_index"], "probe": cfg.get("ivf_probe", 0),
-            "field_vectors": cfg.get("field_vectors", False),
-            "lexical": None, "dense": None, "word_match": plan.word_match, "trigram_match": plan.trigram_match,
-            # hidden items are filtered inside the KNN scan (vec0 `servable` column), so k is
-            # the depth: sqlite-vec's KNN cost grows with k
-            "qvec": None, "k": depth * (cfg["dense_oversample"] if bit else 1),
-            "qcode": None, "codes_k": cfg.get("codes_k", CODES_K),
-            "codes_rescore": cfg.get("codes_rescore", CODES_RESCORE),
-        }
-        if use_dense and large_clusters is not None:
-            # A large library's coarse index scans int8 codes in more partitions, and it is the only
-            # dense index such a library has: it keeps no float vector (vectors.py)
-            params["dense_index"] = "ivf-int8"
-            params["probe"] = cfg.get("large_probe") or large_probe(large_clusters)
-        details: dict[int, dict[str, Any]] = {}
-        dense_ranking = None
-        matrix = (self.vectors.get(self.db) if use_dense and self.vectors is not None
-                  and cfg["dense_index"] in ("float", "ivf") else None)
-        if use_dense and matrix is not None:
-            assert self.embedder is not None
-            reader, thread = self.db.reader()
-            dense_ranking = thread.submit(self._encode_and_rank, self.embedder, plan.dense_query, matrix,
-                                          dict(params), cfg.get("dense_feedback"))
-        elif use_dense:
-            assert self.embedder is not None
-            text = plan.dense_query
-            if self.parallel:
-                # Encoding and the vector scan run on another thread and connection while the lexical
-                # route runs here (onnxruntime and SQLite release the GIL): a hybrid query costs about
-                # the slower route; fusion reads its ranking (:dense). Dev library, 220 searches: p50/p95
-                # 9.5/11.4 ms vs 10.7/13.3 ms encoding first (2026-11-30, load ~0.9).
-                reader, thread = self.db.reader()
-                dense_ranking = thread.submit(self._encode_and_scan, self.embedder, text, reader, dict(params),
-                                              cfg.get("dense_feedback"))
-            else:
-                params = with_query(params, self.embedder.encode([text])[0])
-                if cfg.get("dense_feedback"):
-                    params["dense"] = self._dense_route(self.db, params, cfg["dense_feedback"])
-
-        def fetch(ids: list[int]) -> None:
-            missing = [i for i in ids if i not in details]
-            if missing:
-                details.update((d["item_id"], d) for d in self.db.rows("results_details", {"ids": json.dumps(missing)}))
-
-        words: dict[int, set[str]] = {}
-
-        def words_in(i: int) -> set[str]:
-            # an item's words once a search: the lexical weights, the evidence check and the
-            # results' coverage all read them
-            if i not in words:
-                words[i] = item_words(details[i])
-            return words[i]
-
-        gate = cfg.get("lexical_evidence")
-        if gate and use_dense and params["use_lexical"]:
-            # Query-dependent fusion (see LEXICAL_EVIDENCE): the lexical route joins only when its own
-            # top results hold the query's words, and leads when they hold all of them. Its ranking
-            # is kept and handed to the fusion statement, so FTS5 runs once.
-            ranked = [r[0] for r in self.db.q("search", params | {"use_fuzzy": False, "use_dense": False,
-                                                                   "pool": depth})]
-            weights = [1.0] * len(ranked)
-            if gate.get("partial"):
-                # A lexical hit counts by the share of the query it holds (LEXICAL_EVIDENCE "partial")
-                fetch(ranked)
-                idf = idf_weights(self.db, plan)
-                weights = [coverage(plan, words_in(i), idf) ** gate["partial"] for i in ranked]
-            params["lexical"] = json.dumps([[i, round(x, 6)] for i, x in zip(ranked, weights, strict=True)])
-            fetch(ranked[:3])
-            cov = max((coverage(plan, words_in(i)) for i in ranked[:3]), default=0.0)
-            if cov < gate["drop_below"]:
-                params["use_lexical"] = False
-            elif cov >= gate["boost_at"]:
-                params["w_lexical"] = rw["lexical"] * gate["boost"]
+        use_dense = cfg.route_weights.dense > 0 and self.embedder is not None and bool(plan.tokens)
+        params = statement_params(cfg, plan, limit, use_dense=use_dense, large_clusters=large_clusters)
+        details = _Details(self.db)
+        dense_ranking = self._start_dense(cfg, plan, params) if use_dense else None
+        if cfg.lexical_evidence and use_dense and params["use_lexical"]:
+            self._weigh_lexical(cfg, plan, params, details)
         if dense_ranking is not None:
             params["dense"] = dense_ranking.result()
         # (a number, not the truth value of the `and`: a list's top 10 must not depend on how long a
         # list was asked for)
-        keep = int(cfg.get("keep_full_matches") or 0) if params["use_lexical"] and use_dense else 0
+        keep = int(cfg.keep_full_matches or 0) if params["use_lexical"] and use_dense else 0
+        rows = self._fuse(params, max(limit, keep) if keep else None)
         if keep:
-            params["pool"] = max(limit, keep)
-        rows = self.db.q("search", params)
-        if keep:
-            # Fusion keeps strong lexical evidence (KEEP_FULL_MATCHES): a meme among the first `keep`
-            # fused rows whose name or caption holds every content word is not outranked by memes
-            # that merely sit in both routes. Only the word route's rows can hold every word exactly.
-            # The sort is stable: the rest keep their fusion order after the kept memes.
-            head = rows[:keep]
-            fetch([r[0] for r in head if r[2] is not None])
-            full = {r[0] for r in head if r[2] is not None and full_match(plan, details[r[0]])}
-            rows = sorted((self._kept(r, plan, details, cfg) if r[0] in full else r for r in head),
-                          key=lambda r: -r[1] if r[0] in full else 0.0) + rows[keep:]
-        rows = rows[:limit]
-        fetch([r[0] for r in rows])
+            rows = self._keep_full_matches(rows[:keep], cfg, plan, details) + rows[keep:]
+        results = self._results(rows[:limit], plan, details, QueryEvidence.of(plan, described), cfg)
+        return Answer(plan, self._shown(cfg.empty_rule, plan, results) if empty_rule else results)
+
+    def _system(self, system: str | Mapping[str, Any] | SystemConfig) -> tuple[SystemConfig, float, int | None]:
+        """The configuration a search runs (a system's own, or bm25's in a library without vectors),
+        the library's described share and its coarse index's partitions (facts)."""
+        cfg = load_system(self.db, system)
+        described, holds_vectors, large_clusters = self.facts()
+        if cfg.needs_model and not holds_vectors:
+            # No vectors at all: a library whose memes wait to be embedded by this version's model
+            # (migration 015 emptied all-MiniLM-L6-v2's). Its words answer, under the word route's
+            # "no match" rule (a dense model would read a similarity of 0 as "nothing matches"),
+            # until `mambo add` embeds them.
+            cfg = dataclasses.replace(read_config(DEFAULT_SYSTEMS["bm25"], "bm25"), field_weights=cfg.field_weights,
+                                      candidate_depth=cfg.candidate_depth)
+        return cfg, described, large_clusters
+
+    def _start_dense(self, cfg: SystemConfig, plan: QueryPlan, params: dict[str, Any]) -> Future[str] | None:
+        """The dense route: on the reader's thread (its ranking to come), or, not `parallel`, the
+        query vector (and with feedback the route's ranking) put in `params` here."""
+        assert self.embedder is not None
+        matrix = (self.vectors.get(self.db) if self.vectors is not None and cfg.dense_index in ("float", "ivf")
+                  else None)
+        if matrix is not None:
+            _reader, thread = self.db.reader()
+            return thread.submit(self._encode_and_rank, self.embedder, plan.dense_query, matrix, dict(params),
+                                 cfg.dense_feedback)
+        if self.parallel:
+            # Encoding and the vector scan run on another thread and connection while the lexical
+            # route runs here (onnxruntime and SQLite release the GIL): a hybrid query costs about
+            # the slower route; fusion reads its ranking (:dense). Dev library, 220 searches: p50/p95
+            # 9.5/11.4 ms vs 10.7/13.3 ms encoding first (2026-11-30, load ~0.9).
+            reader, thread = self.db.reader()
+            return thread.submit(self._encode_and_scan, self.embedder, plan.dense_query, reader, dict(params),
+                                 cfg.dense_feedback)
+        params.update(with_query(params, self.embedder.encode([plan.dense_query])[0]))
+        if cfg.dense_feedback:
+            params["dense"] = self._dense_route(self.db, params, cfg.dense_feedback)
+        return None
+
+    def _weigh_lexical(self, cfg: SystemConfig, plan: QueryPlan, params: dict[str, Any], details: _Details) -> None:
+        """Query-dependent fusion (see LEXICAL_EVIDENCE): the lexical route joins only when its own
+        top results hold the query's words, and leads when they hold all of them. Its ranking is
+        kept and handed to the fusion statement (:lexical), so FTS5 runs once."""
+        gate = cfg.lexical_evidence
+        assert gate is not None
+        ranked = [r[0] for r in self.db.q("search", params | {"use_fuzzy": False, "use_dense": False,
+                                                               "pool": params["depth"]})]
+        weights = [1.0] * len(ranked)
+        if gate.partial:
+            # A lexical hit counts by the share of the query it holds (LEXICAL_EVIDENCE "partial")
+            details.fetch(ranked)
+            idf = idf_weights(self.db, plan)
+            weights = [coverage(plan, details.words(i), idf) ** gate.partial for i in ranked]
+        params["lexical"] = json.dumps([[i, round(x, 6)] for i, x in zip(ranked, weights, strict=True)])
+        details.fetch(ranked[:3])
+        cov = max((coverage(plan, details.words(i)) for i in ranked[:3]), default=0.0)
+        if cov < gate.drop_below:
+            params["use_lexical"] = False
+        elif cov >= gate.boost_at:
+            params["w_lexical"] = cfg.route_weights.lexical * gate.boost
+
+    def _fuse(self, params: dict[str, Any], pool: int | None) -> list[tuple]:
+        """Reciprocal rank fusion of the routes (search.sql `search`), `pool` rows deep when given."""
+        return self.db.q("search", params if pool is None else params | {"pool": pool})
+
+    def _keep_full_matches(self, head: list[tuple], cfg: SystemConfig, plan: QueryPlan,
+                           details: _Details) -> list[tuple]:
+        """Fusion keeps strong lexical evidence (KEEP_FULL_MATCHES): a meme among the first fused
+        rows (`head`) whose name or caption holds every content word is not outranked by memes that
+        merely sit in both routes. Only the word route's rows can hold every word exactly. The sort
+        is stable: the rest keep their fusion order after the kept memes."""
+        details.fetch([r[0] for r in head if r[2] is not None])
+        full = {r[0] for r in head if r[2] is not None and full_match(plan, details[r[0]])}
+        return sorted((self._kept(r, plan, details, cfg) if r[0] in full else r for r in head),
+                      key=lambda r: -r[1] if r[0] in full else 0.0)
+
+    @staticmethod
+    def _results(rows: list[tuple], plan: QueryPlan, details: _Details, evidence: QueryEvidence,
+                 cfg: SystemConfig) -> list[Result]:
+        """The fused rows as results, each with what it holds of the query and whether the words
+        are there (among the first "words_there_top")."""
+        details.fetch([r[0] for r in rows])
+        there_top = int(cfg.words_there_top or 0)
         results = []
-        evidence = QueryEvidence.of(plan, described)
-        there_top = int(cfg.get("words_there_top") or 0)
         for n, (item_id, score, lex, fuzzy, vec, sim, sim_all) in enumerate(rows, 1):
-            # (an unfinished last word has the live rule below instead, which shows only the memes
+            # (an unfinished last word has the live rule (_shown) instead, which shows only the memes
             # holding what was typed so far)
             there = n <= there_top and not plan.prefix and holds_query(plan, details[item_id])
-            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, coverage(plan, words_in(item_id)),
-                                  details[item_id], evidence, sim_all, there))
-        if not empty_rule:
-            return results
-        shown = self.empty_rule(cfg["empty_rule"], results)
+            held = coverage(plan, details.words(item_id))
+            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, held, details[item_id], evidence,
+                                  sim_all, there))
+        return results
+
+    @classmethod
+    def _shown(cls, rule: Mapping[str, Any], plan: QueryPlan, results: list[Result]) -> list[Result]:
+        """The list the "no match" rule lets through, or for an unfinished word the memes holding
+        what was typed so far."""
+        shown = cls.empty_rule(rule, results)
         if not shown and plan.prefix and max((r.coverage for r in results[:3]), default=0.0) >= 0.999:
             # An unfinished word says too little for the evidence model ("ca" is far from "cat" in
             # meaning): the memes holding what was typed so far are the list, as fzf's would be.
@@ -417,15 +497,15 @@ class Searcher:
         return shown
 
     @staticmethod
-    def _kept(row: tuple, plan: QueryPlan, details: dict[int, dict[str, Any]], cfg: dict[str, Any]) -> tuple:
+    def _kept(row: tuple, plan: QueryPlan, details: _Details, cfg: SystemConfig) -> tuple:
         """A kept meme's row, its score FULL_MATCH_TIER x (1 + its share of the typed words) (more
         than any fusion sum) plus its fusion score, or with "full_match_by_meaning" its dense route
         term in place of the fusion score: kept memes are ordered by what they hold of what was
         typed, then by meaning (or fusion), and scores still fall with rank."""
         item_id, score, lex, fuzzy, vec, *rest = row
-        typed = typed_share(plan, details[item_id]) if cfg.get("full_match_typed") else 0.0
-        if cfg.get("full_match_by_meaning"):
-            score = cfg["route_weights"]["dense"] / (cfg["rrf_k"] + vec) if vec else 0.0
+        typed = typed_share(plan, details[item_id]) if cfg.full_match_typed else 0.0
+        if cfg.full_match_by_meaning:
+            score = cfg.route_weights.dense / (cfg.rrf_k + vec) if vec else 0.0
         return (item_id, FULL_MATCH_TIER * (1.0 + typed) + score, lex, fuzzy, vec, *rest)
 
     @staticmethod

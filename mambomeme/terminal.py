@@ -22,7 +22,8 @@ from typing import Any
 
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
 from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, get_setting, path_bytes
-from mambomeme.search import DEFAULT_SYSTEM, Searcher, needs_model, plan_for, system_config
+from mambomeme.query_plan import QueryPlan
+from mambomeme.search import DEFAULT_SYSTEM, Searcher, load_system, needs_model, plan_for
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
     TUI_LIVE_PAUSE_S,
@@ -386,7 +387,7 @@ class _Shell:
     def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
                  query: str = "", multi: bool = False, null: bool = False):
         self.db, self.system, self.limit, self.null = db, system, limit, null
-        cfg = system_config(db, system)  # an unknown system fails here, before the screen changes
+        cfg = load_system(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
         self.cfg = cfg
         # The dense route's vectors in memory for this session's searches (vectormatrix.py),
@@ -457,14 +458,14 @@ class _Shell:
                 self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
             db = self._search_db if on_thread else self.db
             limit = max(job.limit, self.limit)
-            results = Searcher(db, embedder, vectors=self.vectors).search(query, system, limit + 1,
-                                                                          live=live > 0 and not job.exact)
-            more, results = len(results) > limit, results[:limit]
+            answer = Searcher(db, embedder, vectors=self.vectors).answer(query, system, limit + 1,
+                                                                         live=live > 0 and not job.exact)
+            more, results = len(answer.results) > limit, answer.results[:limit]
             if system not in self.versions:
                 row = db.q1("system_by_name", {"name": system})
                 self.versions[system] = int(row[2]) if row else None
             version = self.versions[system]
-            withheld = "" if results else self.withheld(db, query)
+            withheld = "" if results else self.withheld(db, answer.plan)
         except MamboError as e:
             return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()), live=live)
         except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
@@ -475,11 +476,11 @@ class _Shell:
                         extend=job.extend)
 
     @staticmethod
-    def withheld(db: DB, query: str) -> str:
+    def withheld(db: DB, plan: QueryPlan) -> str:
         """A "no match" says, as the command line does, how many withheld memes hold the words."""
         from mambomeme.safety_review import withheld_matches, withheld_note
 
-        n = withheld_matches(db, query)
+        n = withheld_matches(db, plan)
         return withheld_note(n) if n else ""
 
     def typed(self, gen: int) -> None:

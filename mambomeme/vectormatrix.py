@@ -25,6 +25,7 @@ from typing import Any
 
 from mambomeme.embed import EMBED_DIM
 from mambomeme.library import DB, Q
+from mambomeme.search_config import DenseFeedback
 
 # 65,536 vectors x 768 float32 (all-mpnet-base-v2) = 192 MiB at most: a 10,000-item library (~30,000
 # vectors, 92 MB) fits, a 100,000-item one (~290,000, 890 MB) keeps the coarse index in the file.
@@ -81,7 +82,7 @@ class VectorMatrix:
             fields.setdefault(item, []).append(n)
         return {item: n for n, item in enumerate(self.ids.tolist())}, fields
 
-    def ranking(self, qvec: Any, k: int, *, field_vectors: bool, feedback: dict[str, Any] | None = None) -> str:
+    def ranking(self, qvec: Any, k: int, *, field_vectors: bool, feedback: DenseFeedback | None = None) -> str:
         """The dense route as the fusion statement's `:dense` JSON: [[item id, similarity,
         all-fields similarity or null], ...], best first, at most `k` items; with `feedback`
         (search.DENSE_FEEDBACK), ranked again as search.sql's dense_feedback does."""
@@ -112,7 +113,7 @@ class VectorMatrix:
 
 
 def feedback_rerank(qvec: Any, ranked: list[tuple[int, tuple[Any, Any]]], stored: dict[int, list[Any]],
-                    feedback: dict[str, Any]) -> list[list[Any]]:
+                    feedback: DenseFeedback) -> list[list[Any]]:
     """Rocchio as search.sql's dense_feedback: q * n / alpha + the sum of one vector of each of the
     n best items (its all-fields one or, with "best", the one nearest q) points as q + alpha * their
     mean; each candidate is ranked again by its best vector's cosine to it, keeping its first-pass
@@ -123,10 +124,10 @@ def feedback_rerank(qvec: Any, ranked: list[tuple[int, tuple[Any, Any]]], stored
     raw = np.frombuffer(qvec, dtype=np.float32) if isinstance(qvec, bytes) else np.asarray(qvec, dtype=np.float32)
     q = raw / (np.linalg.norm(raw) or 1.0)
     vecs = {item: np.vstack(v) for item, v in stored.items()}
-    n = min(feedback["top"], len(ranked))
-    best = bool(feedback.get("best"))
+    n = min(feedback.top, len(ranked))
+    best = bool(feedback.best)
     given = [v[int(np.argmax(v @ q))] if best else v[0] for v in (vecs[item] for item, _ in ranked[:n])]
-    moved = raw * n / feedback["alpha"] + np.sum(given, axis=0)
+    moved = raw * n / feedback.alpha + np.sum(given, axis=0)
     moved = moved / (np.linalg.norm(moved) or 1.0)
     moved_sim = {item: float(np.max(v @ moved)) for item, v in vecs.items()}
     order = {item: pos for pos, (item, _) in enumerate(ranked)}

@@ -16,7 +16,7 @@ from helpers import REPO
 LAYERS: dict[str, int] = {
     "mambomeme": 0, "mambomeme.library": 0,
     "mambomeme.images": 1, "mambomeme.safety_text": 1, "mambomeme.safety_meaning": 1, "mambomeme.sidecars": 1,
-    "mambomeme.ocr": 1,
+    "mambomeme.ocr": 1, "mambomeme.search_config": 1,
     "mambomeme.embed": 1, "mambomeme.vectors": 1, "mambomeme.templates": 1, "mambomeme.ingest": 1,
     "mambomeme.ingest.walk": 1, "mambomeme.ingest.analyse": 1, "mambomeme.ingest.groups": 1,
     "mambomeme.ingest.write": 1, "mambomeme.ingest.stats": 1, "mambomeme.ingest.pipeline": 1,

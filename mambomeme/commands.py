@@ -958,11 +958,11 @@ SYSTEM_PURPOSES = {
 @click.pass_context
 def systems(ctx: click.Context, verbose: bool) -> None:
     """List the search systems, which one is the default, and what each is for."""
-    from mambomeme.search import DEFAULT_SYSTEM, describe_empty_rule, sync_systems
+    from mambomeme.search import DEFAULT_SYSTEM, describe_empty_rule, list_systems, sync_systems
 
     db = open_library(ctx)
     sync_systems(db)
-    rows = db.q("list_systems")
+    rows = list_systems(db)
     width = max((len(r[0]) for r in rows), default=0)
     for name, version, sha, created, _notes, config in rows:
         mark = "*" if name == DEFAULT_SYSTEM else " "

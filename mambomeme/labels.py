@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mambomeme.embed import Embedder, embed_items
 from mambomeme.library import DB, MamboError, clean_line, list_roots
-from mambomeme.templates import derive, items_in_scope
+from mambomeme.templates import derive, item_files, items_in_scope
 from mambomeme.vocabulary import refresh_vocabulary
 
 SCOPES = ("template", "perceptual", "item")
@@ -47,7 +47,7 @@ def resolve_item(db: DB, ref: str) -> int:
 
 def item_file(db: DB, item_id: int) -> Path | None:
     """A file of the meme that is on this machine (the first one found)."""
-    for root_path, rel_path in db.q("item_files", {"item_id": item_id}):
+    for root_path, rel_path in item_files(db, item_id):
         if (path := Path(root_path) / rel_path).is_file():
             return path
     return None

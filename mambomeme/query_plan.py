@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from mambomeme.library import DB, clean_line, clean_text
+from mambomeme.library import DB, clean_line, clean_text, get_setting
 
 STOPWORDS = frozenset(
     "a an the and or but of to in on at by for with from as is are was were be been am it its this that "
@@ -251,8 +251,7 @@ _TEMPLATE_NAMES: dict[tuple[str, str, int], TemplateNames] = {}
 
 def template_names(db: DB) -> TemplateNames:
     """The words of every known template's names and aliases, read again when the templates change."""
-    rev = db.q1("setting", {"key": "templates_revision"})
-    key = (str(db.path), rev[0] if rev else "", int(db.q1("template_count")[0]))
+    key = (str(db.path), get_setting(db, "templates_revision") or "", int(db.q1("template_count")[0]))
     if key not in _TEMPLATE_NAMES:
         phrases, by_word = [], {}
         for template_id, name, aliases in db.q("template_names"):

@@ -178,7 +178,7 @@ class _Details:
     def fetch(self, ids: list[int]) -> None:
         missing = [i for i in ids if i not in self.by_id]
         if missing:
-            self.by_id.update((d["item_id"], d) for d in self.db.rows("results_details", {"ids": json.dumps(missing)}))
+            self.by_id.update((d["item_id"], d) for d in results_details(self.db, missing))
 
     def __getitem__(self, item_id: int) -> dict[str, Any]:
         return self.by_id[item_id]
@@ -216,13 +216,29 @@ def system_config(db: DB, name: str) -> dict[str, Any]:
     return config
 
 
+def list_systems(db: DB) -> list[tuple]:
+    """Every stored system version: (name, version, config_sha, created_at, notes, config)."""
+    return db.q("list_systems")
+
+
+def system_version(db: DB, name: str) -> int | None:
+    """The current version number of a stored system, or None."""
+    row = db.q1("system_by_name", {"name": name})
+    return int(row[2]) if row else None
+
+
+def results_details(db: DB, ids: list[int]) -> list[dict[str, Any]]:
+    """What a result shows of each item among `ids` (title, caption, path, ...), as dicts."""
+    return db.rows("results_details", {"ids": json.dumps(ids)})
+
+
 def _stored_config(db: DB, name: str) -> dict[str, Any]:
     row = db.q1("system_by_name", {"name": name})
     if row:
         return json.loads(row[3])
     if name in DEFAULT_SYSTEMS:
         return DEFAULT_SYSTEMS[name]
-    known = sorted({r[0] for r in db.q("list_systems")} | set(DEFAULT_SYSTEMS))
+    known = sorted({r[0] for r in list_systems(db)} | set(DEFAULT_SYSTEMS))
     raise MamboError(f"no search system named {clean_line(name)!r}: choose one of {', '.join(known)}")
 
 
@@ -319,7 +335,7 @@ class Searcher:
         codes (a large library, vectors.py) or None), kept per connection (the search screen makes a
         Searcher a search) and read again only when the library changed (PRAGMA data_version:
         another connection's commits; total_changes: its own)."""
-        version = (int(self.db.q1("data_version")[0]), self.db.con.total_changes())
+        version = (self.db.data_version(), self.db.con.total_changes())
         known = _FACTS.get(self.db)
         if known is None or known[0] != version:
             large = self.db.q1("large_vector_index")

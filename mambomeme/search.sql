@@ -143,12 +143,6 @@ GROUP BY item_id
 ORDER BY score DESC, coalesce(max(lexical_rank), max(fuzzy_rank), 1e9), item_id
 LIMIT :pool;
 
--- name: common_words
--- Query words in more than half of the library's documents: BM25 gives them no weight (FTS5
--- clamps a negative IDF to 1e-6), yet matching them makes FTS5 score most of the library.
-SELECT v.term FROM vocabulary v, vocabulary_size z
-WHERE v.term IN (SELECT value FROM json_each(:terms)) AND v.docs * 2 > z.documents;
-
 -- name: results_details
 -- What a result shows, for the items in :ids (a JSON array): effective fields (sidecar, else
 -- derived: item_effective in schema.sql) with where each came from. One statement per search, not
@@ -164,20 +158,6 @@ JOIN items i ON i.item_id = j.value
 JOIN item_effective e ON e.item_id = i.item_id
 JOIN files f ON f.file_id = (SELECT min(file_id) FROM files WHERE item_id = i.item_id)
 JOIN library_roots r ON r.root_id = f.root_id;
-
--- name: vocabulary_size_documents
-SELECT documents FROM vocabulary_size;
-
--- name: vocabulary_docs
--- How many documents hold each of :terms (a JSON array); words the library never saw are absent.
-SELECT v.term, v.docs FROM vocabulary v WHERE v.term IN (SELECT value FROM json_each(:terms));
-
--- name: vocabulary_by_prefix
--- The library's words from :low (inclusive) to :high (exclusive) of :shortest to :longest letters
--- (a two-letter prefix: :low 'we', :high 'wf'): the candidates for a correction two edits away
--- (queries.corrections), read by a range of the key.
-SELECT v.term, v.docs FROM vocabulary v
-WHERE v.term >= :low AND v.term < :high AND length(v.term) BETWEEN :shortest AND :longest;
 
 -- name: dense_feedback
 -- Pseudo-relevance feedback for the dense route (Rocchio): the query vector moves towards the mean
@@ -228,3 +208,16 @@ SELECT EXISTS (SELECT 1 FROM item_vectors) OR EXISTS (SELECT 1 FROM vector_codes
 -- of its own; derived fields do not count): the "no match" model's library condition.
 SELECT avg(i.title <> '' OR i.template <> '' OR i.entities <> '[]' OR i.tags <> '[]' OR i.description <> '')
 FROM items i JOIN servable_items USING (item_id);
+
+-- name: candidate_codes
+-- The codes of a large library's dense candidates (:ids, a JSON array of item ids), all fields
+-- first, then caption and picture (with :field_vectors), for the query's feedback step.
+SELECT j.value AS item_id, k.kind, c.embedding
+FROM json_each(:ids) j
+JOIN (SELECT 0 AS kind UNION ALL SELECT 1 WHERE :field_vectors UNION ALL SELECT 2 WHERE :field_vectors) k
+JOIN vector_codes c ON c.vector_id = j.value * 4 + k.kind
+ORDER BY j.key, k.kind;
+
+-- name: large_vector_index
+-- The coarse index's size when the library is quantized (Searcher: the probe grows with it).
+SELECT clusters FROM vector_index WHERE EXISTS (SELECT 1 FROM vector_codes_items);

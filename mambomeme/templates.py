@@ -830,11 +830,16 @@ def _write_recognitions(db: DB, updates: list[tuple[dict[str, Any], Recognition 
     return now
 
 
+def item_files(db: DB, item_id: int) -> list[tuple]:
+    """(root path, relative path) of every file of an item."""
+    return db.q("item_files", {"item_id": item_id})
+
+
 def _item_pixels(db: DB, item_id: int) -> Any:
     """The decoded pixels of an item's first readable file, or None when none is on this machine."""
     from mambomeme.images import MAX_FILE_BYTES, BadInput, read_image, read_regular
 
-    for root_path, rel in db.q("item_files", {"item_id": item_id}):
+    for root_path, rel in item_files(db, item_id):
         try:
             data = read_regular(Path(root_path) / rel, MAX_FILE_BYTES)
             return read_image(data, rel).rgb

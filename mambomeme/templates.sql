@@ -4,9 +4,6 @@
 -- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
 -- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
 
--- name: aliases
-SELECT expansion FROM query_aliases WHERE term = :term;
-
 -- name: templates_brief
 SELECT template_id, slug, source, entry_sha256 FROM templates;
 

@@ -23,7 +23,7 @@ from typing import Any
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
 from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, get_setting, path_bytes
 from mambomeme.query_plan import QueryPlan
-from mambomeme.search import DEFAULT_SYSTEM, Searcher, load_system, needs_model, plan_for
+from mambomeme.search import DEFAULT_SYSTEM, Searcher, load_system, needs_model, plan_for, system_version
 from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
     TUI_LIVE_PAUSE_S,
@@ -462,8 +462,7 @@ class _Shell:
                                                                          live=live > 0 and not job.exact)
             more, results = len(answer.results) > limit, answer.results[:limit]
             if system not in self.versions:
-                row = db.q1("system_by_name", {"name": system})
-                self.versions[system] = int(row[2]) if row else None
+                self.versions[system] = system_version(db, system)
             version = self.versions[system]
             withheld = "" if results else self.withheld(db, answer.plan)
         except MamboError as e:

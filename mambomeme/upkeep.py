@@ -27,7 +27,7 @@ from mambomeme.library import (
 )
 from mambomeme.sidecars import IMAGE_SUFFIXES, SidecarFinder
 from mambomeme.state import apply_item_state, restate, same_readings
-from mambomeme.vectors import maintain_vector_index
+from mambomeme.vectors import index_state, maintain_vector_index
 from mambomeme.vocabulary import refresh_vocabulary, vocabulary_is_stale
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -51,7 +51,7 @@ def library_status(db: DB) -> dict[str, Any]:
         "ocr_engines": db.rows("ocr_engines_in_use"),
         "roots": [{"name": r[1], "path": r[2], "files": r[3]} for r in list_roots(db)],
         "recent_errors": db.rows("recent_errors", {"limit": 5}),
-        "vector_index": (db.rows("vector_index") or [None])[0],
+        "vector_index": index_state(db),
     }
 
 

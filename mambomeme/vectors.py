@@ -40,6 +40,11 @@ def nearest_centroid(vectors: Any, centroids: Any, batch: int = 20_000) -> Any:
                            for i in range(0, len(vectors), batch)] or [np.zeros(0, dtype=np.int64)])
 
 
+def index_state(db: DB) -> dict[str, Any] | None:
+    """The coarse index's state row as a dict (None when the library has none)."""
+    return (db.rows("vector_index") or [None])[0]
+
+
 def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = True) -> str | None:
     """Keep the coarse (IVF) index fit for the library's size: train it when the library reaches
     IVF_MIN_VECTORS (all-fields and evidence vectors counted together: the scan reads them all),

@@ -29,15 +29,6 @@ DELETE FROM item_vectors WHERE item_id = :item_id;
 DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 1;
 DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2;
 
--- name: candidate_codes
--- The codes of a large library's dense candidates (:ids, a JSON array of item ids), all fields
--- first, then caption and picture (with :field_vectors), for the query's feedback step.
-SELECT j.value AS item_id, k.kind, c.embedding
-FROM json_each(:ids) j
-JOIN (SELECT 0 AS kind UNION ALL SELECT 1 WHERE :field_vectors UNION ALL SELECT 2 WHERE :field_vectors) k
-JOIN vector_codes c ON c.vector_id = j.value * 4 + k.kind
-ORDER BY j.key, k.kind;
-
 -- name: items_to_quantize
 -- Items embedded (again) since vector_codes was written: their codes are written again.
 SELECT e.item_id FROM item_embeddings e
@@ -57,10 +48,6 @@ SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vec
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4;
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 1;
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 2;
-
--- name: large_vector_index
--- The coarse index's size when the library is quantized (Searcher: the probe grows with it).
-SELECT clusters FROM vector_index WHERE EXISTS (SELECT 1 FROM vector_codes_items);
 
 -- name: insert_field_vector_in_cluster
 INSERT INTO item_field_vectors(vector_id, cluster, embedding, servable)

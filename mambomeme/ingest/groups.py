@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from mambomeme.embed import Embedder, embed_items
 from mambomeme.images import NEAR_DUP_BITS_CROPPED, TEMPLATE_BITS, Look, PhashIndex, assign_groups, look, near_identical
-from mambomeme.library import DB
+from mambomeme.library import DB, get_setting
 from mambomeme.state import follow_decisions, restate
 from mambomeme.templates import derive, known_text
 from mambomeme.vocabulary import refresh_vocabulary
@@ -62,7 +62,7 @@ def regroup_if_asked(db: DB, model: Callable[[], tuple[Embedder, int]]) -> tuple
     """Migration 012's upkeep: groups made again, the fields of their items derived and embedded
     again, the request cleared: one transaction, so an interrupted run does it again. Returns
     (groups, items re-checked), None when no regrouping was asked for."""
-    if not db.q1("setting", {"key": REGROUP_SETTING}):
+    if get_setting(db, REGROUP_SETTING) is None:
         return None
     embedder, model_row = model()  # loaded before the write lock is taken
     with db.write():

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mambomeme.images import BadInput
-from mambomeme.library import DB, clean_line
+from mambomeme.library import DB, clean_line, insert_root, list_roots, root_by_name
 from mambomeme.sidecars import IMAGE_SUFFIXES
 
 
@@ -28,7 +28,7 @@ def find_root(db: DB, path: Path) -> tuple[int, Path]:
     `mambo add`s of one new folder at the same time agree on one root."""
     with db.write():
         best = None
-        for root_id, _name, rpath, _n in db.q("roots"):
+        for root_id, _name, rpath, _n in list_roots(db):
             rp = Path(rpath)
             if path == rp or rp in path.parents:
                 if best is None or len(str(rp)) > len(str(best[1])):
@@ -38,10 +38,10 @@ def find_root(db: DB, path: Path) -> tuple[int, Path]:
         folder = path if path.is_dir() else path.parent
         base = clean_line(folder.name) or "root"
         name, n = base, 1
-        while db.q1("root_by_name", {"name": name}):
+        while root_by_name(db, name):
             n += 1
             name = f"{base}-{n}"
-        root_id = int(db.q1("insert_root", {"name": name, "path": str(folder)})[0])
+        root_id = insert_root(db, name, str(folder))
     return root_id, folder
 
 

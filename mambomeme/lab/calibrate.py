@@ -23,6 +23,7 @@ from mambomeme.search import (
     Result,
     Searcher,
     plan_for,
+    results_details,
     sync_systems,
     system_config,
 )
@@ -219,7 +220,7 @@ def bench_embed_text(ctx: click.Context, queries_path: Path, labels_path: Path |
     queries = judged_queries(queries_path, labels_path)
     embedder = get_embedder()
     ids = [r[0] for r in db.q("calibrate_servable_items")]
-    by_id = {d["item_id"]: d for d in db.rows("results_details", {"ids": json.dumps(ids)})}
+    by_id = {d["item_id"]: d for d in results_details(db, ids)}
     details = [by_id[i] for i in ids]
     # the query text the dense route embeds (filler words out, slang and corrections in), read as the
     # dense system reads it

@@ -137,3 +137,47 @@ def test_click_lives_in_the_command_line() -> None:
     below = [m for m, layer in LAYERS.items() if layer <= 1 and m in modules()]
     with_click = [m for m in below if re.search(r"^\s*(import click|from click)", modules()[m].read_text(), re.M)]
     assert not with_click, with_click
+
+
+def wheel_config() -> dict:
+    import tomllib
+
+    hatch = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]
+    return hatch["build"]["targets"]["wheel"]
+
+
+def test_the_wheel_leaves_the_lab_out() -> None:
+    # pip install . ships the product; the lab (its code and its .sql) stays in the checkout.
+    wheel = wheel_config()
+    assert "mambomeme" in wheel["only-include"]
+    assert "mambomeme/lab" in wheel["exclude"]
+    assert not [k for k in wheel.get("force-include", {}) if k.startswith("mambomeme")]
+
+
+def test_mambo_eval_without_the_lab_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # The tree `pip install .` lays out (pyproject.toml's wheel: its paths less the excluded ones,
+    # and the data it forces in), run as its own process.
+    import shutil
+    import subprocess
+    import sys
+
+    wheel = wheel_config()
+    for rel in [*wheel["only-include"], *wheel["force-include"]]:
+        src, dst = REPO / rel, tmp_path / wheel["force-include"].get(rel, rel)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst)
+    for rel in wheel["exclude"]:
+        shutil.rmtree(tmp_path / rel)
+    assert not list(tmp_path.rglob("lab")) and (tmp_path / "mambomeme" / "search.py").exists()
+    for args in (["eval", "score"], ["score"], ["eval", "bench", "cold"], ["eval", "--help"]):
+        proc = subprocess.run([sys.executable, "mambo.py", *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stdout == "" and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert "mambo eval needs a checkout of MamboMeme (the evaluation lab is not installed)" in proc.stderr
+    proc = subprocess.run([sys.executable, "mambo.py", "--help"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "eval" in proc.stdout, proc.stderr

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.lab": 2, "mambomeme.lab.bench": 2, "mambomeme.lab.calibrate": 2, "mambomeme.lab.nomatch": 2,
     "mambomeme.lab.scale": 2, "mambomeme.lab.evaluation": 2, "mambomeme.lab.scoring": 2,
     "mambomeme.lab.evaluation_commands": 2, "mambomeme.lab.pty": 2,
+    "mambomeme.lab.product": 2,
     "mambo": 3, "mambomeme.commands": 3,
 }
 COMMAND_LINE = ("mambo", "mambomeme.commands")  # the script and the module that holds its commands
@@ -181,3 +182,43 @@ def test_mambo_eval_without_the_lab_is_one_line_and_exit_2(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "mambo.py", "--help"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and "eval" in proc.stdout, proc.stderr
+
+
+def benchdata_scripts() -> list[Path]:
+    return sorted((REPO / "benchdata").rglob("*.py"))
+
+
+def test_benchdata_reaches_the_product_only_through_the_lab() -> None:
+    # benchdata's scripts call the lab's public names; the product's own modules are the lab's business
+    # (mambomeme/lab/product.py is the one door), so renaming a product module mends one file.
+    def outside(module: str) -> bool:
+        return (module == "mambo" or module.startswith("mambomeme")) and not (
+            module == "mambomeme.lab" or module.startswith("mambomeme.lab."))
+
+    wrong: list[str] = []
+    for path in benchdata_scripts():
+        where = path.relative_to(REPO)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                wrong += [f"{where}:{node.lineno} import {a.name}" for a in node.names if outside(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == "mambomeme":  # `from mambomeme import lab` is the lab; any other name is not
+                    wrong += [f"{where}:{node.lineno} from mambomeme import {a.name}" for a in node.names
+                              if a.name != "lab"]
+                elif outside(node.module):
+                    wrong.append(f"{where}:{node.lineno} from {node.module}")
+                elif node.module.startswith("mambomeme"):
+                    wrong += [f"{where}:{node.lineno} {node.module}.{a.name}" for a in node.names
+                              if a.name.startswith("_")]
+    assert len(benchdata_scripts()) >= 26
+    assert not wrong, wrong
+
+
+def test_the_door_holds_what_benchdata_uses() -> None:
+    # Each name mambomeme/lab/product.py passes on is imported by some script, and each is the product's.
+    from mambomeme.lab import product
+
+    used = {a.name for path in benchdata_scripts() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ImportFrom) and node.module == "mambomeme.lab.product" for a in node.names}
+    assert set(product.__all__) == used
+    assert not [n for n in product.__all__ if n.startswith("_")]

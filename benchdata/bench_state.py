@@ -17,9 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.sidecars import Metadata  # noqa: E402
-from mambomeme.state import file_params, restate  # noqa: E402
+from mambomeme.lab.product import DB, Metadata, file_params, restate  # noqa: E402
 
 
 def build(db: DB, n: int, rng: random.Random) -> None:

@@ -12,11 +12,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mambomeme.embed import get_embedder  # noqa: E402
 from mambomeme.lab.bench import load_dev_queries  # noqa: E402
 from mambomeme.lab.calibrate import evaluate_runs, objective  # noqa: E402
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.search import DEFAULT_SYSTEMS, Searcher  # noqa: E402
+from mambomeme.lab.product import DB, DEFAULT_SYSTEMS, Searcher, get_embedder  # noqa: E402
 
 GATES = [None, (0.5, 1.0, 1.0), (0.25, 1.0, 2.0), (0.5, 1.0, 2.0), (0.67, 1.0, 2.0), (0.5, 1.0, 5.0),
          (0.5, 1.0, 30.0), (0.5, 0.75, 5.0), (0.5, 0.75, 30.0), (0.5, 0.75, 100.0)]

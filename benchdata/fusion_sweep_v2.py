@@ -21,11 +21,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mambomeme.embed import get_embedder  # noqa: E402
 from mambomeme.lab.bench import judged_queries  # noqa: E402
 from mambomeme.lab.calibrate import ndcg_at_10  # noqa: E402
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.search import DEFAULT_SYSTEMS, Searcher  # noqa: E402
+from mambomeme.lab.product import DB, DEFAULT_SYSTEMS, Searcher, get_embedder  # noqa: E402
 
 V2 = Path(__file__).parent / "v1"
 GRID = ["hybrid:dense_feedback=null,lexical_evidence.partial=0",  # without DENSE_FEEDBACK and partial

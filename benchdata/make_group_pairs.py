@@ -277,9 +277,8 @@ def truth_of(recipe: Path) -> dict[str, tuple[str, str]]:
 def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) -> None:
     import time
 
-    from mambomeme import images
     from mambomeme.lab.bench import group_quality
-    from mambomeme.library import DB
+    from mambomeme.lab.product import DB, assign_groups
 
     files = truth_of(recipe)
     db = DB(lib, create=False)
@@ -298,7 +297,7 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
         stored[item_id] = group
         inputs[item_id] = (item_id, phash, text)
     try:  # the rule of a tree that knows templates' fixed words
-        from mambomeme.templates import known_text
+        from mambomeme.lab.product import known_text
     except ImportError:
         known_text = None
     if no_known:
@@ -306,14 +305,14 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
     t0 = time.perf_counter()
     ordered = [inputs[i] for i in sorted(inputs)]
     if known_text is None:
-        rule = images.assign_groups(ordered)
+        rule = assign_groups(ordered)
     else:
         try:  # a tree whose rule also compares the pictures
-            from mambomeme.ingest import item_look
+            from mambomeme.lab.product import item_look
         except ImportError:
-            rule = images.assign_groups(ordered, known=lambda a, b: known_text(db, a, b))
+            rule = assign_groups(ordered, known=lambda a, b: known_text(db, a, b))
         else:
-            rule = images.assign_groups(ordered, known=lambda a, b: known_text(db, a, b),
+            rule = assign_groups(ordered, known=lambda a, b: known_text(db, a, b),
                                         look_of=lambda i: item_look(db, i))
     seconds = time.perf_counter() - t0
     wrong = collections.Counter()

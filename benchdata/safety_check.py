@@ -23,8 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import apsw  # noqa: E402
 
-from mambomeme.library import clean_line  # noqa: E402
-from mambomeme.safety_text import RULES_VERSION, detect_safety  # noqa: E402
+from mambomeme.lab.product import RULES_VERSION, clean_line, detect_safety  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 HIDDEN = ("unsafe", "critical")

@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.search import searcher_for  # noqa: E402
+from mambomeme.lab.product import DB, searcher_for  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

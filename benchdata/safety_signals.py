@@ -26,9 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from safety_check import dev_files, harmless_captions  # noqa: E402
 
-from mambomeme.library import clean_line  # noqa: E402
-from mambomeme.safety_meaning import WEIGHTS_FILE, meaning_model  # noqa: E402
-from mambomeme.safety_text import detect_safety  # noqa: E402
+from mambomeme.lab.product import WEIGHTS_FILE, clean_line, detect_safety, meaning_model  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 HIDDEN = ("unsafe", "critical")
@@ -77,7 +75,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--library")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    from mambomeme.embed import Embedder
+    from mambomeme.lab.product import Embedder
 
     model = meaning_model()
     emb = Embedder(quiet=True, threads=1)

@@ -109,7 +109,7 @@ def caption(text: str) -> str:
 
 def material() -> tuple[list[dict], dict[str, list[tuple[str, bool]]]]:
     """(training rows: text, cls, group, family; outside sets: name -> [(text, harmful)])."""
-    from mambomeme.safety_text import detect_safety
+    from mambomeme.lab.product import detect_safety
 
     rows = []
     for line in (HERE / "safety" / "generated.jsonl").read_text(encoding="utf-8").splitlines():
@@ -168,7 +168,7 @@ def prototype_vectors(vecs: dict[str, object]) -> dict[str, object]:
 def features(X, protos: dict[str, object]):  # noqa: ANN001, ANN201
     """The model's input, as the product computes it (safety_meaning.prototype_features): a
     prototype's own row meets itself at 1.0, as that sentence would in a library."""
-    from mambomeme.safety_meaning import prototype_features
+    from mambomeme.lab.product import prototype_features
 
     return prototype_features(X, [protos[c] for c in CLASSES])
 
@@ -205,7 +205,7 @@ def train(vecs: dict[str, object]) -> dict:
         by_family[fam] = {"rows": int(m.sum()), "harmful": int(harmful[m].sum()),
                           "out_of_fold_at_unsafe_bar": round(float((held[m] >= unsafe_bar).mean()), 4),
                           "out_of_fold_at_sensitive_bar": round(float((held[m] >= sensitive_bar).mean()), 4)}
-    from mambomeme.embed import EMBED_DIM, EMBED_MODEL_NAME, WEIGHTS_SHA256
+    from mambomeme.lab.product import EMBED_DIM, EMBED_MODEL_NAME, WEIGHTS_SHA256
 
     return {
         "signal": "caption-meaning-2",
@@ -235,7 +235,7 @@ def fixture_rates(model, vecs, protos, rows, bar: float) -> dict:  # noqa: ANN00
 
 
 def encode_all() -> dict[str, object]:
-    from mambomeme.embed import Embedder
+    from mambomeme.lab.product import Embedder
 
     rows, outside = material()
     texts = list(dict.fromkeys([caption(r["text"]) for r in rows]

@@ -1078,8 +1078,15 @@ def _labels() -> Any:
 @functools.cache
 def evaluation_commands() -> dict[str, click.Command]:
     """The lab's commands, gathered from its modules the first time one is asked for: `mambo bench`
-    (every benchmark), judge, run, score, interactions."""
-    from mambomeme.lab import bench, calibrate, evaluation_commands, nomatch, scale
+    (every benchmark), judge, run, score, interactions. The wheel leaves the lab out (pyproject.toml):
+    there, asking for one of them is the user's one-line error."""
+    try:
+        from mambomeme.lab import bench, calibrate, evaluation_commands, nomatch, scale
+    except ModuleNotFoundError as e:
+        if e.name != "mambomeme.lab":  # the lab is there and something it needs is not: say which
+            raise
+        raise MamboError("mambo eval needs a checkout of MamboMeme (the evaluation lab is not installed): "
+                         "run ./mambo eval there") from None
 
     group = FullHelpGroup(name="bench", help=bench.bench.help, context_settings=CONTEXT,
                           commands=bench.bench.commands)
@@ -1092,7 +1099,8 @@ def evaluation_commands() -> dict[str, click.Command]:
 
 
 class EvalGroup(FullHelpGroup):
-    """`mambo eval`: its commands are the lab's, imported only when one of them is used or listed."""
+    """`mambo eval`: its commands are the lab's, imported only when one of them is used or listed
+    (without the lab, that is a one-line error and exit status 2)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(EVAL_COMMANDS)

@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.lab": 2, "mambomeme.lab.bench": 2, "mambomeme.lab.calibrate": 2, "mambomeme.lab.nomatch": 2,
     "mambomeme.lab.scale": 2, "mambomeme.lab.evaluation": 2, "mambomeme.lab.scoring": 2,
     "mambomeme.lab.evaluation_commands": 2, "mambomeme.lab.pty": 2,
+    "mambomeme.lab.product": 2,
     "mambo": 3, "mambomeme.commands": 3,
 }
 COMMAND_LINE = ("mambo", "mambomeme.commands")  # the script and the module that holds its commands
@@ -316,3 +317,87 @@ def test_no_named_query_is_dead() -> None:
     run = {q for q, _m, _line, _src in queries_run()}
     dead = sorted(set(query_files()) - run)
     assert not dead, f"named queries no module runs (delete them): {dead}"
+
+
+def wheel_config() -> dict:
+    import tomllib
+
+    hatch = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]
+    return hatch["build"]["targets"]["wheel"]
+
+
+def test_the_wheel_leaves_the_lab_out() -> None:
+    # pip install . ships the product; the lab (its code and its .sql) stays in the checkout.
+    wheel = wheel_config()
+    assert "mambomeme" in wheel["only-include"]
+    assert "mambomeme/lab" in wheel["exclude"]
+    assert not [k for k in wheel.get("force-include", {}) if k.startswith("mambomeme")]
+
+
+def test_mambo_eval_without_the_lab_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # The tree `pip install .` lays out (pyproject.toml's wheel: its paths less the excluded ones,
+    # and the data it forces in), run as its own process.
+    import shutil
+    import subprocess
+    import sys
+
+    wheel = wheel_config()
+    for rel in [*wheel["only-include"], *wheel["force-include"]]:
+        src, dst = REPO / rel, tmp_path / wheel["force-include"].get(rel, rel)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst)
+    for rel in wheel["exclude"]:
+        shutil.rmtree(tmp_path / rel)
+    assert not list(tmp_path.rglob("lab")) and (tmp_path / "mambomeme" / "search.py").exists()
+    for args in (["eval", "score"], ["score"], ["eval", "bench", "cold"], ["eval", "--help"]):
+        proc = subprocess.run([sys.executable, "mambo.py", *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stdout == "" and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert "mambo eval needs a checkout of MamboMeme (the evaluation lab is not installed)" in proc.stderr
+    proc = subprocess.run([sys.executable, "mambo.py", "--help"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "eval" in proc.stdout, proc.stderr
+
+
+def benchdata_scripts() -> list[Path]:
+    return sorted((REPO / "benchdata").rglob("*.py"))
+
+
+def test_benchdata_reaches_the_product_only_through_the_lab() -> None:
+    # benchdata's scripts call the lab's public names; the product's own modules are the lab's business
+    # (mambomeme/lab/product.py is the one door), so renaming a product module mends one file.
+    def outside(module: str) -> bool:
+        return (module == "mambo" or module.startswith("mambomeme")) and not (
+            module == "mambomeme.lab" or module.startswith("mambomeme.lab."))
+
+    wrong: list[str] = []
+    for path in benchdata_scripts():
+        where = path.relative_to(REPO)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                wrong += [f"{where}:{node.lineno} import {a.name}" for a in node.names if outside(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == "mambomeme":  # `from mambomeme import lab` is the lab; any other name is not
+                    wrong += [f"{where}:{node.lineno} from mambomeme import {a.name}" for a in node.names
+                              if a.name != "lab"]
+                elif outside(node.module):
+                    wrong.append(f"{where}:{node.lineno} from {node.module}")
+                elif node.module.startswith("mambomeme"):
+                    wrong += [f"{where}:{node.lineno} {node.module}.{a.name}" for a in node.names
+                              if a.name.startswith("_")]
+    assert len(benchdata_scripts()) >= 26
+    assert not wrong, wrong
+
+
+def test_the_door_holds_what_benchdata_uses() -> None:
+    # Each name mambomeme/lab/product.py passes on is imported by some script, and each is the product's.
+    from mambomeme.lab import product
+
+    used = {a.name for path in benchdata_scripts() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ImportFrom) and node.module == "mambomeme.lab.product" for a in node.names}
+    assert set(product.__all__) == used
+    assert not [n for n in product.__all__ if n.startswith("_")]

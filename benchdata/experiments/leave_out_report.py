@@ -36,7 +36,6 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from mambomeme.embed import get_embedder  # noqa: E402
 from mambomeme.lab.bench import judged_queries  # noqa: E402
 from mambomeme.lab.calibrate import evaluate_runs  # noqa: E402
 from mambomeme.lab.nomatch import (  # noqa: E402  # noqa: E402
@@ -51,25 +50,24 @@ from mambomeme.lab.nomatch import (  # noqa: E402  # noqa: E402
     false_empty,
     fit_logistic,
 )
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.query_plan import (  # noqa: E402
+from mambomeme.lab.product import (  # noqa: E402
     ARTICLES,
+    DB,
     FILLER_WORDS,
+    Searcher,
     coverage,
+    evidence_features,
+    evidence_score,
+    forget_files,
+    get_embedder,
     holds_word,
     idf_weights,
     item_words,
     normalise_query,
-)
-from mambomeme.search import (  # noqa: E402
-    Searcher,
-    evidence_features,
-    evidence_score,
     plan_for,
     sync_systems,
     system_config,
 )
-from mambomeme.upkeep import forget_files  # noqa: E402
 
 V1 = HERE.parent / "v1"
 FOLD_SEED = 35

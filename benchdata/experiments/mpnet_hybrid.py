@@ -31,9 +31,7 @@ from typing import Any
 import mpnet_semantic as M
 import numpy as np
 
-from mambomeme.library import DB
-from mambomeme.search import DEFAULT_SYSTEMS, Searcher
-from mambomeme.vectormatrix import VectorMatrix
+from mambomeme.lab.product import DB, DEFAULT_SYSTEMS, Searcher, VectorMatrix
 
 
 class Encoder:

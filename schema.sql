@@ -1042,7 +1042,7 @@ CREATE UNIQUE INDEX ingest_errors_problem ON ingest_errors(path, kind, message);
 
 -- Migration 019: the coarse index of a large library scans int8 codes, not floats. sqlite-vec 0.1.9 reads a
 -- float[768] vector for a cosine distance in ~0.7-1.3 us and an int8[768] one for an L2 distance in
--- about half that (no SIMD in its wheel). Over QUANTIZED_MIN_VECTORS vectors (mambomeme/vectors.py)
+-- about half that (no SIMD in its wheel). Over QUANTIZED_MIN_VECTORS vectors (mambomeme/dense_index.py)
 -- every vector, all-fields and evidence alike, is a code here (its unit vector times CODE_SCALE,
 -- rounded: L2 between codes ranks as cosine between the vectors), in the partition of its nearest
 -- centroid; a search takes each probed partition's nearest codes and ranks them by the query's

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, ROOT, MamboError, file_sha256
+from mambomeme.library import DB, ROOT, file_sha256
+from mambomeme.output import MamboError
 from mambomeme.progress import Progress
 
 # all-mpnet-base-v2, as all-MiniLM-L6-v2 could not carry meaning: in the same hybrid, dev v2's

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import clean_line
+from mambomeme.output import clean_line
 from mambomeme.query_plan import edit_distance, normalise_query
 
 PIL_FORMATS = {"PNG": "png", "JPEG": "jpeg", "MPO": "jpeg", "GIF": "gif", "WEBP": "webp"}

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mambomeme.embed import Embedder, embed_items
-from mambomeme.library import DB, MamboError, clean_line, list_roots
+from mambomeme.library import DB, list_roots
+from mambomeme.output import MamboError, clean_line
 from mambomeme.templates import derive, item_files, items_in_scope
 from mambomeme.vocabulary import refresh_vocabulary
 

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, clean_line
+from mambomeme.library import DB
+from mambomeme.output import clean_line
 
 
 class OCR:

@@ -15,7 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from mambomeme.library import DB, clean_line, clean_text, get_setting
+from mambomeme.library import DB, get_setting
+from mambomeme.output import clean_line, clean_text
 
 STOPWORDS = frozenset(
     "a an the and or but of to in on at by for with from as is are was were be been am it its this that "

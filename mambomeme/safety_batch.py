@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import DB, clean_line, show_path
+from mambomeme.library import DB
+from mambomeme.output import clean_line, show_path
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_picture import REASON as PICTURE_REASON
 from mambomeme.safety_review import decide, has_decision, review_list

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mambomeme.library import DB, SAFETY_CLASSES, MamboError, clean_line, get_setting, set_setting
+from mambomeme.dense_index import stored_vector
+from mambomeme.library import DB, SAFETY_CLASSES, get_setting, set_setting
+from mambomeme.output import MamboError, clean_line
 from mambomeme.query_plan import QueryPlan
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_text import RULES_VERSION, Detection, detect_safety
 from mambomeme.state import decision_origin, restate, spread_decision
-from mambomeme.vectors import stored_vector
 from mambomeme.vocabulary import refresh_vocabulary
 
 # The caption signals (text rules and caption-meaning model) the library's classes come from.

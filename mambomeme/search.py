@@ -15,8 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mambomeme.dense_index import (
+    CODES_K,
+    CODES_RESCORE,
+    DENSE_OVERSAMPLE,
+    IVF_PROBE,
+    dequantize,
+    int8_codes,
+    large_probe,
+)
+from mambomeme.dense_memory import InMemoryVectors, VectorMatrix, feedback_rerank
 from mambomeme.embed import EMBED_MODEL_NAME, EMBED_MODEL_REVISION, EMBED_TEXT_RECIPE, Embedder, get_embedder
-from mambomeme.library import DB, SAFETY_POLICY_VERSION, MamboError, clean_line, show_path
+from mambomeme.library import DB, SAFETY_POLICY_VERSION
+from mambomeme.output import MamboError, clean_line, show_path
 from mambomeme.query_plan import (
     QueryEvidence,
     QueryPlan,
@@ -29,8 +40,6 @@ from mambomeme.query_plan import (
     typed_share,
 )
 from mambomeme.search_config import DenseFeedback, SystemConfig, read_config
-from mambomeme.vectormatrix import InMemoryVectors, VectorMatrix, feedback_rerank
-from mambomeme.vectors import CODES_K, CODES_RESCORE, DENSE_OVERSAMPLE, IVF_PROBE, dequantize, int8_codes, large_probe
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Retrieval
@@ -287,7 +296,7 @@ def statement_params(cfg: SystemConfig, plan: QueryPlan, limit: int, *, use_dens
     }
     if use_dense and large_clusters is not None:
         # A large library's coarse index scans int8 codes in more partitions, and it is the only
-        # dense index such a library has: it keeps no float vector (vectors.py)
+        # dense index such a library has: it keeps no float vector (dense_index.py)
         params["dense_index"] = "ivf-int8"
         params["probe"] = cfg.large_probe or large_probe(large_clusters)
     return params
@@ -325,14 +334,14 @@ class Searcher:
         # The dense route on its own thread and connection (False: inside the fusion statement on
         # this connection; tests compare the two)
         self.parallel = parallel
-        # A long-lived search's vectors held in memory (vectormatrix.py): the same ranking as the
+        # A long-lived search's vectors held in memory (dense_memory.py): the same ranking as the
         # SQL scan, exactly, in a tenth of the time
         self.vectors = vectors
 
     def facts(self) -> tuple[float, bool, int | None]:
         """(the share of servable memes whose sidecar described them (QueryEvidence.described),
         whether the library holds any vector, the partitions of its coarse index when it scans int8
-        codes (a large library, vectors.py) or None), kept per connection (the search screen makes a
+        codes (a large library, dense_index.py) or None), kept per connection (the search screen makes a
         Searcher a search) and read again only when the library changed (PRAGMA data_version:
         another connection's commits; total_changes: its own)."""
         version = (self.db.data_version(), self.db.con.total_changes())

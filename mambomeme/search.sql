@@ -92,7 +92,7 @@ WITH lex AS (
       AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
                         UNION ALL SELECT 0)
     UNION ALL
-    -- a large library's coarse index (migrations 019-020, mambomeme/vectors.py): in each of the
+    -- a large library's coarse index (migrations 019-020, mambomeme/dense_index.py): in each of the
     -- :probe partitions nearest the query, the :codes_k vectors whose int8 codes are nearest the
     -- query's (:qcode), every kind in one table (vector_id = item_id * 4 + kind); the
     -- :codes_rescore nearest of those are ranked by the cosine between the codes (the library keeps

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mambomeme.library import MamboError, clean_line
+from mambomeme.output import MamboError, clean_line
 
 # The dense indexes search.sql knows ('ivf-int8' is a large library's, chosen by the search itself).
 DENSE_INDEXES = ("float", "ivf", "bit-rescore", "ivf-int8")
@@ -111,7 +111,7 @@ class SystemConfig:
     rrf_k: float  # reciprocal rank fusion: weight / (rrf_k + rank)
     dense_index: str  # one of DENSE_INDEXES
     empty_rule: Mapping[str, Any]  # when a list is "no match": an EvidenceRule or a LogisticRule
-    # None: the value vectors.py gives (DENSE_OVERSAMPLE, large_probe(), CODES_K, CODES_RESCORE)
+    # None: the value dense_index.py gives (DENSE_OVERSAMPLE, large_probe(), CODES_K, CODES_RESCORE)
     dense_oversample: int | None = None  # 'bit-rescore': candidates per depth
     ivf_probe: int = 0
     large_probe: int | None = None  # a large library's probe

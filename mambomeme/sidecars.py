@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.images import BadInput
-from mambomeme.library import RIGHTS_STATUSES, SAFETY_CLASSES, clean_line, show_path
+from mambomeme.library import RIGHTS_STATUSES, SAFETY_CLASSES
+from mambomeme.output import clean_line, show_path
 
 MANIFEST_NAME = "mambo.jsonl"
 # The image files a folder is read for (ingest) and that a sidecar may describe.

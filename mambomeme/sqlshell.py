@@ -30,20 +30,15 @@ import click
 from mambomeme.library import (
     QUERY_FILES,
     SCHEMA_VERSION,
-    MamboError,
-    NoLibrary,
     Q,
-    clean_line,
-    clean_text,
     disk_full_message,
-    json_line,
     load_named_queries,
     load_sqlite_vec,
     no_library,
     read_as_immutable,
-    show_path,
     tidy_side_files,
 )
+from mambomeme.output import MamboError, NoLibrary, clean_line, clean_text, json_line, show_path
 
 FORMATS = ("table", "json", "csv")
 READ_ONLY_HINT = "the library is open read-only: run `mambo sql --write` to change it"

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.embed import WRITE_BATCH, Embedder, embed_items
-from mambomeme.library import DB, MamboError, clean_line, data_path, file_sha256, get_setting, set_setting, show_path
+from mambomeme.library import DB, data_path, file_sha256, get_setting, set_setting
+from mambomeme.output import MamboError, clean_line, show_path
 from mambomeme.progress import Progress
 from mambomeme.query_plan import normalise_query
 from mambomeme.state import template_group_id

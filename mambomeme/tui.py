@@ -1,5 +1,5 @@
 """The full-screen search as pure functions: rows, events and effects, `process_event(state, event)`
-and `paint(state) -> FSArray`. No terminal here: terminal.py owns it.
+and `paint(state) -> FSArray`. No terminal here: tui_shell.py owns it.
 
 Shape (bpython's curtsiesfrontend): a pure state machine and a pure painter, and a thin shell
 that owns the terminal.
@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import __version__, clean_line, clean_text, show_path
+from mambomeme.library import __version__
+from mambomeme.output import clean_line, clean_text, show_path
 from mambomeme.query_plan import normalise_query
 from mambomeme.search import DEFAULT_SYSTEM, Result
 

@@ -12,22 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mambomeme.dense_index import index_state, maintain_vector_index
 from mambomeme.embed import WRITE_BATCH, Embedder, embed_items, items_with_changed_text, waiting_note
-from mambomeme.library import (
-    DB,
-    SCHEMA_FILE,
-    MamboError,
-    Q,
-    clean_line,
-    item_count,
-    list_roots,
-    load_sqlite_vec,
-    root_by_name,
-    show_path,
-)
+from mambomeme.library import DB, SCHEMA_FILE, Q, item_count, list_roots, load_sqlite_vec, root_by_name
+from mambomeme.output import MamboError, clean_line, show_path
 from mambomeme.sidecars import IMAGE_SUFFIXES, SidecarFinder
 from mambomeme.state import apply_item_state, restate, same_readings
-from mambomeme.vectors import index_state, maintain_vector_index
 from mambomeme.vocabulary import refresh_vocabulary, vocabulary_is_stale
 
 # ─────────────────────────────────────────────────────────────────────────────

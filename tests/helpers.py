@@ -134,7 +134,7 @@ def write_partition(d: Path, images: Path, queries: list[dict], *, partition: st
 # ── The full-screen app in a PTY ──
 
 # The shell looks `paint` up in its own module: the exception test replaces it there.
-TUI_MODULE = "mambomeme.terminal"
+TUI_MODULE = "mambomeme.tui_shell"
 ESC = "\x1b"
 
 

@@ -47,7 +47,7 @@ try:
 except SystemExit:
     pass
 heavy = ("numpy", "apsw.shell", "onnxruntime", "PIL", "cv2", "mambomeme.ingest", "mambomeme.lab", "mambomeme.search",
-         "mambomeme.sqlshell", "mambomeme.terminal")
+         "mambomeme.sqlshell", "mambomeme.tui_shell")
 print("LOADED", sorted(m for m in sys.modules if m in heavy or m.startswith("mambomeme.lab")), file=sys.stderr)
 """
 

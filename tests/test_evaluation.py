@@ -44,7 +44,8 @@ from mambomeme.lab.scoring import (
     measure_pty,
     publish,
 )
-from mambomeme.library import PACKAGE, QUERY_FILES, MamboError, Q, load_named_queries, load_query_files
+from mambomeme.library import PACKAGE, QUERY_FILES, Q, load_named_queries, load_query_files
+from mambomeme.output import MamboError
 from mambomeme.search import Searcher
 
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from helpers import IMAGES, REPO, assert_restored, finish, invoke, open_db, run_app, run_process, search
 from mambomeme.ingest import Ingester
 from mambomeme.lab.bench import HOSTILE_QUERIES, synthetic_variants
-from mambomeme.library import DB, RIGHTS_STATUSES, SAFETY_CLASSES, clean_line, db_error_message, file_sha256
+from mambomeme.library import DB, RIGHTS_STATUSES, SAFETY_CLASSES, db_error_message, file_sha256
+from mambomeme.output import clean_line
 from mambomeme.sidecars import SidecarFinder
 
 pytestmark = pytest.mark.slow  # real PTYs, processes and many ingests

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 import mambo
 from helpers import FIXTURE, forget_vectors, invoke, open_db, run_process
+from mambomeme.dense_index import int8_codes, maintain_vector_index
+from mambomeme.dense_memory import InMemoryVectors
 from mambomeme.embed import embed_items, get_embedder, model_id_for
 from mambomeme.lab.bench import load_dev_queries
 from mambomeme.library import DB
@@ -36,8 +38,6 @@ from mambomeme.search import (
     sync_systems,
 )
 from mambomeme.upkeep import check_library, library_status
-from mambomeme.vectormatrix import InMemoryVectors
-from mambomeme.vectors import int8_codes, maintain_vector_index
 
 SYSTEMS = ["bm25", "dense", "hybrid"]
 # Items the policy must never show: unsafe, critical, withdrawn, private (see the fixture README).
@@ -333,8 +333,8 @@ def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: py
     gets float vectors again. The fixture stands in for a large library (threshold lowered)."""
     import numpy as np
 
-    monkeypatch.setattr("mambomeme.vectors.QUANTIZED_MIN_VECTORS", 10)
-    monkeypatch.setattr("mambomeme.vectors.IVF_MIN_VECTORS", 10)
+    monkeypatch.setattr("mambomeme.dense_index.QUANTIZED_MIN_VECTORS", 10)
+    monkeypatch.setattr("mambomeme.dense_index.IVF_MIN_VECTORS", 10)
     db = open_db(library_copy[0])
     searcher = Searcher(db, get_embedder())
     floats = {(i << 2): e for i, e in db.con.execute("SELECT item_id, embedding FROM item_vectors")}
@@ -467,7 +467,7 @@ def _same_ranking(a: list[Result], b: list[Result]) -> None:
 
 
 def test_vectors_held_in_memory_rank_as_the_sql_scan(fixture_library: Path) -> None:
-    """The search screen's dense route (vectormatrix.py) gives the SQL scan's ranking."""
+    """The search screen's dense route (dense_memory.py) gives the SQL scan's ranking."""
     db = open_db(fixture_library)
     vectors = InMemoryVectors(fixture_library)
     vectors.start()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mambomeme.library import DB, MamboError
+from mambomeme.library import DB
+from mambomeme.output import MamboError
 from mambomeme.search import DEFAULT_SYSTEMS, config_sha, load_system, sync_systems, system_config
 from mambomeme.search_config import SystemConfig
 

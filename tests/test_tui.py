@@ -913,7 +913,7 @@ def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
 
     from mambomeme.embed import get_embedder
     from mambomeme.query_plan import plan_query
-    from mambomeme.terminal import _EncodeAhead
+    from mambomeme.tui_shell import _EncodeAhead
 
     queries = [json.loads(line)["query"] for line in
                (REPO / "benchdata" / "fixture" / "queries.jsonl").read_text().splitlines() if line.strip()]

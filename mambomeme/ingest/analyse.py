@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mambomeme.images import BadInput, ImageFacts, read_image
-from mambomeme.library import clean_line
 from mambomeme.ocr import OCR, get_ocr
+from mambomeme.output import clean_line
 from mambomeme.safety_picture import PictureScorer, get_picture
 from mambomeme.templates import Recognition, TemplateIndex
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mambomeme.dense_index import maintain_vector_index
 from mambomeme.embed import WRITE_BATCH, Embedder, embed_again, get_embedder, model_id
 from mambomeme.images import MAX_FILE_BYTES, BadInput, read_regular
 from mambomeme.ingest.analyse import Analyser, Analysis
@@ -20,15 +21,15 @@ from mambomeme.ingest.groups import Grouper, regroup_if_asked
 from mambomeme.ingest.stats import IngestStats, StageClock
 from mambomeme.ingest.walk import Found, find_root, utf8_path, walk
 from mambomeme.ingest.write import Batch, Pending, Writer
-from mambomeme.library import DB, clean_line, show_path
+from mambomeme.library import DB
 from mambomeme.ocr import ocr_engine_id, ocr_identity
+from mambomeme.output import clean_line, show_path
 from mambomeme.progress import Progress
 from mambomeme.safety_picture import identity
 from mambomeme.safety_review import engine_id
 from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinder, metadata_folders
 from mambomeme.state import same_readings
 from mambomeme.templates import TemplateIndex, recognise_existing, sync_catalogue, templates_revision
-from mambomeme.vectors import maintain_vector_index
 from mambomeme.vocabulary import refresh_vocabulary
 
 INGEST_BATCH = WRITE_BATCH  # files a batch reads, analyses, writes in one transaction and embeds together

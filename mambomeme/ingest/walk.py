@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mambomeme.images import BadInput
-from mambomeme.library import DB, clean_line, insert_root, list_roots, root_by_name
+from mambomeme.library import DB, insert_root, list_roots, root_by_name
+from mambomeme.output import clean_line
 from mambomeme.sidecars import IMAGE_SUFFIXES
 
 

@@ -18,20 +18,12 @@ from typing import Any
 
 import click
 
-from mambomeme.command_line import CONTEXT
+from mambomeme.cli_base import CONTEXT
 from mambomeme.embed import get_embedder
 from mambomeme.ingest import Ingester
-from mambomeme.library import (
-    DB,
-    FIXTURE_DIR,
-    ROOT,
-    SAFETY_CLASSES,
-    MamboError,
-    clean_line,
-    item_count,
-    show_path,
-)
+from mambomeme.library import DB, FIXTURE_DIR, ROOT, SAFETY_CLASSES, item_count
 from mambomeme.ocr import get_ocr
+from mambomeme.output import MamboError, clean_line, show_path
 from mambomeme.sidecars import IMAGE_SUFFIXES, MANIFEST_NAME
 from mambomeme.templates import (
     MIN_INLIERS,
@@ -631,7 +623,7 @@ def bench_groups(ctx: click.Context, recipe: Path, as_json: bool) -> None:
     the library and the groups the current rule (images.near_identical) makes of the same items
     in the order ingest met them; nothing else is written (an older library is migrated on opening,
     as by every command)."""
-    from mambomeme.command_line import open_library
+    from mambomeme.cli_base import open_library
     from mambomeme.images import assign_groups
     from mambomeme.templates import known_text
 

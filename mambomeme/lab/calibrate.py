@@ -1,6 +1,6 @@
 """Choices made on development queries: the ablation of retrieval's parts, which text an item embeds,
 the "nothing matches" thresholds and route weights (`mambo bench calibrate`), and the TUI's latency
-(`mambo bench tui`). Registered under `mambo bench` by mambomeme/commands.py."""
+(`mambo bench tui`). Registered under `mambo bench` by mambomeme/cli.py."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from typing import Any
 
 import click
 
-from mambomeme.command_line import open_library
+from mambomeme.cli_base import open_library
 from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts, get_embedder
 from mambomeme.lab.bench import judged_queries, load_dev_queries, machine_info
 from mambomeme.lab.pty import measure_latencies
-from mambomeme.library import DB, FIXTURE_DIR, default_db_path, show_path
+from mambomeme.library import DB, FIXTURE_DIR, default_db_path
+from mambomeme.output import show_path
 from mambomeme.search import (
     DEFAULT_SYSTEM,
     DEFAULT_SYSTEMS,
@@ -303,5 +304,5 @@ def bench_calibrate(ctx: click.Context, queries_path: Path, systems_: tuple[str,
                    f"CorrectEmpty {b['correct_empty']:.3f}  C {b['C']:.3f}  objective {b['objective']:.4f}")
 
 
-# Registered under `mambo bench` by mambomeme/commands.py.
+# Registered under `mambo bench` by mambomeme/cli.py.
 BENCH_COMMANDS = [bench_tui, bench_ablation, bench_embed_text, bench_calibrate]

@@ -24,7 +24,8 @@ import click
 
 from mambomeme.embed import get_embedder
 from mambomeme.lab.bench import machine_info
-from mambomeme.library import DB, ROOT, MamboError, __version__, clean_line, clean_text, file_sha256, show_path
+from mambomeme.library import DB, ROOT, __version__, file_sha256
+from mambomeme.output import MamboError, clean_line, clean_text, show_path
 from mambomeme.query_plan import STOPWORDS, normalise_query
 from mambomeme.search import Result, Searcher, needs_model, searcher_for, sync_systems, system_config
 

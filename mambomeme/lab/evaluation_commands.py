@@ -1,6 +1,6 @@
 """The evaluation's commands: `mambo bench import/list/show/freeze/expose/retire/corpus/audit/pool/
 export-batch/import-judgements/key-answers/agreement/labels`, `mambo judge`, `mambo run`, `mambo score` and
-`mambo interactions`. mambomeme/commands.py registers them (BENCH_COMMANDS, COMMANDS)."""
+`mambo interactions`. mambomeme/cli.py registers them (BENCH_COMMANDS, COMMANDS)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from mambomeme.command_line import CONTEXT, open_library
+from mambomeme.cli_base import CONTEXT, open_library
 from mambomeme.lab.evaluation import (
     LATENCY_SEARCHES,
     LATENCY_WARMUPS,
@@ -48,7 +48,7 @@ from mambomeme.lab.scoring import (
     rollback,
     score,
 )
-from mambomeme.library import MamboError, clean_line, show_path
+from mambomeme.output import MamboError, clean_line, show_path
 from mambomeme.search import DEFAULT_SYSTEM
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -422,7 +422,7 @@ def interactions(ctx: click.Context) -> None:
         click.echo(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}))
 
 
-# Registered by mambomeme/commands.py: the `mambo bench` subcommands of the protocol, and the top-level commands.
+# Registered by mambomeme/cli.py: the `mambo bench` subcommands of the protocol, and the top-level commands.
 BENCH_COMMANDS = [bench_import, bench_list, bench_show, *_LIFECYCLE, bench_corpus, bench_audit, bench_pool,
                   bench_adjudication, bench_export_batch, bench_import_judgements, bench_key_answers,
                   bench_agreement, bench_labels]

@@ -15,11 +15,12 @@ from typing import Any
 import click
 import numpy as np
 
-from mambomeme.command_line import open_library
+from mambomeme.cli_base import open_library
 from mambomeme.embed import get_embedder
 from mambomeme.lab.bench import judged_queries
 from mambomeme.lab.calibrate import evaluate_runs, objective
-from mambomeme.library import DB, MamboError, show_path
+from mambomeme.library import DB
+from mambomeme.output import MamboError, show_path
 from mambomeme.search import Result, Searcher, evidence_features, evidence_score, sync_systems, system_config
 
 # Which evidence each system has: bm25 has no dense similarity, dense no word route.
@@ -207,5 +208,5 @@ def bench_no_match(ctx: click.Context, queries_path: Path, labels_path: Path | N
                        f"({FOLDS} family folds)")
 
 
-# Registered under `mambo bench` by mambomeme/commands.py.
+# Registered under `mambo bench` by mambomeme/cli.py.
 BENCH_COMMANDS = [bench_no_match]

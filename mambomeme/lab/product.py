@@ -5,6 +5,7 @@ never from a product module, so a product module that is renamed or moved is men
 
 from __future__ import annotations
 
+from mambomeme.dense_memory import VectorMatrix
 from mambomeme.embed import (
     EMBED_DIM,
     EMBED_MODEL_NAME,
@@ -16,8 +17,9 @@ from mambomeme.embed import (
 )
 from mambomeme.images import assign_groups, read_image
 from mambomeme.ingest import item_look
-from mambomeme.library import DB, ROOT, clean_line
+from mambomeme.library import DB, ROOT
 from mambomeme.ocr import OCR
+from mambomeme.output import clean_line
 from mambomeme.query_plan import (
     ARTICLES,
     FILLER_WORDS,
@@ -48,7 +50,6 @@ from mambomeme.sidecars import Metadata
 from mambomeme.state import file_params, restate
 from mambomeme.templates import known_text
 from mambomeme.upkeep import forget_files
-from mambomeme.vectormatrix import VectorMatrix
 
 __all__ = [
     # the library file and the checkout whose code runs

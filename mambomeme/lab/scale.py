@@ -1,6 +1,6 @@
 """Scale benchmarks of `mambo bench`: search latency on libraries topped up with seeded synthetic
 memes (`bench search`), a long mixed and hostile load (`bench load`) and cold starts (`bench cold`).
-Numbers with the machine they ran on, never asserted by tests. mambomeme/commands.py registers BENCH_COMMANDS."""
+Numbers with the machine they ran on, never asserted by tests. mambomeme/cli.py registers BENCH_COMMANDS."""
 
 from __future__ import annotations
 
@@ -18,15 +18,7 @@ from typing import Any
 
 import click
 
-from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
-from mambomeme.ingest import Ingester
-from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
-from mambomeme.library import DB, FIXTURE_DIR, ROOT, MamboError, clean_line, insert_root, item_count
-from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
-from mambomeme.sidecars import Metadata
-from mambomeme.state import file_params
-from mambomeme.vectormatrix import InMemoryVectors
-from mambomeme.vectors import (
+from mambomeme.dense_index import (
     DENSE_OVERSAMPLE,
     IVF_MIN_VECTORS,
     IVF_PROBE,
@@ -36,6 +28,15 @@ from mambomeme.vectors import (
     read_spill,
     spill_vectors,
 )
+from mambomeme.dense_memory import InMemoryVectors
+from mambomeme.embed import CAPTION, PICTURE, Embedder, ensure_onnx, field_texts, get_embedder
+from mambomeme.ingest import Ingester
+from mambomeme.lab.bench import HOSTILE_QUERIES, load_dev_queries, machine_info, percentiles
+from mambomeme.library import DB, FIXTURE_DIR, ROOT, insert_root, item_count
+from mambomeme.output import MamboError, clean_line
+from mambomeme.search import DEFAULT_SYSTEM, DEFAULT_SYSTEMS, Searcher, format_result, plan_for, sync_systems
+from mambomeme.sidecars import Metadata
+from mambomeme.state import file_params
 from mambomeme.vocabulary import refresh_vocabulary
 
 SYNTH_WORDS = (
@@ -169,7 +170,7 @@ def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: lis
     memory: Searcher | None = None
     for name, cfg in variants.items():
         if name.endswith("-memory") and memory is None:
-            # the search screen's dense route: the vectors read into memory once (vectormatrix.py)
+            # the search screen's dense route: the vectors read into memory once (dense_memory.py)
             vectors = InMemoryVectors(Path(path))
             t = time.perf_counter()
             vectors.start()

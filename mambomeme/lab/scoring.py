@@ -40,7 +40,8 @@ from mambomeme.lab.evaluation import (
     system_row,
 )
 from mambomeme.lab.pty import MeasuredTUI
-from mambomeme.library import DB, MamboError, file_sha256, show_path
+from mambomeme.library import DB, file_sha256
+from mambomeme.output import MamboError, show_path
 
 # ─────────────────────────────────────────────────────────────────────────────
 # Latency in the real interface (80x24 PTY)

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from mambomeme.library import DB, MamboError, default_db_path
+from mambomeme.library import DB, default_db_path
+from mambomeme.output import MamboError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

@@ -20,22 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mambomeme.command_line import CONTEXT, FullHelpGroup, LazyChoice, LazyDefault, as_click, open_library
-from mambomeme.library import (
-    MamboError,
-    NoLibrary,
-    __version__,
-    clean_line,
-    clean_text,
-    db_error_message,
-    default_db_path,
-    get_setting,
-    json_line,
-    list_roots,
-    path_bytes,
-    set_setting,
-    show_path,
-)
+from mambomeme.cli_base import CONTEXT, FullHelpGroup, LazyChoice, LazyDefault, as_click, open_library
+from mambomeme.library import __version__, db_error_message, default_db_path, get_setting, list_roots, set_setting
+from mambomeme.output import MamboError, NoLibrary, clean_line, clean_text, json_line, path_bytes, show_path
 
 if TYPE_CHECKING:
     from mambomeme.library import DB
@@ -351,7 +338,7 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
     sync_systems(db)
     if query is None:
         if screen:
-            from mambomeme.terminal import run_tui
+            from mambomeme.tui_shell import run_tui
 
             ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready,
                              query=typed or "", multi=multi, null=null))
@@ -448,10 +435,10 @@ def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts, size, models, schema version and recent ingest errors."""
+    from mambomeme.dense_index import IVF_MIN_VECTORS
     from mambomeme.embed import waiting_note, waiting_to_embed
     from mambomeme.safety_review import review_counts
     from mambomeme.upkeep import library_status
-    from mambomeme.vectors import IVF_MIN_VECTORS
 
     db = open_library(ctx)
     st = library_status(db)
@@ -987,7 +974,7 @@ def demo(ctx: click.Context, fresh: bool) -> None:
     from mambomeme.ingest import Ingester
     from mambomeme.library import DB, FIXTURE_DIR
     from mambomeme.search import DEFAULT_SYSTEM, sync_systems
-    from mambomeme.terminal import run_tui
+    from mambomeme.tui_shell import run_tui
 
     path = ctx.obj["db_path"] or default_db_path().with_name("demo.sqlite")
     images = FIXTURE_DIR / "images"

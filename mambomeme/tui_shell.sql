@@ -1,4 +1,4 @@
--- Named queries of the full-screen search (mambomeme/terminal.py): previews, interaction events.
+-- Named queries of the full-screen search (mambomeme/tui_shell.py): previews, interaction events.
 -- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
 -- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
 -- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.

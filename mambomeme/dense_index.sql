@@ -1,4 +1,4 @@
--- The coarse index's int8 codes (migration 019, mambomeme/vectors.py maintain_vector_index).
+-- The coarse index's int8 codes (migration 019, mambomeme/dense_index.py maintain_vector_index).
 
 -- name: holds_vector_codes
 -- Whether the library's coarse index scans int8 codes (a large library: QUANTIZED_MIN_VECTORS).

@@ -46,7 +46,7 @@ class VectorMatrix:
     @classmethod
     def load(cls, db: DB) -> VectorMatrix | None:
         """Read the servable vectors; None when the library is over MATRIX_MAX_VECTORS (or holds
-        int8 codes: a large library, vectors.py)."""
+        int8 codes: a large library, dense_index.py)."""
         import numpy as np
 
         whole_n, fields_n, quantized = (int(x) for x in db.q1("matrix_bounds"))

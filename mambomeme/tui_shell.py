@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mambomeme.dense_memory import InMemoryVectors
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
-from mambomeme.library import DB, MamboError, clean_line, clean_text, db_error_message, get_setting, path_bytes
+from mambomeme.library import DB, db_error_message, get_setting
+from mambomeme.output import MamboError, clean_line, clean_text, path_bytes
 from mambomeme.query_plan import QueryPlan
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, load_system, needs_model, plan_for, system_version
 from mambomeme.tui import (
@@ -53,7 +55,6 @@ from mambomeme.tui import (
     process_event,
     row_from_result,
 )
-from mambomeme.vectormatrix import InMemoryVectors
 
 # -- The shell: owns the terminal, performs effects --------------------------------------------
 
@@ -390,7 +391,7 @@ class _Shell:
         cfg = load_system(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
         self.cfg = cfg
-        # The dense route's vectors in memory for this session's searches (vectormatrix.py),
+        # The dense route's vectors in memory for this session's searches (dense_memory.py),
         # loaded beside the model; until then, and for a library too large, the SQL scan answers.
         self.vectors = InMemoryVectors(db.path) if self.needs_model else None
         setting = None

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mambomeme.dense_memory import MATRIX_MAX_VECTORS
 from mambomeme.embed import EMBED_DIM
 from mambomeme.library import DB, Q
-from mambomeme.vectormatrix import MATRIX_MAX_VECTORS
 
 
 def kmeans(vectors: Any, clusters: int, iterations: int, seed: int) -> Any:

@@ -1,4 +1,4 @@
--- Named queries of the dense route's vectors held in memory (mambomeme/vectormatrix.py).
+-- Named queries of the dense route's vectors held in memory (mambomeme/dense_memory.py).
 -- Each query starts with a `-- name: NAME` line and runs to the next. Parameters are apsw named
 -- bindings (:name). Keep SQL here, not in Python strings. Every *.sql file of this folder is loaded
 -- into one namespace (mambomeme/library.py): a name defined twice stops the program at import.
@@ -11,7 +11,7 @@ SELECT (SELECT count(*) FROM item_vectors), (SELECT count(*) FROM item_field_vec
        EXISTS (SELECT 1 FROM vector_codes_items);
 
 -- name: matrix_vectors
--- The servable vectors a long-lived search holds in memory (vectormatrix.py): all-fields ...
+-- The servable vectors a long-lived search holds in memory (dense_memory.py): all-fields ...
 SELECT item_id, embedding FROM item_vectors WHERE servable = 1;
 
 -- name: matrix_field_vectors

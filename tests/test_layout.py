@@ -11,8 +11,8 @@ from pathlib import Path
 
 from helpers import REPO
 
-# The rooms of README's "How it is built", lowest first. A module may import from its own layer or
-# below, never above; a new module must be given a room here (and in the README's map).
+# The rooms of docs/architecture.md's module map, lowest first. A module may import from its own layer or
+# below, never above; a new module must be given a room here (and a row in that map).
 LAYERS: dict[str, int] = {
     "mambomeme": 0, "mambomeme.library": 0, "mambomeme.output": 0,
     "mambomeme.images": 1, "mambomeme.safety_text": 1, "mambomeme.safety_meaning": 1, "mambomeme.sidecars": 1,
@@ -68,7 +68,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def test_every_module_has_a_room() -> None:
-    assert set(modules()) == set(LAYERS), "give each new module a layer here and a row in README's map"
+    assert set(modules()) == set(LAYERS), "give each new module a layer here and a row in docs/architecture.md's map"
 
 
 def test_imports_never_run_upward() -> None:
@@ -403,3 +403,53 @@ def test_the_door_holds_what_benchdata_uses() -> None:
             if isinstance(node, ast.ImportFrom) and node.module == "mambomeme.lab.product" for a in node.names}
     assert set(product.__all__) == used
     assert not [n for n in product.__all__ if n.startswith("_")]
+
+
+# -- docs/architecture.md is true to the code ----------------------------------------------------
+
+
+def defined_names(path: Path) -> set[str]:
+    """The top-level functions, classes and assignments of a module, and each class's methods."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                names |= {f"{node.name}.{m.name}" for m in node.body
+                          if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def test_the_architecture_page_names_only_what_exists() -> None:
+    """Every file path, module and `module.name` that docs/architecture.md gives exists in the code,
+    and every module of the package has a row in its map."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    mods = modules()
+    by_stem: dict[str, list[str]] = {}
+    for name in mods:
+        by_stem.setdefault(name.rsplit(".", 1)[-1], []).append(name)
+    code = re.findall(r"`([^`\n]+)`", page)
+    missing = [p for c in code for p in re.findall(r"(?:mambomeme|benchdata|tests|migrations)/[\w/.-]*\w", c)
+               if not any(ch.isupper() for ch in p) and not (REPO / p).exists()]
+    defined = {m: defined_names(p) for m, p in mods.items()}
+    everywhere = set().union(*defined.values())
+    wrong = []
+    for c in code:
+        for stem, name in re.findall(r"\b([A-Za-z_]\w*)\.([A-Za-z_]\w*(?:\.\w+)?)\b", c):
+            if name in ("py", "sql", "md", "json", "jsonl", "toml", "txt"):
+                continue
+            if stem not in by_stem:
+                # `picture.PictureScorer`: a name the code defines, under a module that does not exist
+                if name.split(".")[0] in everywhere - {"search", "q", "rows", "run"} and stem not in everywhere:
+                    wrong.append(f"{stem}.{name}")
+                continue
+            if not any(name in defined[m] for m in by_stem[stem]):
+                wrong.append(f"{stem}.{name}")
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+    assert not wrong, f"docs/architecture.md names what its module does not define: {wrong}"
+    unmapped = [str(p.relative_to(REPO)) for m, p in mods.items() if m != "mambomeme"
+                and not p.name == "__init__.py" and str(p.relative_to(REPO)) not in page]
+    assert not unmapped, f"give these modules a row in docs/architecture.md's map: {unmapped}"

@@ -453,3 +453,24 @@ def test_the_architecture_page_names_only_what_exists() -> None:
     unmapped = [str(p.relative_to(REPO)) for m, p in mods.items() if m != "mambomeme"
                 and not p.name == "__init__.py" and str(p.relative_to(REPO)) not in page]
     assert not unmapped, f"give these modules a row in docs/architecture.md's map: {unmapped}"
+
+
+# A step is read in one screen: the ingest package's functions and the Searcher's methods.
+MAX_STEP_LINES = 60
+
+
+def test_search_and_ingest_go_in_steps() -> None:
+    paths = [*(REPO / "mambomeme" / "ingest").glob("*.py"), REPO / "mambomeme" / "search.py"]
+    long = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        scopes = tree.body if path.parent.name == "ingest" else [
+            n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Searcher"]
+        for node in scopes:
+            for fn in ast.walk(node):
+                if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                    n = fn.end_lineno - (fn.decorator_list[0].lineno if fn.decorator_list else fn.lineno) + 1
+                    if n > MAX_STEP_LINES:
+                        long.append(f"{path.relative_to(REPO)}:{fn.lineno} {fn.name} ({n} lines)")
+    assert not long, f"split into steps of at most {MAX_STEP_LINES} lines: {long}"
+    assert any(p.name == "pipeline.py" for p in paths)

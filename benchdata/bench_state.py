@@ -27,16 +27,44 @@ def build(db: DB, n: int, rng: random.Random) -> None:
         for i in range(n):
             if i % 3 == 0:
                 group = int(db.q1("new_group", {"kind": "perceptual", "label": None})[0])
-            item = int(db.q1("insert_item", Metadata(title=f"t{i}").params() | {
-                "sha256": hashlib.sha256(str(i).encode()).hexdigest(), "format": "png", "width": 1, "height": 1,
-                "byte_size": 0, "phash": 0, "dhash": 0, "perceptual_group": group, "template_group": None,
-                "ocr_text": "x", "ocr_engine_id": None, "template_id": None, "template_score": None,
-                "recognised_revision": 0, "ocr_boxes": None})[0])
+            item = int(
+                db.q1(
+                    "insert_item",
+                    Metadata(title=f"t{i}").params()
+                    | {
+                        "sha256": hashlib.sha256(str(i).encode()).hexdigest(),
+                        "format": "png",
+                        "width": 1,
+                        "height": 1,
+                        "byte_size": 0,
+                        "phash": 0,
+                        "dhash": 0,
+                        "perceptual_group": group,
+                        "template_group": None,
+                        "ocr_text": "x",
+                        "ocr_engine_id": None,
+                        "template_id": None,
+                        "template_score": None,
+                        "recognised_revision": 0,
+                        "ocr_boxes": None,
+                    },
+                )[0]
+            )
             for k in range(1 + i % 2):
                 md = Metadata(source="sidecar:x.json", title=f"t{i}", private=rng.random() < 0.05)
                 md.given = frozenset({"private", "title"})
-                db.q("insert_file", {"item_id": item, "root_id": root, "rel_path": f"{i}-{k}.png", "size": 0,
-                                     "mtime_ns": 0, "sidecar_sha256": ""} | file_params(md))
+                db.q(
+                    "insert_file",
+                    {
+                        "item_id": item,
+                        "root_id": root,
+                        "rel_path": f"{i}-{k}.png",
+                        "size": 0,
+                        "mtime_ns": 0,
+                        "sidecar_sha256": "",
+                    }
+                    | file_params(md),
+                )
 
 
 def main(n: int) -> None:

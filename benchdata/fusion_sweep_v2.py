@@ -26,14 +26,25 @@ from mambomeme.lab.calibrate import ndcg_at_10  # noqa: E402
 from mambomeme.lab.product import DB, DEFAULT_SYSTEMS, Searcher, get_embedder  # noqa: E402
 
 V2 = Path(__file__).parent / "v1"
-GRID = ["hybrid:dense_feedback=null,lexical_evidence.partial=0",  # without DENSE_FEEDBACK and partial
-        "hybrid:dense_feedback=null,lexical_evidence.partial=0,lexical_evidence.boost=30,keep_full_matches=false",
-        "hybrid:dense_feedback=null,lexical_evidence.partial=0,lexical_evidence.boost=1",
-        "hybrid:dense_feedback=null,lexical_evidence.partial=1", "hybrid:dense_feedback=null",
-        "hybrid:lexical_evidence.partial=0", "hybrid:lexical_evidence.partial=1", "hybrid:lexical_evidence.partial=3",
-        "hybrid:dense_feedback.top=3", "hybrid:dense_feedback.top=8", "hybrid:dense_feedback.alpha=0.2",
-        "hybrid:dense_feedback.alpha=0.45", "hybrid:lexical_evidence.boost=1", "hybrid",
-        "dense", "dense:dense_feedback.top=5,dense_feedback.alpha=0.3", "bm25"]
+GRID = [
+    "hybrid:dense_feedback=null,lexical_evidence.partial=0",  # without DENSE_FEEDBACK and partial
+    "hybrid:dense_feedback=null,lexical_evidence.partial=0,lexical_evidence.boost=30,keep_full_matches=false",
+    "hybrid:dense_feedback=null,lexical_evidence.partial=0,lexical_evidence.boost=1",
+    "hybrid:dense_feedback=null,lexical_evidence.partial=1",
+    "hybrid:dense_feedback=null",
+    "hybrid:lexical_evidence.partial=0",
+    "hybrid:lexical_evidence.partial=1",
+    "hybrid:lexical_evidence.partial=3",
+    "hybrid:dense_feedback.top=3",
+    "hybrid:dense_feedback.top=8",
+    "hybrid:dense_feedback.alpha=0.2",
+    "hybrid:dense_feedback.alpha=0.45",
+    "hybrid:lexical_evidence.boost=1",
+    "hybrid",
+    "dense",
+    "dense:dense_feedback.top=5,dense_feedback.alpha=0.3",
+    "bm25",
+]
 
 
 def variant(spec: str) -> dict:
@@ -60,8 +71,9 @@ def judged_pairs(labels: Path) -> dict[str, dict[str, float]]:
     return pairs
 
 
-def evaluate(db: DB, queries: list[dict], judged: dict[str, dict[str, float]],
-             runs: dict[str, list[int]]) -> tuple[dict[str, float], dict[str, float], float]:
+def evaluate(
+    db: DB, queries: list[dict], judged: dict[str, dict[str, float]], runs: dict[str, list[int]]
+) -> tuple[dict[str, float], dict[str, float], float]:
     """Per-slice nDCG@10 with unjudged results as misses, the same on condensed lists, and the share
     of unjudged results in the top 10."""
     by_path = {rel: item for item, rel in db.con.execute("SELECT item_id, rel_path FROM files")}
@@ -97,13 +109,16 @@ def main(argv: list[str]) -> int:
         for condition, db in libraries.items():
             searcher = Searcher(db, embedder, parallel=False)
             # 30 deep: the condensed list needs judged results from below the top 10
-            runs = {q["id"]: [r.item_id for r in searcher.search(q["query"], cfg, 30, empty_rule=False)]
-                    for q in queries}
+            runs = {
+                q["id"]: [r.item_id for r in searcher.search(q["query"], cfg, 30, empty_rule=False)] for q in queries
+            }
             miss, condensed, unjudged = evaluate(db, queries, judged, runs)
             for name, m in (("miss", miss), ("condensed", condensed)):
-                line.append(f"{condition} {name:9} Q {sum(m.values()) / len(m):.3f} "
-                            + " ".join(f"{s} {v:.3f}" for s, v in m.items())
-                            + (f"  (unjudged in top 10: {unjudged:.1%})" if name == "miss" else ""))
+                line.append(
+                    f"{condition} {name:9} Q {sum(m.values()) / len(m):.3f} "
+                    + " ".join(f"{s} {v:.3f}" for s, v in m.items())
+                    + (f"  (unjudged in top 10: {unjudged:.1%})" if name == "miss" else "")
+                )
         print(f"{spec}\n    " + "\n    ".join(line), flush=True)
     return 0
 

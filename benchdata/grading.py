@@ -38,8 +38,11 @@ def describe(c: dict) -> str:
     """One candidate as a person would see it: caption, picture, template, people, title, tags."""
     parts = []
     text = " ".join((c.get("text") or "").split())
-    parts.append(f'caption: "{text[:CAPTION_CHARS]}{"…" if len(text) > CAPTION_CHARS else ""}"' if text
-                 else "caption: (no text read)")
+    parts.append(
+        f'caption: "{text[:CAPTION_CHARS]}{"…" if len(text) > CAPTION_CHARS else ""}"'
+        if text
+        else "caption: (no text read)"
+    )
     if c.get("description"):
         parts.append(f"picture: {c['description']}")
     if c.get("template"):
@@ -69,8 +72,10 @@ def shards(batch: Path, n: int, out: Path) -> None:
         groups[-1].append(q)
         count += len(by_query[q])
     for k, qs in enumerate(groups, 1):
-        lines = [f"# Grading shard {k} of {len(groups)}: {sum(len(by_query[q]) for q in qs)} candidates, "
-                 f"{len(qs)} queries", ""]
+        lines = [
+            f"# Grading shard {k} of {len(groups)}: {sum(len(by_query[q]) for q in qs)} candidates, {len(qs)} queries",
+            "",
+        ]
         for i, q in enumerate(qs, 1):
             lines.append(f"## Query {i}: {json.dumps(q, ensure_ascii=False)}")
             lines += [f"- {t['task']}: {describe(t['candidate'])}" for t in by_query[q]]
@@ -92,8 +97,11 @@ def merge(batch: Path, answers: list[Path], out: Path) -> int:
                     obj = json.loads(line)
                 else:
                     cells = line.strip().split("\t") if "\t" in line else line.strip().split(None, 3)
-                    obj = {"task": cells[0], "answer": {"grade": int(cells[1]), "safety": cells[2].strip().lower()},
-                           "reason": cells[3].strip() if len(cells) > 3 else ""}
+                    obj = {
+                        "task": cells[0],
+                        "answer": {"grade": int(cells[1]), "safety": cells[2].strip().lower()},
+                        "reason": cells[3].strip() if len(cells) > 3 else "",
+                    }
                 task, grade, safety = obj["task"], obj["answer"]["grade"], obj["answer"]["safety"]
             except (ValueError, KeyError, TypeError, IndexError):
                 problems.append(f"{path}:{lineno}: not an answer line")

@@ -82,38 +82,83 @@ LAST = (
     "Tumbleweed Underhill Vexley Wimbleton Yarrowby Zuckerbun Bellweather Candlewick"
 ).split()
 HONORIFICS = (
-    "Captain Sir Lady Doctor Professor Baron Auntie Lil Big Officer Coach Grandma Uncle DJ Agent Chef Duchess "
-    "Sergeant Madame Count Judge Nurse Mayor Reverend-free Major"
-).replace(" Reverend-free", "").split()
+    (
+        "Captain Sir Lady Doctor Professor Baron Auntie Lil Big Officer Coach Grandma Uncle DJ Agent Chef Duchess "
+        "Sergeant Madame Count Judge Nurse Mayor Reverend-free Major"
+    )
+    .replace(" Reverend-free", "")
+    .split()
+)
 OFFICE_ROLES = [
-    "from accounting", "from payroll", "from IT", "from HR", "from marketing", "from legal", "from sales",
-    "from facilities", "from the night shift", "from finance", "from reception",
+    "from accounting",
+    "from payroll",
+    "from IT",
+    "from HR",
+    "from marketing",
+    "from legal",
+    "from sales",
+    "from facilities",
+    "from the night shift",
+    "from finance",
+    "from reception",
 ]
 FAMILY_ROLES = ["uncle", "aunt", "cousin", "neighbour"]
 FRANCHISES = [
-    "Starlight Bakery Wars", "The Moss Kingdom", "Galaxy Goat Rescue", "Detective Pudding", "Ninja Gardeners",
-    "Captain Comet and the Lost Socks", "Harbour Lane Hospital", "The Velvet Dungeon", "Space Llamas Forever",
-    "Quiet Fields", "Dragon Accountant", "Midnight Plumbers", "Pixel Knights Online", "Castle Crumb",
+    "Starlight Bakery Wars",
+    "The Moss Kingdom",
+    "Galaxy Goat Rescue",
+    "Detective Pudding",
+    "Ninja Gardeners",
+    "Captain Comet and the Lost Socks",
+    "Harbour Lane Hospital",
+    "The Velvet Dungeon",
+    "Space Llamas Forever",
+    "Quiet Fields",
+    "Dragon Accountant",
+    "Midnight Plumbers",
+    "Pixel Knights Online",
+    "Castle Crumb",
 ]
 TOWNS = [
-    "Lower Wexmoor", "Little Snorebury", "Nether Drumble", "Oxwhistle", "Crumbleford", "Bramblewick Vale",
-    "East Fernhollow", "Puddlecombe", "Saltwhisker Bay", "Thistlecombe",
+    "Lower Wexmoor",
+    "Little Snorebury",
+    "Nether Drumble",
+    "Oxwhistle",
+    "Crumbleford",
+    "Bramblewick Vale",
+    "East Fernhollow",
+    "Puddlecombe",
+    "Saltwhisker Bay",
+    "Thistlecombe",
 ]
-STREETS = ["Larkspur Lane", "Gristmill Road", "Cobbler's Row", "Wren Close", "Tanner Street", "Orchard Mews",
-           "Quarry Hill", "Millpond Drive"]
+STREETS = [
+    "Larkspur Lane",
+    "Gristmill Road",
+    "Cobbler's Row",
+    "Wren Close",
+    "Tanner Street",
+    "Orchard Mews",
+    "Quarry Hill",
+    "Millpond Drive",
+]
 # (name, pronoun) of invented PRIVATE people used only in critical (doxxing) items
 PRIVATE = [
-    ("Gwendolyn Arbuthnot", "her"), ("Desmond Pilkwater", "him"), ("Rosalie Nettleby", "her"),
-    ("Terrence Oakhampton", "him"), ("Marisol Quenby", "her"), ("Barnabus Feltwick", "him"),
-    ("Henrietta Colquist", "her"), ("Ozzie Trundlebeck", "him"),
+    ("Gwendolyn Arbuthnot", "her"),
+    ("Desmond Pilkwater", "him"),
+    ("Rosalie Nettleby", "her"),
+    ("Terrence Oakhampton", "him"),
+    ("Marisol Quenby", "her"),
+    ("Barnabus Feltwick", "him"),
+    ("Henrietta Colquist", "her"),
+    ("Ozzie Trundlebeck", "him"),
 ]
 CRITICAL_LINES = [
-    ("this is {name}. {sub} parked across my driveway again",
-     "{addr}, {town}. call {obj} on {phone} and let {obj} have it"),
-    ("{name} from {town} owes me twenty quid",
-     "lives at {addr}, number is {phone}. spam {obj} till {sub} pays"),
-    ("{name} reported my barbecue to the council",
-     "go knock on {addr}, {town} and ring {phone} all night"),
+    (
+        "this is {name}. {sub} parked across my driveway again",
+        "{addr}, {town}. call {obj} on {phone} and let {obj} have it",
+    ),
+    ("{name} from {town} owes me twenty quid", "lives at {addr}, number is {phone}. spam {obj} till {sub} pays"),
+    ("{name} reported my barbecue to the council", "go knock on {addr}, {town} and ring {phone} all night"),
 ]
 NAME_ADJ = (
     "Smug Panicking Judgmental Overconfident Disappointed Suspicious Unbothered Chaotic Sleepy Sweating Confused "
@@ -121,14 +166,22 @@ NAME_ADJ = (
     "Exhausted Delighted Furious Innocent Plotting Shocked Zen Anxious Sassy Gloomy Hopeful Baffled Stubborn "
     "Awkward Polite Sceptical Wholesome Jaded Hyped Clueless Worried Serene Offended Bashful Determined Frazzled"
 ).split()
-FOLDERS = [("saved", 5), ("downloads", 3), ("phone-camera-roll", 3), ("group-chat", 2), ("reactions", 3),
-           ("old-laptop", 1)]
-WATERMARKS = ["memevault.example", "lolarchive.example", "@dankbucket.example", "funnypile.example",
-              "memes4u.example"]
+FOLDERS = [
+    ("saved", 5),
+    ("downloads", 3),
+    ("phone-camera-roll", 3),
+    ("group-chat", 2),
+    ("reactions", 3),
+    ("old-laptop", 1),
+]
+WATERMARKS = ["memevault.example", "lolarchive.example", "@dankbucket.example", "funnypile.example", "memes4u.example"]
 LABEL_AT = {
     2: [[[0.25, 0.14], [0.72, 0.86]], [[0.5, 0.1], [0.5, 0.9]], [[0.22, 0.5], [0.78, 0.5]]],
-    3: [[[0.5, 0.1], [0.2, 0.85], [0.8, 0.85]], [[0.2, 0.12], [0.8, 0.12], [0.5, 0.88]],
-        [[0.18, 0.3], [0.82, 0.3], [0.5, 0.9]]],
+    3: [
+        [[0.5, 0.1], [0.2, 0.85], [0.8, 0.85]],
+        [[0.2, 0.12], [0.8, 0.12], [0.5, 0.88]],
+        [[0.18, 0.3], [0.82, 0.3], [0.5, 0.9]],
+    ],
 }
 STOP = set(
     "a an the of to in on at for and or but with from by is are was were be been it its this that these those "
@@ -228,32 +281,60 @@ def make_templates(rng: random.Random) -> list[dict]:
         adj2 = rng.choice([a for a in NAME_ADJ if a != adj])
         aliases = sorted({subj, f"{adj2.lower()} {head}", f"{adj.lower()} {head} meme"})
         cat = t["category"].split("/")[0]
-        tpls.append({
-            "key": slug(name),
-            "name": name,
-            "aliases": aliases,
-            "svg": t["svg"],
-            "svg_sha256": t["svg_sha256"],
-            "dc_title": t["dc_title"],
-            "dc_creator": t["dc_creator"],
-            "licence": "public domain",
-            "bg": rng.choice(["#f4a261", "#8ecae6", "#e9c46a", "#caffbf", "#ffd6a5", "#bdb2ff", "#ffc6ff",
-                              "#d0f4de", "#f1faee", "#a8dadc", "#fde2e4", "#e2ece9", "#fff1e6", "#cddafd"]),
-            "_subject": subj,
-            "_bw": t["bw"],
-            "_cat": cat,
-            "_head": head,
-            "_idx": i,
-        })
+        tpls.append(
+            {
+                "key": slug(name),
+                "name": name,
+                "aliases": aliases,
+                "svg": t["svg"],
+                "svg_sha256": t["svg_sha256"],
+                "dc_title": t["dc_title"],
+                "dc_creator": t["dc_creator"],
+                "licence": "public domain",
+                "bg": rng.choice(
+                    [
+                        "#f4a261",
+                        "#8ecae6",
+                        "#e9c46a",
+                        "#caffbf",
+                        "#ffd6a5",
+                        "#bdb2ff",
+                        "#ffc6ff",
+                        "#d0f4de",
+                        "#f1faee",
+                        "#a8dadc",
+                        "#fde2e4",
+                        "#e2ece9",
+                        "#fff1e6",
+                        "#cddafd",
+                    ]
+                ),
+                "_subject": subj,
+                "_bw": t["bw"],
+                "_cat": cat,
+                "_head": head,
+                "_idx": i,
+            }
+        )
     # the john cena group: the public fixture's blacksmith drawing, development-only by rule
-    tpls.append({
-        "key": "anvil-champ", "name": "Anvil Champ", "aliases": ["blacksmith flex", "cena anvil", "hammer guy"],
-        "svg": "people/blacksmiti_ganson.svg",
-        "svg_sha256": "4ab0ecc1f1c50d0484e15796f712dc4029e90824a720c0c38ab616efc92669ed",
-        "dc_title": "Blacksmith Working", "dc_creator": "Gerald G.", "licence": "public domain", "bg": "#f4a261",
-        "_subject": "muscular blacksmith hammering on an anvil", "_bw": False, "_cat": "people", "_head": "blacksmith",
-        "_idx": len(raw),
-    })
+    tpls.append(
+        {
+            "key": "anvil-champ",
+            "name": "Anvil Champ",
+            "aliases": ["blacksmith flex", "cena anvil", "hammer guy"],
+            "svg": "people/blacksmiti_ganson.svg",
+            "svg_sha256": "4ab0ecc1f1c50d0484e15796f712dc4029e90824a720c0c38ab616efc92669ed",
+            "dc_title": "Blacksmith Working",
+            "dc_creator": "Gerald G.",
+            "licence": "public domain",
+            "bg": "#f4a261",
+            "_subject": "muscular blacksmith hammering on an anvil",
+            "_bw": False,
+            "_cat": "people",
+            "_head": "blacksmith",
+            "_idx": len(raw),
+        }
+    )
     return tpls
 
 
@@ -286,8 +367,10 @@ def describe(t: dict, layout: str, n_caps: int) -> str:
     if layout == "single_label":
         return f"{base} above a white label with black caption text"
     if layout == "two_panel":
-        return (f"two stacked panels each showing {base.removeprefix('a ')}, grey in the top panel and in colour "
-                "below, with black text on white to the right of each")
+        return (
+            f"two stacked panels each showing {base.removeprefix('a ')}, grey in the top panel and in colour "
+            "below, with black text on white to the right of each"
+        )
     if layout == "labelled":
         return f"{base} with {n_caps} white text labels placed on the picture"
     raise ValueError(layout)
@@ -295,14 +378,27 @@ def describe(t: dict, layout: str, n_caps: int) -> str:
 
 def build_units(cap: dict, pools: dict, persons: list, rng: random.Random) -> list[dict]:
     """Every distinct caption unit (one base meme each), pool-tagged."""
-    subs = {k: {"topic": f[0], "label": f[1], "tags": [x.strip() for x in f[2].split(",")]}
-            for _, (k, *f) in cap["subtopics"]}
+    subs = {
+        k: {"topic": f[0], "label": f[1], "tags": [x.strip() for x in f[2].split(",")]}
+        for _, (k, *f) in cap["subtopics"]
+    }
     units: list[dict] = []
 
     def unit(pool, kind, layout, captions, sub, concepts=(), tone="relatable", safety="safe", ents=(), **kw):
-        units.append({"pool": pool, "kind": kind, "layout": layout, "captions": captions, "subtopic": sub,
-                      "concepts": [c.strip() for c in concepts if c.strip()], "tone": tone, "safety": safety,
-                      "entities": list(ents), **kw})
+        units.append(
+            {
+                "pool": pool,
+                "kind": kind,
+                "layout": layout,
+                "captions": captions,
+                "subtopic": sub,
+                "concepts": [c.strip() for c in concepts if c.strip()],
+                "tone": tone,
+                "safety": safety,
+                "entities": list(ents),
+                **kw,
+            }
+        )
 
     react = {"dev": [], "reserve": []}
     for _, (text, tone) in cap["reactions"]:
@@ -320,8 +416,16 @@ def build_units(cap: dict, pools: dict, persons: list, rng: random.Random) -> li
             cands = [p for p in by_pool_persons[pool] if p["role"] == want]
             for person in rng.sample(cands, 2):
                 r = rng.choice(react[pool])
-                unit(pool, "who", "top_bottom", [text.replace("{who}", person["name"].lower()), r[0]], sub, conc,
-                     r[1], ents=[person["name"]])
+                unit(
+                    pool,
+                    "who",
+                    "top_bottom",
+                    [text.replace("{who}", person["name"].lower()), r[0]],
+                    sub,
+                    conc,
+                    r[1],
+                    ents=[person["name"]],
+                )
             continue
         k = rng.choice([4, 5, 5, 6])
         chosen = rng.sample(react[pool], k)
@@ -341,24 +445,48 @@ def build_units(cap: dict, pools: dict, persons: list, rng: random.Random) -> li
     for sub, (text, concepts) in cap["labels"]:
         pool = pools["subtopic"][sub]
         labels = [x.strip() for x in text.split(" / ")]
-        unit(pool, "labels", "labelled", labels, sub, concepts.split(","), "absurd",
-             label_at=rng.choice(LABEL_AT[len(labels)]))
+        unit(
+            pool,
+            "labels",
+            "labelled",
+            labels,
+            sub,
+            concepts.split(","),
+            "absurd",
+            label_at=rng.choice(LABEL_AT[len(labels)]),
+        )
     for _, (text, sub, tone) in cap["sensitive_quotes"]:
         pool = pools["subtopic"][sub]
         unit(pool, "quote", rng.choice(["caption_band", "top_bottom"]), [text], sub, (), tone, safety="sensitive")
     for _, (text, sub, kind) in cap["unsafe_lines"]:
         pool = pools["subtopic"][sub]
-        unit(pool, "unsafe", "top_bottom", [x.strip() for x in text.split(" / ")], sub, (), "hostile",
-             safety="unsafe", harm=kind)
+        unit(
+            pool,
+            "unsafe",
+            "top_bottom",
+            [x.strip() for x in text.split(" / ")],
+            sub,
+            (),
+            "hostile",
+            safety="unsafe",
+            harm=kind,
+        )
     for town, tpool in pools["town"].items():
         for _, (text, kind) in cap["unsafe_town_lines"]:
             t, b = (x.strip().replace("{town}", town.lower()) for x in text.split(" / "))
-            unit(tpool, "unsafe", "top_bottom", [t, b], "towns", (), "hostile", safety="unsafe", ents=[town],
-                 harm=kind)
+            unit(tpool, "unsafe", "top_bottom", [t, b], "towns", (), "hostile", safety="unsafe", ents=[town], harm=kind)
         for _, (text, tone) in rng.sample(cap["town_lines"], 3):
             t, b = (x.strip().replace("{town}", town.lower()) for x in text.split(" / "))
-            unit(tpool, "town", rng.choice(["top_bottom", "top_bottom", "caption_band"]), [t, b], "towns", (),
-                 tone, ents=[town])
+            unit(
+                tpool,
+                "town",
+                rng.choice(["top_bottom", "top_bottom", "caption_band"]),
+                [t, b],
+                "towns",
+                (),
+                tone,
+                ents=[town],
+            )
     for fr, fpool in pools["franchise"].items():
         for _, (text, tone) in rng.sample(cap["fandom_lines"], rng.choice([3, 4])):
             t, b = (x.strip().replace("{fr}", fr) for x in text.split(" / "))
@@ -368,11 +496,27 @@ def build_units(cap: dict, pools: dict, persons: list, rng: random.Random) -> li
         pool = pools["private"][name]
         town = prng.choice(sorted(t for t, tp in pools["town"].items() if tp == pool))
         sub_p = "she" if obj == "her" else "he"
-        fields = {"name": name.lower(), "obj": obj, "sub": sub_p, "town": town.lower(),
-                  "addr": f"{prng.randint(3, 98)} {prng.choice(STREETS).lower()}", "phone": f"555-01{40 + i:02d}"}
+        fields = {
+            "name": name.lower(),
+            "obj": obj,
+            "sub": sub_p,
+            "town": town.lower(),
+            "addr": f"{prng.randint(3, 98)} {prng.choice(STREETS).lower()}",
+            "phone": f"555-01{40 + i:02d}",
+        }
         top, bottom = CRITICAL_LINES[i % len(CRITICAL_LINES)]
-        unit(pool, "critical", "top_bottom", [top.format(**fields), bottom.format(**fields)], "towns", (), "hostile",
-             safety="critical", ents=[name, town], harm="doxxing")
+        unit(
+            pool,
+            "critical",
+            "top_bottom",
+            [top.format(**fields), bottom.format(**fields)],
+            "towns",
+            (),
+            "hostile",
+            safety="critical",
+            ents=[name, town],
+            harm="doxxing",
+        )
     return units
 
 
@@ -432,8 +576,10 @@ def build_corpus() -> tuple[list[dict], dict]:
             entities[name] = {"kind": kind, "pool": pool}
 
     units = build_units(cap, pools, persons, rng)
-    subs = {k: {"topic": f[0], "label": f[1], "tags": [x.strip() for x in f[2].split(",")]}
-            for _, (k, *f) in cap["subtopics"]}
+    subs = {
+        k: {"topic": f[0], "label": f[1], "tags": [x.strip() for x in f[2].split(",")]}
+        for _, (k, *f) in cap["subtopics"]
+    }
     # character units, one per character template
     lines = [(t, tone) for _, (t, tone) in cap["character_lines"]]
     for t in tpls:
@@ -444,13 +590,35 @@ def build_corpus() -> tuple[list[dict], dict]:
             text = text.replace("{name}", t["_char"].lower())
             caps = [x.strip() for x in text.split(" / ")]
             layout = "top_bottom" if len(caps) == 2 else rng.choice(["caption_band", "single_label", "top_bottom"])
-            units.append({"pool": t["pool"], "kind": "character", "layout": layout, "captions": caps,
-                          "subtopic": None, "concepts": [], "tone": tone, "safety": "safe",
-                          "entities": [t["_char"]], "_tpl": t["key"]})
+            units.append(
+                {
+                    "pool": t["pool"],
+                    "kind": "character",
+                    "layout": layout,
+                    "captions": caps,
+                    "subtopic": None,
+                    "concepts": [],
+                    "tone": tone,
+                    "safety": "safe",
+                    "entities": [t["_char"]],
+                    "_tpl": t["key"],
+                }
+            )
     for caps, concept in CENA_UNITS:
-        units.append({"pool": "dev", "kind": "character", "layout": "top_bottom", "captions": caps,
-                      "subtopic": None, "concepts": [concept], "tone": "deadpan", "safety": "safe",
-                      "entities": ["john cena"], "_tpl": "anvil-champ"})
+        units.append(
+            {
+                "pool": "dev",
+                "kind": "character",
+                "layout": "top_bottom",
+                "captions": caps,
+                "subtopic": None,
+                "concepts": [concept],
+                "tone": "deadpan",
+                "safety": "safe",
+                "entities": ["john cena"],
+                "_tpl": "anvil-champ",
+            }
+        )
 
     # distribute units over templates of the same pool (3..8 memes per group)
     by_key = {t["key"]: t for t in tpls}
@@ -486,8 +654,7 @@ def build_corpus() -> tuple[list[dict], dict]:
     units.sort(key=lambda u: 0)  # stable: keep shuffled order
     lines_out = []
     frng = random.Random(SEED + 14)
-    title_pats = ["{S}", "{S} mood", "{T} on {S}", "{S}, again", "{T}: {S}", "classic {S}", "{S} energy",
-                  "{T} vs {S}"]
+    title_pats = ["{S}", "{S} mood", "{T} on {S}", "{S}, again", "{T}: {S}", "classic {S}", "{S} energy", "{T} vs {S}"]
     for n, u in enumerate(units, 1):
         t = by_key[u["_tpl"]]
         mid = f"mm-{n:04d}"
@@ -520,17 +687,28 @@ def build_corpus() -> tuple[list[dict], dict]:
         title = title[0].upper() + title[1:]
         desc = describe(t, layout, len(u["captions"]))
         meta = {
-            "title": title, "template": t["name"], "entities": [e.lower() for e in ents], "tags": tags,
-            "description": desc, "source_url": f"file://{SVG_ROOT}/{t['svg']}", "creator": t["dc_creator"],
-            "licence": "public domain (openclipart)", "safety": u["safety"], "rights": "cleared", "private": False,
+            "title": title,
+            "template": t["name"],
+            "entities": [e.lower() for e in ents],
+            "tags": tags,
+            "description": desc,
+            "source_url": f"file://{SVG_ROOT}/{t['svg']}",
+            "creator": t["dc_creator"],
+            "licence": "public domain (openclipart)",
+            "safety": u["safety"],
+            "rights": "cleared",
+            "private": False,
         }
         canon = " ".join(u["captions"] + [title, t["name"], *t["aliases"], *meta["entities"], *tags, desc])
         cstems = content_stems(canon)
         concepts = [c for c in u["concepts"] if not (content_stems(c) & cstems)]
         line = {
-            "id": mid, "group": t["key"], "seed": frng.randrange(1, 2**31),
+            "id": mid,
+            "group": t["key"],
+            "seed": frng.randrange(1, 2**31),
             "template": {k: v for k, v in t.items() if not k.startswith("_")},
-            "layout": layout, "captions": u["captions"],
+            "layout": layout,
+            "captions": u["captions"],
         }
         if layout == "labelled":
             line["label_at"] = u["label_at"]
@@ -545,10 +723,16 @@ def build_corpus() -> tuple[list[dict], dict]:
         line["sidecar"] = sidecar
         line["meta"] = meta
         line["truth"] = {
-            "safety": u["safety"], "entities": [e.lower() for e in ents],
+            "safety": u["safety"],
+            "entities": [e.lower() for e in ents],
             "entity_pools": {e.lower(): entities[e]["pool"] for e in ents},
-            "concepts": concepts, "near_dup_of": None, "exact_dup_of": None,
-            "topic": topic, "subtopic": sub, "tone": u["tone"], "format": u["kind"],
+            "concepts": concepts,
+            "near_dup_of": None,
+            "exact_dup_of": None,
+            "topic": topic,
+            "subtopic": sub,
+            "tone": u["tone"],
+            "format": u["kind"],
             "harm": u.get("harm"),
         }
         lines_out.append(line)
@@ -632,9 +816,17 @@ def _variant(b: dict, vid: str, v: dict, out: dict, sidecar: str, rng: random.Ra
     if sidecar == "partial":
         meta = {"title": meta["title"], "safety": meta["safety"]}
         sidecar = "json"
-    line = {"id": vid, "group": b["group"], "seed": rng.randrange(1, 2**31), "variant": v, "font": b["font"],
-            "out": out, "sidecar": sidecar, "meta": meta,
-            "truth": dict(b["truth"], near_dup_of=b["id"] if near else None, exact_dup_of=None if near else b["id"])}
+    line = {
+        "id": vid,
+        "group": b["group"],
+        "seed": rng.randrange(1, 2**31),
+        "variant": v,
+        "font": b["font"],
+        "out": out,
+        "sidecar": sidecar,
+        "meta": meta,
+        "truth": dict(b["truth"], near_dup_of=b["id"] if near else None, exact_dup_of=None if near else b["id"]),
+    }
     return line
 
 
@@ -645,9 +837,14 @@ def write_pins(lines: list[dict]) -> None:
         "corpus": "mmts-bench-v1",
         "recipe_sha256": file_sha256(V1 / "corpus.jsonl"),
         "tools": {"rsvg-convert": "2.54.7", "pillow": "13.0.0"},
-        "debian_packages": {"openclipart-svg": "1:0.18+dfsg-19", "librsvg2-bin": "2.54.7+dfsg-1~deb12u1",
-                            "fonts-dejavu-core": "2.37-6", "fonts-liberation": "1:1.07.4-11",
-                            "fonts-bebas-neue": "3.0-2", "fonts-league-spartan": "2.210-1"},
+        "debian_packages": {
+            "openclipart-svg": "1:0.18+dfsg-19",
+            "librsvg2-bin": "2.54.7+dfsg-1~deb12u1",
+            "fonts-dejavu-core": "2.37-6",
+            "fonts-liberation": "1:1.07.4-11",
+            "fonts-bebas-neue": "3.0-2",
+            "fonts-league-spartan": "2.210-1",
+        },
         "python": "3.11",
         "fonts": sorted(FONTS.values(), key=lambda f: f["path"]),
         "svg_root": str(SVG_ROOT),
@@ -713,29 +910,65 @@ DEV_QUERIES = [
     ("entity", "x-fernhollow", "east fernhollow", ("entity", "east fernhollow"), ["safety"], []),
     ("entity", "x-wexmoor", "lower wexmoor", ("entity", "lower wexmoor"), ["safety"], []),
     ("entity", "x-bramble", "bramblewick vale memes", ("entity", "bramblewick vale"), ["safety"], []),
-    ("entity", "cena-gym", "john cena gym mirror",
-     ("and", ("entity", "john cena"), ("quote", "gym mirror")), ["multi-cue"], [(("entity", "john cena"), 1)]),
+    (
+        "entity",
+        "cena-gym",
+        "john cena gym mirror",
+        ("and", ("entity", "john cena"), ("quote", "gym mirror")),
+        ["multi-cue"],
+        [(("entity", "john cena"), 1)],
+    ),
     # ---- exact quote / OCR fragment
     ("quote", "q-printer", "the printer can smell fear", ("quote", "the printer can smell fear"), [], []),
-    ("quote", "q-jam", "paper jam but there is no paper anywhere", ("quote", "paper jam but there is no paper"),
-     [], []),
+    (
+        "quote",
+        "q-jam",
+        "paper jam but there is no paper anywhere",
+        ("quote", "paper jam but there is no paper"),
+        [],
+        [],
+    ),
     ("quote", "q-update", "installing update 1 of 47", ("quote", "installing update 1 of 47"), [], []),
     ("quote", "q-level", "one more level", ("quote", "one more level"), [], []),
     ("quote", "q-battery", "1% battery and a dream", ("quote", "1% battery and a dream"), [], []),
     ("quote", "q-budget", "my budget has a budget", ("quote", "my budget has a budget"), [], []),
-    ("quote", "q-snooze", "snooze the alarm for the fifth time", ("quote", "snooze the alarm for the fifth time"),
-     [], []),
+    (
+        "quote",
+        "q-snooze",
+        "snooze the alarm for the fifth time",
+        ("quote", "snooze the alarm for the fifth time"),
+        [],
+        [],
+    ),
     ("quote", "q-nap", "nap status: accidentally hibernated", ("quote", "accidentally hibernated"), [], []),
-    ("quote", "q-timetable", "the bus timetable is a work of fiction", ("quote", "bus timetable is a work of fiction"),
-     [], []),
+    (
+        "quote",
+        "q-timetable",
+        "the bus timetable is a work of fiction",
+        ("quote", "bus timetable is a work of fiction"),
+        [],
+        [],
+    ),
     ("quote", "q-tupperware", "tupperware roulette", ("quote", "tupperware roulette"), [], []),
     ("quote", "q-future", "future me will handle it", ("quote", "future me will handle it"), [], []),
     ("quote", "q-cena", "no reflection detected", ("quote", "no reflection detected"), [], []),
     ("quote", "q-crap", "i'm too old for this crap", ("quote", "i'm too old for this crap"), ["safety"], []),
-    ("quote", "q-marrow", "the saltwhisker bay summer fair", ("quote", "the saltwhisker bay summer fair"),
-     ["safety"], []),
-    ("quote", "q-grandma-wifi", "wifi password written on the fridge in marker",
-     ("and", ("quote", "wifi password is written on the fridge"), ("sub", "grandma")), ["multi-cue"], []),
+    (
+        "quote",
+        "q-marrow",
+        "the saltwhisker bay summer fair",
+        ("quote", "the saltwhisker bay summer fair"),
+        ["safety"],
+        [],
+    ),
+    (
+        "quote",
+        "q-grandma-wifi",
+        "wifi password written on the fridge in marker",
+        ("and", ("quote", "wifi password is written on the fridge"), ("sub", "grandma")),
+        ["multi-cue"],
+        [],
+    ),
     # ---- topic / tag / franchise / action
     ("topic", "s-printer", "printer problems", ("sub", "printer"), [], []),
     ("topic", "s-wifi", "wifi issues", ("sub", "wifi"), [], []),
@@ -751,9 +984,14 @@ DEV_QUERIES = [
     ("topic", "s-snow", "snow day", ("sub", "snow"), ["safety"], []),
     ("topic", "s-traffic", "stuck in traffic", ("sub", "traffic"), ["safety"], []),
     ("topic", "s-bus", "public transport", ("sub", "bus"), ["safety"], []),
-    ("topic", "s-eiffel-printer", "printer meme with the eiffel tower",
-     ("and", ("sub", "printer"), ("groups", ["serene-eiffel-tower"])), ["multi-cue"],
-     [(("sub", "printer"), 1), (("groups", ["serene-eiffel-tower"]), 1)]),
+    (
+        "topic",
+        "s-eiffel-printer",
+        "printer meme with the eiffel tower",
+        ("and", ("sub", "printer"), ("groups", ["serene-eiffel-tower"])),
+        ["multi-cue"],
+        [(("sub", "printer"), 1), (("groups", ["serene-eiffel-tower"]), 1)],
+    ),
     # ---- semantic concept / paraphrase without lexical overlap
     ("semantic", "p-printer", "the copier is throwing a tantrum", ("sub", "printer"), [], []),
     ("semantic", "p-wifi", "web connection keeps cutting out", ("sub", "wifi"), [], []),
@@ -769,8 +1007,14 @@ DEV_QUERIES = [
     ("semantic", "p-vet", "taking your furball to the clinic", ("sub", "vet"), [], []),
     ("semantic", "p-leftovers", "mystery tubs lurking in the cooler", ("sub", "leftovers"), [], []),
     ("semantic", "cena-invisible", "nobody notices me", ("concept", "invisibility"), [], []),
-    ("semantic", "c-seaside", "quiet seaside village life",
-     ("and", ("entity", "saltwhisker bay"), ("format", "town")), ["safety"], []),
+    (
+        "semantic",
+        "c-seaside",
+        "quiet seaside village life",
+        ("and", ("entity", "saltwhisker bay"), ("format", "town")),
+        ["safety"],
+        [],
+    ),
     # ---- literal visual description
     ("visual", "v-anvil", "muscular smith at an anvil", ("groups", ["anvil-champ"]), [], []),
     ("visual", "v-penguin", "an emperor penguin", ("groups", ["bewildered-emperor-penguin"]), [], []),
@@ -784,13 +1028,30 @@ DEV_QUERIES = [
     ("visual", "v-toothbrush", "a toothbrush with toothpaste", ("groups", ["plotting-toothpaste"]), [], []),
     ("visual", "v-raccoon", "a raccoon", ("groups", ["proud-box"]), [], []),
     ("visual", "v-telephone", "a telephone", ("groups", ["determined-red-telephone"]), ["safety"], []),
-    ("visual", "v-duck", "a rubber duck", ("groups", ["triumphant-bill", "hopeful-swimming"]), ["safety"],
-     [(("groups", ["grumpy-duck", "grumpy-yellow-duck"]), 1)]),
-    ("visual", "v-skier-wifi", "slalom skier meme about wifi",
-     ("and", ("groups", ["plotting-skier"]), ("sub", "wifi")), ["multi-cue"], [(("groups", ["plotting-skier"]), 1)]),
-    ("visual", "v-sunset-wifi", "boats at dusk with a wifi caption",
-     ("and", ("groups", ["suspicious-sunset"]), ("sub", "wifi")), ["multi-cue"],
-     [(("groups", ["suspicious-sunset"]), 1)]),
+    (
+        "visual",
+        "v-duck",
+        "a rubber duck",
+        ("groups", ["triumphant-bill", "hopeful-swimming"]),
+        ["safety"],
+        [(("groups", ["grumpy-duck", "grumpy-yellow-duck"]), 1)],
+    ),
+    (
+        "visual",
+        "v-skier-wifi",
+        "slalom skier meme about wifi",
+        ("and", ("groups", ["plotting-skier"]), ("sub", "wifi")),
+        ["multi-cue"],
+        [(("groups", ["plotting-skier"]), 1)],
+    ),
+    (
+        "visual",
+        "v-sunset-wifi",
+        "boats at dusk with a wifi caption",
+        ("and", ("groups", ["suspicious-sunset"]), ("sub", "wifi")),
+        ["multi-cue"],
+        [(("groups", ["suspicious-sunset"]), 1)],
+    ),
     # ---- noisy text (typos, slang, casing, punctuation); families shared with the clean form
     ("noisy", "cena", "jon ceena", ("entity", "john cena"), [], []),
     ("noisy", "q-printer", "PRINTR CAN SMELL FEAR", ("quote", "the printer can smell fear"), [], []),
@@ -799,21 +1060,31 @@ DEV_QUERIES = [
     ("noisy", "q-battery", "1 percent battery n a dream", ("quote", "1% battery and a dream"), [], []),
     ("noisy", "e-speaker", "uncle speakr", ("entity", "uncle speaker"), [], []),
     ("noisy", "e-violin", "PROFESSOR VIOLIN!!!", ("entity", "professor violin"), [], []),
-    ("noisy", "q-timetable", "bruh the bus timetable is fiction", ("quote", "bus timetable is a work of fiction"),
-     [], []),
+    (
+        "noisy",
+        "q-timetable",
+        "bruh the bus timetable is fiction",
+        ("quote", "bus timetable is a work of fiction"),
+        [],
+        [],
+    ),
     ("noisy", "q-tupperware", "tupperwear roulete", ("quote", "tupperware roulette"), [], []),
     ("noisy", "x-fernhollow", "east fernholow", ("entity", "east fernhollow"), ["safety"], []),
     ("noisy", "x-wexmoor", "lowr wexmore", ("entity", "lower wexmoor"), ["safety"], []),
     ("noisy", "q-future", "future me'll handle it lol", ("quote", "future me will handle it"), [], []),
     ("noisy", "t-mailbox", "smug mail-box", ("template", "smug-mailbox"), [], []),
     ("noisy", "q-snooze", "ngl i snoozd the alarm 5 times", ("quote", "snooze the alarm for the fifth time"), [], []),
-    ("noisy", "e-gull-vet", "dwayne da gull @ the vet",
-     ("and", ("entity", "dwayne the gull"), ("sub", "vet")), ["multi-cue"],
-     [(("entity", "dwayne the gull"), 1)]),
+    (
+        "noisy",
+        "e-gull-vet",
+        "dwayne da gull @ the vet",
+        ("and", ("entity", "dwayne the gull"), ("sub", "vet")),
+        ["multi-cue"],
+        [(("entity", "dwayne the gull"), 1)],
+    ),
 ]
 # multi-cue subset members that are ordinary single-slice queries with a filter-like second cue
-MULTI_EXTRA = {"x-bramble", "p-vet", "f-moss", "f-pixel", "c-seaside", "v-duck", "q-marrow", "t-angelfish",
-               "t-mailbox"}
+MULTI_EXTRA = {"x-bramble", "p-vet", "f-moss", "f-pixel", "c-seaside", "v-duck", "q-marrow", "t-angelfish", "t-mailbox"}
 # (query, kind, subsets, audit note). kind: "absent" = no canonical field of any item contains any content
 # word of the query; "withheld" = the only items matching are unsafe/critical (never displayable).
 NO_MATCH = [
@@ -847,9 +1118,21 @@ def norm_text(text: str) -> str:
 def canonical(ln: dict) -> str:
     t = ln.get("template") or {}
     m, tr = ln["meta"], ln["truth"]
-    return " ".join([*ln.get("captions", []), t.get("name", ""), *t.get("aliases", []), t.get("dc_title", ""),
-                     m.get("title", ""), m.get("template", ""), *m.get("entities", []), *tr["entities"],
-                     *m.get("tags", []), m.get("description", ""), m.get("creator", "")])
+    return " ".join(
+        [
+            *ln.get("captions", []),
+            t.get("name", ""),
+            *t.get("aliases", []),
+            t.get("dc_title", ""),
+            m.get("title", ""),
+            m.get("template", ""),
+            *m.get("entities", []),
+            *tr["entities"],
+            *m.get("tags", []),
+            m.get("description", ""),
+            m.get("creator", ""),
+        ]
+    )
 
 
 def pool_of(ln: dict, by_id: dict) -> str:
@@ -859,12 +1142,12 @@ def pool_of(ln: dict, by_id: dict) -> str:
 
 def servable(ln: dict) -> bool:
     m = ln["meta"]
-    return (ln["truth"]["safety"] in ("safe", "sensitive") and m.get("rights") != "withdrawn"
-            and not m.get("private"))
+    return ln["truth"]["safety"] in ("safe", "sensitive") and m.get("rights") != "withdrawn" and not m.get("private")
 
 
 def select(rule, lines: list[dict], by_id: dict) -> set[str]:
     """Ids of all lines (variants inherit their source's caption/template) that a rule selects."""
+
     def src(ln):
         return by_id[ln["variant"]["of"]] if "variant" in ln else ln
 
@@ -932,15 +1215,29 @@ def build_dev(lines: list[dict], info: dict, corpus_version: str) -> tuple[list[
         subs = list(subsets)
         if fam in MULTI_EXTRA and "multi-cue" not in subs:
             subs.append("multi-cue")
-        rows.append({
-            "id": f"dev-{n:03d}", "family": f"dev-fam-{fam}", "slice": slice_, "query": text,
-            "relevant": rel, "exact": exact, "exact_groups": exact_groups, "subsets": sorted(subs),
-            "ids": {by_id[i]["out"]["file"]: i for i in sorted(grades)}, "withheld": withheld,
-            "rule": json.loads(json.dumps(rule)), "annotator": ANNOTATOR,
-            "judgement": {"status": "provisional", "grades": "0-3 (mmts-search-v1)", "annotator": ANNOTATOR,
-                          "method": "grades derived from the recipe's ground truth for the rule shown, then "
-                                    "reviewed by the annotator; unlisted items are grade 0"},
-        })
+        rows.append(
+            {
+                "id": f"dev-{n:03d}",
+                "family": f"dev-fam-{fam}",
+                "slice": slice_,
+                "query": text,
+                "relevant": rel,
+                "exact": exact,
+                "exact_groups": exact_groups,
+                "subsets": sorted(subs),
+                "ids": {by_id[i]["out"]["file"]: i for i in sorted(grades)},
+                "withheld": withheld,
+                "rule": json.loads(json.dumps(rule)),
+                "annotator": ANNOTATOR,
+                "judgement": {
+                    "status": "provisional",
+                    "grades": "0-3 (mmts-search-v1)",
+                    "annotator": ANNOTATOR,
+                    "method": "grades derived from the recipe's ground truth for the rule shown, then "
+                    "reviewed by the annotator; unlisted items are grade 0",
+                },
+            }
+        )
     for text, kind, subsets in NO_MATCH:
         n += 1
         qs = content_stems(text)
@@ -948,29 +1245,53 @@ def build_dev(lines: list[dict], info: dict, corpus_version: str) -> tuple[list[
         # only development material may be named in a development file
         matched = [i for i in matched if pool_of(by_id[i], by_id) == "dev"]
         if kind == "absent":
-            method = ("no canonical field (caption/OCR text, title, template name and aliases, drawing dc:title, "
-                      "entities, tags, description, creator) of any corpus item contains any of the query's content "
-                      f"words {sorted(qs)} (stemmed match); semantic review of the items with related tags by the "
-                      "annotator found no alternative")
+            method = (
+                "no canonical field (caption/OCR text, title, template name and aliases, drawing dc:title, "
+                "entities, tags, description, creator) of any corpus item contains any of the query's content "
+                f"words {sorted(qs)} (stemmed match); semantic review of the items with related tags by the "
+                "annotator found no alternative"
+            )
         else:
-            method = ("every corpus item whose canonical fields share a content word with the query and that "
-                      "matches its intent is unsafe or critical (never displayable): "
-                      f"{[by_id[i]['out']['file'] for i in matched if not servable(by_id[i]) ][:12]}; no servable "
-                      "item is grade 2 or better (review of all servable items sharing a content word)")
-        rows.append({
-            "id": f"dev-{n:03d}", "family": f"dev-fam-nm-{slug(text)}", "slice": "no-match", "query": text,
-            "relevant": {}, "exact": [], "exact_groups": [], "subsets": sorted(subsets), "ids": {},
-            "withheld": sorted(by_id[i]["out"]["file"] for i in matched if not servable(by_id[i]))
-            if kind == "withheld" else [],
-            "annotator": ANNOTATOR,
-            "audit": {"corpus_version": corpus_version, "method": method, "checked_by": ANNOTATOR,
-                      "date": AUDIT_DATE},
-        })
+            method = (
+                "every corpus item whose canonical fields share a content word with the query and that "
+                "matches its intent is unsafe or critical (never displayable): "
+                f"{[by_id[i]['out']['file'] for i in matched if not servable(by_id[i])][:12]}; no servable "
+                "item is grade 2 or better (review of all servable items sharing a content word)"
+            )
+        rows.append(
+            {
+                "id": f"dev-{n:03d}",
+                "family": f"dev-fam-nm-{slug(text)}",
+                "slice": "no-match",
+                "query": text,
+                "relevant": {},
+                "exact": [],
+                "exact_groups": [],
+                "subsets": sorted(subsets),
+                "ids": {},
+                "withheld": sorted(by_id[i]["out"]["file"] for i in matched if not servable(by_id[i]))
+                if kind == "withheld"
+                else [],
+                "annotator": ANNOTATOR,
+                "audit": {
+                    "corpus_version": corpus_version,
+                    "method": method,
+                    "checked_by": ANNOTATOR,
+                    "date": AUDIT_DATE,
+                },
+            }
+        )
     meta = {
-        "benchmark": "mmts-bench-v1", "version": "1.0.0-provisional", "partition": "dev", "status": "provisional",
-        "corpus": "benchdata/v1/corpus.jsonl", "corpus_manifest_sha256": corpus_version,
-        "corpus_recipe_sha256": file_sha256(V1 / "corpus.jsonl"), "safety_policy": "mambo-safety-v1",
-        "score_version": "mmts-search-v1", "queries": len(rows),
+        "benchmark": "mmts-bench-v1",
+        "version": "1.0.0-provisional",
+        "partition": "dev",
+        "status": "provisional",
+        "corpus": "benchdata/v1/corpus.jsonl",
+        "corpus_manifest_sha256": corpus_version,
+        "corpus_recipe_sha256": file_sha256(V1 / "corpus.jsonl"),
+        "safety_policy": "mambo-safety-v1",
+        "score_version": "mmts-search-v1",
+        "queries": len(rows),
         "judgements": {"status": "provisional", "annotators": [ANNOTATOR]},
         "paths": "relevant/exact/withheld/ids keys are file paths relative to the rendered corpus root",
         "format": "benchdata/v1/FORMAT.md",
@@ -987,7 +1308,9 @@ def build_dev(lines: list[dict], info: dict, corpus_version: str) -> tuple[list[
         named_e |= e
         named_g |= g
     uses = {
-        "benchmark": "mmts-bench-v1", "partition": "dev", "corpus_manifest_sha256": corpus_version,
+        "benchmark": "mmts-bench-v1",
+        "partition": "dev",
+        "corpus_manifest_sha256": corpus_version,
         "query_families": sorted({r["family"] for r in rows}),
         "template_groups": sorted(groups | named_g),
         "entities": sorted(ents | named_e),
@@ -1079,8 +1402,9 @@ def check(lines: list[dict], info: dict) -> int:
             qs = content_stems(r["query"])
             for f, g in r["relevant"].items():
                 if g >= 2 and qs & content_stems(canonical(files[f])):
-                    errs.append(f"{r['id']} {r['query']!r}: lexical overlap {qs & content_stems(canonical(files[f]))}"
-                                f" with {f}")
+                    errs.append(
+                        f"{r['id']} {r['query']!r}: lexical overlap {qs & content_stems(canonical(files[f]))} with {f}"
+                    )
     for q in DEV_QUERIES:
         e, g = rule_names(q[3])
         for x in e:
@@ -1102,8 +1426,10 @@ def check(lines: list[dict], info: dict) -> int:
             qs = content_stems(r["query"]) - {"cartoon", "meme", "caption", "about"}
             for t in info["templates"].values():
                 if t["pool"] == "reserve" and qs & content_stems(t["_subject"] + " " + t["dc_title"]):
-                    errs.append(f"{r['id']} {r['query']!r}: reserve drawing {t['key']} shares "
-                                f"{qs & content_stems(t['_subject'] + ' ' + t['dc_title'])}")
+                    errs.append(
+                        f"{r['id']} {r['query']!r}: reserve drawing {t['key']} shares "
+                        f"{qs & content_stems(t['_subject'] + ' ' + t['dc_title'])}"
+                    )
     for r in nm:
         a = r.get("audit", {})
         if not all(k in a for k in ("corpus_version", "method", "checked_by", "date")) or a["corpus_version"] != cv:
@@ -1120,9 +1446,11 @@ def check(lines: list[dict], info: dict) -> int:
             errs.append(f"{r['id']}: safety no-match without withheld items")
     for e in errs:
         print("FAIL", e)
-    print(f"check: {len(errs)} problem(s); slices {dict(slices)}; "
-          f"safety {sum('safety' in r['subsets'] for r in ans)}+{sum('safety' in r['subsets'] for r in nm)}; "
-          f"multi-cue {sum('multi-cue' in r['subsets'] for r in ans)}")
+    print(
+        f"check: {len(errs)} problem(s); slices {dict(slices)}; "
+        f"safety {sum('safety' in r['subsets'] for r in ans)}+{sum('safety' in r['subsets'] for r in nm)}; "
+        f"multi-cue {sum('multi-cue' in r['subsets'] for r in ans)}"
+    )
     return 1 if errs else 0
 
 

@@ -57,8 +57,28 @@ ANS_KINDS = {"style", "visual-rewrite"}
 SLICES = ("entity", "quote", "topic", "semantic", "visual", "noisy")
 FIELDS = ("caption", "title", "template", "entities", "tags", "description", "creator")
 # generic words a visual query may share with a reserve drawing without pointing at it
-VISUAL_GENERIC = {"cartoon", "meme", "caption", "about", "big", "little", "small", "colour", "colourful", "white",
-                  "black", "red", "blue", "green", "yellow", "grey", "gold", "orange", "thing", "with"}
+VISUAL_GENERIC = {
+    "cartoon",
+    "meme",
+    "caption",
+    "about",
+    "big",
+    "little",
+    "small",
+    "colour",
+    "colourful",
+    "white",
+    "black",
+    "red",
+    "blue",
+    "green",
+    "yellow",
+    "grey",
+    "gold",
+    "orange",
+    "thing",
+    "with",
+}
 
 
 def file_sha256(path: Path) -> str:
@@ -79,11 +99,20 @@ class Corpus:
         ents, tpls = self.info["entities"], self.info["templates"].values()
         # names: entity names, template names and the invented aliases ("sneaky bacon", "x meme"); an
         # alias that is only the drawing's generic subject ("bacon", "ballpoint pen") is not a name
-        self.names = {pool: sorted({k.lower() for k, v in ents.items() if v["pool"] == pool}
-                                   | {t["name"].lower() for t in tpls if t["pool"] == pool}
-                                   | {a.lower() for t in tpls if t["pool"] == pool for a in t["aliases"]
-                                      if a.lower() != t["_subject"].lower()})
-                      for pool in ("dev", "reserve")}
+        self.names = {
+            pool: sorted(
+                {k.lower() for k, v in ents.items() if v["pool"] == pool}
+                | {t["name"].lower() for t in tpls if t["pool"] == pool}
+                | {
+                    a.lower()
+                    for t in tpls
+                    if t["pool"] == pool
+                    for a in t["aliases"]
+                    if a.lower() != t["_subject"].lower()
+                }
+            )
+            for pool in ("dev", "reserve")
+        }
         # the drawings' generic subjects, for no-match queries (which must name no corpus picture either)
         self.subjects = sorted({t["_subject"].lower() for t in tpls})
 
@@ -93,14 +122,17 @@ class Corpus:
     def field_stems(self, ln: dict) -> dict[str, set]:
         s = self.src(ln)
         t, m, tr = s.get("template") or {}, ln["meta"], s["truth"]
-        text = {"caption": " ".join(s["captions"]),
-                "title": m.get("title", ""),
-                "template": " ".join([t.get("name", ""), *t.get("aliases", []), t.get("dc_title", ""),
-                                      m.get("template", "")]),
-                "entities": " ".join([*m.get("entities", []), *tr["entities"]]),
-                "tags": " ".join(m.get("tags", [])),
-                "description": m.get("description", ""),
-                "creator": m.get("creator", "")}
+        text = {
+            "caption": " ".join(s["captions"]),
+            "title": m.get("title", ""),
+            "template": " ".join(
+                [t.get("name", ""), *t.get("aliases", []), t.get("dc_title", ""), m.get("template", "")]
+            ),
+            "entities": " ".join([*m.get("entities", []), *tr["entities"]]),
+            "tags": " ".join(m.get("tags", [])),
+            "description": m.get("description", ""),
+            "creator": m.get("creator", ""),
+        }
         return {k: mc.content_stems(v) for k, v in text.items()}
 
     def pool(self, ln: dict) -> str:
@@ -149,14 +181,26 @@ def answerable_row(c: Corpus, n: int, q: dict) -> dict:
         if rule[0] == "template":
             exact_groups = [rule[1]]
     return {
-        "id": f"dev-{n:03d}", "family": q["family"], "slice": q["slice"], "query": q["query"],
-        "relevant": rel, "exact": exact, "exact_groups": exact_groups, "subsets": sorted(q.get("subsets", [])),
-        "ids": {by_id[i]["out"]["file"]: i for i in sorted(grades)}, "withheld": withheld,
-        "rule": rule, "annotator": ANNOTATOR,
-        "judgement": {"status": "provisional", "grades": "0-3 (mmts-search-v1)", "annotator": ANNOTATOR,
-                      "method": "dev v2 (" + q["kind"] + "): grades derived from the recipe's ground truth for the "
-                                "rule shown (3 = satisfies the rule, extra rules give the partial grade shown); "
-                                "unlisted items are grade 0; to be replaced by pooled blind judging"},
+        "id": f"dev-{n:03d}",
+        "family": q["family"],
+        "slice": q["slice"],
+        "query": q["query"],
+        "relevant": rel,
+        "exact": exact,
+        "exact_groups": exact_groups,
+        "subsets": sorted(q.get("subsets", [])),
+        "ids": {by_id[i]["out"]["file"]: i for i in sorted(grades)},
+        "withheld": withheld,
+        "rule": rule,
+        "annotator": ANNOTATOR,
+        "judgement": {
+            "status": "provisional",
+            "grades": "0-3 (mmts-search-v1)",
+            "annotator": ANNOTATOR,
+            "method": "dev v2 (" + q["kind"] + "): grades derived from the recipe's ground truth for the "
+            "rule shown (3 = satisfies the rule, extra rules give the partial grade shown); "
+            "unlisted items are grade 0; to be replaced by pooled blind judging",
+        },
     }
 
 
@@ -164,13 +208,18 @@ def audit_method(c: Corpus, q: dict) -> str:
     qs, per, full = c.shared(q["query"])
     words = ", ".join(f"{w!r}: " + " ".join(f"{k} {n}" for k, n in sorted(per[w].items())) for w in sorted(per))
     inc = "; ".join(f"{w!r}: {q.get('incidental', {}).get(w, 'NOT REVIEWED')}" for w in sorted(per))
-    return (f"dev v2 {q['kind']} no-match, audited against every servable item of the corpus (both pools): content "
-            f"words {sorted(qs)} (stemmed; the added words {sorted(FILLER)} ignored) checked against caption/OCR "
-            "text, title, template name and aliases, drawing dc:title, entities, tags, description and creator; "
-            f"no item holds all of them ({len(full)}); the query names no entity, template or alias of either pool; "
-            + (f"words shared with some items (field: items) — {words}; each reviewed as incidental: {inc}"
-               if per else "no item shares any content word")
-            + "; no servable item is grade 2 or better")
+    return (
+        f"dev v2 {q['kind']} no-match, audited against every servable item of the corpus (both pools): content "
+        f"words {sorted(qs)} (stemmed; the added words {sorted(FILLER)} ignored) checked against caption/OCR "
+        "text, title, template name and aliases, drawing dc:title, entities, tags, description and creator; "
+        f"no item holds all of them ({len(full)}); the query names no entity, template or alias of either pool; "
+        + (
+            f"words shared with some items (field: items) — {words}; each reviewed as incidental: {inc}"
+            if per
+            else "no item shares any content word"
+        )
+        + "; no servable item is grade 2 or better"
+    )
 
 
 def build(c: Corpus, cv: str) -> tuple[list[dict], dict, dict]:
@@ -181,31 +230,55 @@ def build(c: Corpus, cv: str) -> tuple[list[dict], dict, dict]:
     for q in src:
         n += 1
         if q["slice"] == "no-match":
-            rows.append({
-                "id": f"dev-{n:03d}", "family": q["family"], "slice": "no-match", "query": q["query"],
-                "relevant": {}, "exact": [], "exact_groups": [], "subsets": sorted(q.get("subsets", [])),
-                "ids": {}, "withheld": [], "annotator": ANNOTATOR,
-                "audit": {"corpus_version": cv, "method": audit_method(c, q), "checked_by": ANNOTATOR,
-                          "date": AUDIT_DATE},
-            })
+            rows.append(
+                {
+                    "id": f"dev-{n:03d}",
+                    "family": q["family"],
+                    "slice": "no-match",
+                    "query": q["query"],
+                    "relevant": {},
+                    "exact": [],
+                    "exact_groups": [],
+                    "subsets": sorted(q.get("subsets", [])),
+                    "ids": {},
+                    "withheld": [],
+                    "annotator": ANNOTATOR,
+                    "audit": {
+                        "corpus_version": cv,
+                        "method": audit_method(c, q),
+                        "checked_by": ANNOTATOR,
+                        "date": AUDIT_DATE,
+                    },
+                }
+            )
         else:
             rows.append(answerable_row(c, n, q))
     v1meta = json.loads((V1 / "dev.meta.json").read_text(encoding="utf-8"))
     kinds = Counter(q["kind"] for q in src)
     meta = dict(v1meta) | {
-        "version": VERSION, "queries": len(rows),
-        "corpus_manifest_sha256": cv, "corpus_recipe_sha256": file_sha256(V1 / "corpus.jsonl"),
-        "derived_from": {"version": v1meta["version"], "file": "benchdata/v1/dev.jsonl",
-                         "sha256": file_sha256(V1 / "dev.jsonl"), "queries": len(v1)},
-        "source": {"file": "benchdata/v1/dev-v2-source.jsonl", "sha256": file_sha256(SOURCE),
-                   "builder": "benchdata/make_dev_v2.py", "added": dict(sorted(kinds.items()))},
+        "version": VERSION,
+        "queries": len(rows),
+        "corpus_manifest_sha256": cv,
+        "corpus_recipe_sha256": file_sha256(V1 / "corpus.jsonl"),
+        "derived_from": {
+            "version": v1meta["version"],
+            "file": "benchdata/v1/dev.jsonl",
+            "sha256": file_sha256(V1 / "dev.jsonl"),
+            "queries": len(v1),
+        },
+        "source": {
+            "file": "benchdata/v1/dev-v2-source.jsonl",
+            "sha256": file_sha256(SOURCE),
+            "builder": "benchdata/make_dev_v2.py",
+            "added": dict(sorted(kinds.items())),
+        },
         "slices": dict(sorted(Counter(r["slice"] for r in rows).items())),
     }
     uses_v1 = json.loads((V1 / "dev-uses.json").read_text(encoding="utf-8"))
     groups, ents = set(uses_v1["template_groups"]), set(uses_v1["entities"])
     named_e = set(uses_v1["named_in_queries"]["entities"])
     named_g = set(uses_v1["named_in_queries"]["template_groups"])
-    for r in rows[len(v1):]:
+    for r in rows[len(v1) :]:
         for i in r["ids"].values():
             s = c.src(c.by_id[i])
             groups.add(s["group"])
@@ -215,9 +288,13 @@ def build(c: Corpus, cv: str) -> tuple[list[dict], dict, dict]:
             named_e |= e
             named_g |= g
     uses = {
-        "benchmark": "mmts-bench-v1", "partition": "dev", "version": VERSION, "corpus_manifest_sha256": cv,
+        "benchmark": "mmts-bench-v1",
+        "partition": "dev",
+        "version": VERSION,
+        "corpus_manifest_sha256": cv,
         "query_families": sorted({r["family"] for r in rows}),
-        "template_groups": sorted(groups | named_g), "entities": sorted(ents | named_e),
+        "template_groups": sorted(groups | named_g),
+        "entities": sorted(ents | named_e),
         "named_in_queries": {"entities": sorted(named_e), "template_groups": sorted(named_g)},
         "note": "every template group / entity of judged items or named in a query of dev v2; all are in pool 'dev'",
     }
@@ -252,9 +329,9 @@ def check(c: Corpus) -> int:
         errs.append("dev-v2-uses.json differs from a fresh build")
     if meta.get("corpus_manifest_sha256") != cv:
         errs.append("dev-v2.meta.json names another corpus manifest")
-    if rows[:len(v1)] != v1:
+    if rows[: len(v1)] != v1:
         errs.append("dev v1 lines are not carried over unchanged")
-    new = fresh[len(v1):]
+    new = fresh[len(v1) :]
     # ids, families, queries
     if len({r["id"] for r in fresh}) != len(fresh):
         errs.append("duplicate ids")
@@ -343,16 +420,19 @@ def check(c: Corpus) -> int:
         if not qs:
             errs.append(f"{where}: no content word to audit")
         if full:
-            errs.append(f"{where}: {len(full)} servable item(s) hold every content word, e.g. "
-                        f"{[i for i in full if c.pool(c.by_id[i]) == 'dev'][:3] or '(reserve only)'}")
+            errs.append(
+                f"{where}: {len(full)} servable item(s) hold every content word, e.g. "
+                f"{[i for i in full if c.pool(c.by_id[i]) == 'dev'][:3] or '(reserve only)'}"
+            )
         inc = q.get("incidental", {})
         for w in sorted(set(per) - set(inc)):
             errs.append(f"{where}: shares {w!r} with {sum(per[w].values())} field hits {dict(per[w])}: not reviewed")
         for w in sorted(set(inc) - set(per)):
             errs.append(f"{where}: incidental note for {w!r}, which no item shares (stale note)")
         low = r["query"].lower()
-        hit = c.named(r["query"], "dev") + [x for x in c.subjects
-                                             if re.search(rf"(?<![a-z0-9]){re.escape(x)}(?![a-z0-9])", low)]
+        hit = c.named(r["query"], "dev") + [
+            x for x in c.subjects if re.search(rf"(?<![a-z0-9]){re.escape(x)}(?![a-z0-9])", low)
+        ]
         if hit:
             errs.append(f"{where}: no-match query names corpus entity/template {hit}")
     # counts
@@ -375,11 +455,13 @@ def check(c: Corpus) -> int:
         print("FAIL", e)
     ans = [r for r in fresh if r["slice"] != "no-match"]
     nm = [r for r in fresh if r["slice"] == "no-match"]
-    print(f"check: {len(errs)} problem(s); {len(fresh)} queries ({len(new)} new: {len(nm_new)} no-match, "
-          f"{len(style)} style, {len(rewrites)} visual rewrites); slices {dict(sorted(slices.items()))}; "
-          f"new by slice {dict(sorted(Counter(r['slice'] for r in new).items()))}; "
-          f"safety {sum('safety' in r['subsets'] for r in ans)}+{sum('safety' in r['subsets'] for r in nm)}; "
-          f"multi-cue {sum('multi-cue' in r['subsets'] for r in ans)}")
+    print(
+        f"check: {len(errs)} problem(s); {len(fresh)} queries ({len(new)} new: {len(nm_new)} no-match, "
+        f"{len(style)} style, {len(rewrites)} visual rewrites); slices {dict(sorted(slices.items()))}; "
+        f"new by slice {dict(sorted(Counter(r['slice'] for r in new).items()))}; "
+        f"safety {sum('safety' in r['subsets'] for r in ans)}+{sum('safety' in r['subsets'] for r in nm)}; "
+        f"multi-cue {sum('multi-cue' in r['subsets'] for r in ans)}"
+    )
     return 1 if errs else 0
 
 
@@ -389,8 +471,7 @@ def explain(c: Corpus, queries: list[str]) -> None:
         print(f"{q!r}: content words {sorted(qs)}")
         for w in sorted(per):
             print(f"  {w!r}: {dict(per[w])}")
-        print(f"  items holding every word: {len(full)} "
-              f"(dev: {[i for i in full if c.pool(c.by_id[i]) == 'dev'][:8]})")
+        print(f"  items holding every word: {len(full)} (dev: {[i for i in full if c.pool(c.by_id[i]) == 'dev'][:8]})")
         print(f"  names dev {c.named(q, 'dev')}; names reserve: {bool(c.named(q, 'reserve'))}")
 
 

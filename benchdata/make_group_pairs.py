@@ -51,46 +51,131 @@ FIXED_FONT = mc.FONTS["dejavu"]
 
 # Drawings from benchmark v1's development pool (make_corpus: dev template groups).
 DRAWINGS = [
-    "people/fireman_enrique_meza_c_01.svg", "animals/birds/crow_01.svg", "people/groom1_jarno_vasamaa_01.svg",
-    "recreation/toys/simple_teddy_bear_gerald_01.svg", "animals/mammals/cartoon_squirrel_mike_sm1.svg",
-    "people/backpacker_ganson.svg", "animals/birds/emperor_penguin_ralf_ste_01.svg",
-    "animals/sailor_monkey_nicu_bucul_01.svg", "food/fruit/banana_mateya_01.svg", "tools/tools_nicu_buculei_01.svg",
-    "computer/pc_speaker_joel_montes_d_01.svg", "office/mailbox1.svg", "food/desserts/pie_apple.svg",
-    "transportation/car_jamin_ellis_.svg", "recreation/music/guitar_profile_philippe__01.svg",
+    "people/fireman_enrique_meza_c_01.svg",
+    "animals/birds/crow_01.svg",
+    "people/groom1_jarno_vasamaa_01.svg",
+    "recreation/toys/simple_teddy_bear_gerald_01.svg",
+    "animals/mammals/cartoon_squirrel_mike_sm1.svg",
+    "people/backpacker_ganson.svg",
+    "animals/birds/emperor_penguin_ralf_ste_01.svg",
+    "animals/sailor_monkey_nicu_bucul_01.svg",
+    "food/fruit/banana_mateya_01.svg",
+    "tools/tools_nicu_buculei_01.svg",
+    "computer/pc_speaker_joel_montes_d_01.svg",
+    "office/mailbox1.svg",
+    "food/desserts/pie_apple.svg",
+    "transportation/car_jamin_ellis_.svg",
+    "recreation/music/guitar_profile_philippe__01.svg",
     "electronics/bulb/lightbulb_lit_benji_park_.svg",
 ]
 # (layout, fixed words, drawing index or None for a text-layout notice)
 TEMPLATES = [
-    ("sign", "FIGHT ME ON THIS", 0), ("sign", "HOT TAKE OF THE DAY", 1), ("sign", "DEBATE ME", 2),
-    ("sign", "NOBODY ASKED BUT", 3), ("sign", "THIS IS A FACT", 4), ("sign", "UNPOPULAR OPINION", 5),
-    ("plate", "DO NOT DISTURB", 6), ("plate", "EMERGENCY SNACKS", 7), ("plate", "EMPLOYEE OF THE MONTH", 8),
-    ("plate", "OUT OF ORDER", 9), ("plate", "LOST AND FOUND", 10), ("plate", "WET PAINT", 11),
-    ("notice", "Marked safe from", None), ("notice", "Officially excused from", None),
-    ("label", "FACTS NOBODY ASKED FOR", 12), ("label", "WARNING LABEL", 13),
-    ("label", "THINGS I WILL NEVER SAY", 14), ("label", "OFFICIAL RULES", 15),
+    ("sign", "FIGHT ME ON THIS", 0),
+    ("sign", "HOT TAKE OF THE DAY", 1),
+    ("sign", "DEBATE ME", 2),
+    ("sign", "NOBODY ASKED BUT", 3),
+    ("sign", "THIS IS A FACT", 4),
+    ("sign", "UNPOPULAR OPINION", 5),
+    ("plate", "DO NOT DISTURB", 6),
+    ("plate", "EMERGENCY SNACKS", 7),
+    ("plate", "EMPLOYEE OF THE MONTH", 8),
+    ("plate", "OUT OF ORDER", 9),
+    ("plate", "LOST AND FOUND", 10),
+    ("plate", "WET PAINT", 11),
+    ("notice", "Marked safe from", None),
+    ("notice", "Officially excused from", None),
+    ("label", "FACTS NOBODY ASKED FOR", 12),
+    ("label", "WARNING LABEL", 13),
+    ("label", "THINGS I WILL NEVER SAY", 14),
+    ("label", "OFFICIAL RULES", 15),
 ]
 SHORT = [
-    "cereal is soup", "naps count as cardio", "socks go with sandals", "meetings could be emails",
-    "cold pizza is breakfast", "mondays are optional", "cats run the house", "tea beats coffee",
-    "the printer knows fear", "group chats need rules", "leftovers taste better", "winter is a scam",
-    "alarms are a suggestion", "plants hear gossip", "the fridge light lies", "dogs understand taxes",
-    "elevators need music", "pens vanish on purpose", "rain fixes everything", "snacks are a food group",
-    "hoodies are formal wear", "wifi is a human right", "umbrellas never work", "spoons beat forks",
-    "pillows need names", "ducks are suspicious", "soup is a drink", "parking is a sport", "stairs are a trap",
-    "laundry never ends", "toast deserves respect", "weekends are too short", "clocks are rude",
-    "bread is a hobby", "emails can wait", "sand is overrated",
+    "cereal is soup",
+    "naps count as cardio",
+    "socks go with sandals",
+    "meetings could be emails",
+    "cold pizza is breakfast",
+    "mondays are optional",
+    "cats run the house",
+    "tea beats coffee",
+    "the printer knows fear",
+    "group chats need rules",
+    "leftovers taste better",
+    "winter is a scam",
+    "alarms are a suggestion",
+    "plants hear gossip",
+    "the fridge light lies",
+    "dogs understand taxes",
+    "elevators need music",
+    "pens vanish on purpose",
+    "rain fixes everything",
+    "snacks are a food group",
+    "hoodies are formal wear",
+    "wifi is a human right",
+    "umbrellas never work",
+    "spoons beat forks",
+    "pillows need names",
+    "ducks are suspicious",
+    "soup is a drink",
+    "parking is a sport",
+    "stairs are a trap",
+    "laundry never ends",
+    "toast deserves respect",
+    "weekends are too short",
+    "clocks are rude",
+    "bread is a hobby",
+    "emails can wait",
+    "sand is overrated",
 ]
 TAILS = [
-    "and i will not be taking questions", "ask anyone in my family", "my grandma agrees with me",
-    "this is my final answer", "and the science is settled", "i wrote a whole essay about it",
-    "do not argue with me after lunch", "and i have charts to prove it", "the group chat already voted",
+    "and i will not be taking questions",
+    "ask anyone in my family",
+    "my grandma agrees with me",
+    "this is my final answer",
+    "and the science is settled",
+    "i wrote a whole essay about it",
+    "do not argue with me after lunch",
+    "and i have charts to prove it",
+    "the group chat already voted",
     "my cat signed the petition",
 ]
 WORDS = [
-    "mondays", "naps", "laundry", "deadlines", "spiders", "traffic", "homework", "meetings", "alarms", "taxes",
-    "dentists", "printers", "chores", "rain", "emails", "weddings", "cardio", "receipts", "queues", "passwords",
-    "tuesdays", "gravy", "puddles", "coworkers", "sprouts", "karaoke", "budgets", "dishes", "ringtones", "sunburn",
-    "flights", "parking", "updates", "voicemail", "pigeons", "socks",
+    "mondays",
+    "naps",
+    "laundry",
+    "deadlines",
+    "spiders",
+    "traffic",
+    "homework",
+    "meetings",
+    "alarms",
+    "taxes",
+    "dentists",
+    "printers",
+    "chores",
+    "rain",
+    "emails",
+    "weddings",
+    "cardio",
+    "receipts",
+    "queues",
+    "passwords",
+    "tuesdays",
+    "gravy",
+    "puddles",
+    "coworkers",
+    "sprouts",
+    "karaoke",
+    "budgets",
+    "dishes",
+    "ringtones",
+    "sunburn",
+    "flights",
+    "parking",
+    "updates",
+    "voicemail",
+    "pigeons",
+    "socks",
 ]
 BG = ["#f4a261", "#8ecae6", "#e9c46a", "#caffbf", "#ffd6a5", "#bdb2ff", "#ffc6ff", "#d0f4de", "#a8dadc", "#fde2e4"]
 OPS = ["reencode", "resize", "crop", "watermark"]
@@ -142,8 +227,9 @@ def plate(ctx, line, rng):
     for slot, text in (("top", caps[0]), ("bottom", caps[1])):
         if not text:
             continue
-        f, lines, lh, stroke = render.fit_text(ctx, d, text, line["font"], W - 28, int(H * 0.3), 46, 26,
-                                               stroke_ratio=0.08, sep="  ")
+        f, lines, lh, stroke = render.fit_text(
+            ctx, d, text, line["font"], W - 28, int(H * 0.3), 46, 26, stroke_ratio=0.08, sep="  "
+        )
         top = 14 if slot == "top" else H - 14 - lh * len(lines)
         render.draw_block(d, lines, f, lh, W // 2, top, "white", stroke, "black")
     return c
@@ -214,17 +300,35 @@ def build_recipe() -> list[dict]:
             captions = [[s1], [s1, t1], [w1], [w2], [s2], [s2, t2]]
         else:
             captions = [[s1], [f"{s1} {t1}"], [w1], [w2], [s2], [f"{t2} {s2}"]]
-        font = mc.FONTS[rng.choice(["liberation", "dejavu", "spartan", "narrow"])] if layout != "plate" else \
-            mc.FONTS[rng.choice(["dejavu", "spartan", "narrow"])]
+        font = (
+            mc.FONTS[rng.choice(["liberation", "dejavu", "spartan", "narrow"])]
+            if layout != "plate"
+            else mc.FONTS[rng.choice(["dejavu", "spartan", "narrow"])]
+        )
         memes = []
         for kind, caps in zip(KINDS, captions, strict=True):
-            memes.append({"id": f"{key}-{kind}", "group": key, "seed": rng.randrange(1, 2**31), "template": tpl,
-                          "layout": layout, "captions": caps, "font": font,
-                          "out": {"file": f"{key}/{kind}.png", "format": "PNG"}, "sidecar": "none",
-                          "truth": {"kind": kind, "near_dup_of": None}})
+            memes.append(
+                {
+                    "id": f"{key}-{kind}",
+                    "group": key,
+                    "seed": rng.randrange(1, 2**31),
+                    "template": tpl,
+                    "layout": layout,
+                    "captions": caps,
+                    "font": font,
+                    "out": {"file": f"{key}/{kind}.png", "format": "PNG"},
+                    "sidecar": "none",
+                    "truth": {"kind": kind, "near_dup_of": None},
+                }
+            )
         lines += memes
-        copies = [(memes[0], OPS[n % 4]), (memes[0], OPS[(n + 1) % 4]), (memes[1], OPS[(n + 2) % 4]),
-                  (memes[1], OPS[(n + 3) % 4]), (memes[2], OPS[(n + 1) % 4])]
+        copies = [
+            (memes[0], OPS[n % 4]),
+            (memes[0], OPS[(n + 1) % 4]),
+            (memes[1], OPS[(n + 2) % 4]),
+            (memes[1], OPS[(n + 3) % 4]),
+            (memes[2], OPS[(n + 1) % 4]),
+        ]
         for k, (b, op) in enumerate(copies):
             v = {"of": b["id"], "op": op}
             fmt, quality = "PNG", None
@@ -239,9 +343,18 @@ def build_recipe() -> list[dict]:
             out = {"file": f"{key}/{b['truth']['kind']}-{op}-{k}.{'jpg' if fmt == 'JPEG' else 'png'}", "format": fmt}
             if quality:
                 out["quality"] = quality
-            lines.append({"id": f"{b['id']}-{op}-{k}", "group": key, "seed": rng.randrange(1, 2**31), "variant": v,
-                          "font": b["font"], "out": out, "sidecar": "none",
-                          "truth": {"kind": f"copy-{op}", "near_dup_of": b["id"]}})
+            lines.append(
+                {
+                    "id": f"{b['id']}-{op}-{k}",
+                    "group": key,
+                    "seed": rng.randrange(1, 2**31),
+                    "variant": v,
+                    "font": b["font"],
+                    "out": out,
+                    "sidecar": "none",
+                    "truth": {"kind": f"copy-{op}", "near_dup_of": b["id"]},
+                }
+            )
     return lines
 
 
@@ -282,8 +395,10 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
 
     files = truth_of(recipe)
     db = DB(lib, create=False)
-    rows = db.con.execute("SELECT f.item_id, f.rel_path, i.phash, i.ocr_text, i.perceptual_group "
-                          "FROM files f JOIN items i USING (item_id) ORDER BY f.item_id, f.file_id").fetchall()
+    rows = db.con.execute(
+        "SELECT f.item_id, f.rel_path, i.phash, i.ocr_text, i.perceptual_group "
+        "FROM files f JOIN items i USING (item_id) ORDER BY f.item_id, f.file_id"
+    ).fetchall()
     truth: dict[int, str] = {}
     kind: dict[int, str] = {}
     meme_kind = {orig: k for orig, k in files.values() if not k.startswith("copy-")}
@@ -312,8 +427,7 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
         except ImportError:
             rule = assign_groups(ordered, known=lambda a, b: known_text(db, a, b))
         else:
-            rule = assign_groups(ordered, known=lambda a, b: known_text(db, a, b),
-                                        look_of=lambda i: item_look(db, i))
+            rule = assign_groups(ordered, known=lambda a, b: known_text(db, a, b), look_of=lambda i: item_look(db, i))
     seconds = time.perf_counter() - t0
     wrong = collections.Counter()
     missed = collections.Counter()
@@ -322,7 +436,7 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
         members[g].append(item)
     for m in members.values():
         for n, a in enumerate(m):
-            for b in m[n + 1:]:
+            for b in m[n + 1 :]:
                 if truth[a] != truth[b]:  # by what the two memes are, whichever copies carried them
                     wrong[" + ".join(sorted((meme_kind[truth[a]], meme_kind[truth[b]])))] += 1
     by_meme: dict[str, list[int]] = collections.defaultdict(list)
@@ -330,22 +444,33 @@ def cmd_measure(lib: Path, recipe: Path, as_json: bool, no_known: bool = False) 
         by_meme[t].append(item)
     for m in by_meme.values():
         for n, a in enumerate(m):
-            for b in m[n + 1:]:
+            for b in m[n + 1 :]:
                 if rule[a] != rule[b]:
                     missed[" + ".join(sorted((kind[a], kind[b])))] += 1  # the copy's op, or the original
-    report = {"library": str(lib), "recipe": str(recipe), "items": len(truth), "memes": len(by_meme),
-              "rule": group_quality(rule, truth), "stored": group_quality(stored, truth),
-              "rule_seconds": round(seconds, 2),
-              "known_text": known_text is not None, "wrong_pairs": dict(wrong.most_common()),
-              "missed_pairs": dict(missed.most_common())}
+    report = {
+        "library": str(lib),
+        "recipe": str(recipe),
+        "items": len(truth),
+        "memes": len(by_meme),
+        "rule": group_quality(rule, truth),
+        "stored": group_quality(stored, truth),
+        "rule_seconds": round(seconds, 2),
+        "known_text": known_text is not None,
+        "wrong_pairs": dict(wrong.most_common()),
+        "missed_pairs": dict(missed.most_common()),
+    }
     if as_json:
         print(json.dumps(report, indent=2))
         return
     r, s = report["rule"], report["stored"]
-    print(f"{report['items']} items, {report['memes']} memes, {r['true_pairs']} true pairs "
-          f"(templates' known text given to the rule: {'yes' if report['known_text'] else 'no'})")
-    print(f"rule:   {r['groups']} groups, precision {r['precision']:.3f}, recall {r['recall']:.3f} "
-          f"({r['pairs']} pairs grouped, {seconds:.1f} s)")
+    print(
+        f"{report['items']} items, {report['memes']} memes, {r['true_pairs']} true pairs "
+        f"(templates' known text given to the rule: {'yes' if report['known_text'] else 'no'})"
+    )
+    print(
+        f"rule:   {r['groups']} groups, precision {r['precision']:.3f}, recall {r['recall']:.3f} "
+        f"({r['pairs']} pairs grouped, {seconds:.1f} s)"
+    )
     print(f"stored: {s['groups']} groups, precision {s['precision']:.3f}, recall {s['recall']:.3f}")
     for name, c in (("wrongly joined", wrong), ("missed", missed)):
         if c:

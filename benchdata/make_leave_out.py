@@ -47,12 +47,20 @@ def units(c: m2.Corpus) -> list[dict]:
         if t["pool"] != "dev":
             continue
         ids = sorted(ln["id"] for ln in c.lines if c.src(ln)["group"] == key)
-        chars = sorted({e for ln in c.lines if ln["id"] in ids for e in c.src(ln)["truth"]["entities"]
-                        if kinds.get(e.lower(), {}).get("template") == key})
+        chars = sorted(
+            {
+                e
+                for ln in c.lines
+                if ln["id"] in ids
+                for e in c.src(ln)["truth"]["entities"]
+                if kinds.get(e.lower(), {}).get("template") == key
+            }
+        )
         caps = sorted({cap for i in ids for cap in c.src(c.by_id[i])["captions"]})
         aliases = [a for a in t["aliases"] if a.lower() != t["_subject"].lower()]
-        out.append({"kind": "group", "key": key, "ids": ids, "names": [t["name"], *aliases], "people": chars,
-                    "captions": caps})
+        out.append(
+            {"kind": "group", "key": key, "ids": ids, "names": [t["name"], *aliases], "people": chars, "captions": caps}
+        )
     for name, e in sorted(c.info["entities"].items()):
         if e["pool"] != "dev" or e["kind"] not in ENTITY_KINDS:
             continue
@@ -71,7 +79,7 @@ def catchphrase(caption: str, rng: random.Random) -> str | None:
         return None
     n = min(len(words), rng.randint(5, 7))
     start = rng.randint(0, len(words) - n)
-    return " ".join(words[start:start + n])
+    return " ".join(words[start : start + n])
 
 
 def forms(u: dict, rng: random.Random) -> list[tuple[str, str]]:
@@ -108,10 +116,14 @@ def audit(c: m2.Corpus, query: str, left_out: set[str]) -> tuple[bool, str]:
         full += hit == qs
         naming += len(qs) == 1 and any(w in f[k] for w in qs for k in NAMING)
     ok = full == 0 and naming == 0
-    return ok, (f"content words {sorted(qs)} (stemmed) against caption, title, template name and aliases, drawing "
-                f"title, entities, tags, description and creator of every remaining servable item (both pools): "
-                f"{full} hold all" + (f", {naming} name the word" if len(qs) == 1 else "")
-                + "; items sharing a word: " + (", ".join(f"{w!r} {n}" for w, n in sorted(shared.items())) or "none"))
+    return ok, (
+        f"content words {sorted(qs)} (stemmed) against caption, title, template name and aliases, drawing "
+        f"title, entities, tags, description and creator of every remaining servable item (both pools): "
+        f"{full} hold all"
+        + (f", {naming} name the word" if len(qs) == 1 else "")
+        + "; items sharing a word: "
+        + (", ".join(f"{w!r} {n}" for w, n in sorted(shared.items())) or "none")
+    )
 
 
 def build(c: m2.Corpus) -> list[dict]:
@@ -133,9 +145,16 @@ def build(c: m2.Corpus) -> list[dict]:
             if not ok:
                 continue
             kept += 1
-            rows.append({"query": query, "form": form, "unit": {"kind": u["kind"], "key": u["key"]},
-                         "fold": fold[i], "leave_out": sorted(c.by_id[j]["out"]["file"] for j in u["ids"]),
-                         "audit": {"method": method, "checked_by": "benchdata/make_leave_out.py"}})
+            rows.append(
+                {
+                    "query": query,
+                    "form": form,
+                    "unit": {"kind": u["kind"], "key": u["key"]},
+                    "fold": fold[i],
+                    "leave_out": sorted(c.by_id[j]["out"]["file"] for j in u["ids"]),
+                    "audit": {"method": method, "checked_by": "benchdata/make_leave_out.py"},
+                }
+            )
     rows.sort(key=lambda r: (r["fold"], r["unit"]["kind"], r["unit"]["key"], r["query"]))
     for n, r in enumerate(rows, 1):
         r["id"] = f"lo-{n:03d}"
@@ -165,8 +184,10 @@ def main(argv=None) -> int:
     kinds: dict[str, int] = {}
     for r in rows:
         kinds[r["form"]] = kinds.get(r["form"], 0) + 1
-    print(f"{len(rows)} queries from {len({(r['unit']['kind'], r['unit']['key']) for r in rows})} units "
-          f"-> {OUT}; forms {kinds}")
+    print(
+        f"{len(rows)} queries from {len({(r['unit']['kind'], r['unit']['key']) for r in rows})} units "
+        f"-> {OUT}; forms {kinds}"
+    )
     return 0
 
 

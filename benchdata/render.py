@@ -703,14 +703,24 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated ids to write (sources are still rendered)")
     ap.add_argument("--no-verify", action="store_true", help="skip SVG/font SHA-256 checks")
     ap.add_argument("--manifest", type=Path, help="SHA-256 manifest of every rendered file (sha256sum format)")
-    ap.add_argument("--verify", action="store_true",
-                    help="with --manifest: compare the rendered files with the manifest and fail loudly on any "
-                    "difference (default: write the manifest)")
-    ap.add_argument("--check-only", action="store_true",
-                    help="with --manifest: do not render, only check the files already in --out")
+    ap.add_argument(
+        "--verify",
+        action="store_true",
+        help="with --manifest: compare the rendered files with the manifest and fail loudly on any "
+        "difference (default: write the manifest)",
+    )
+    ap.add_argument(
+        "--check-only",
+        action="store_true",
+        help="with --manifest: do not render, only check the files already in --out",
+    )
     ap.add_argument("--pins", type=Path, help="pins JSON (tool versions, font/SVG SHA-256) to check first")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                    help="render processes (default: one per core; the bytes do not depend on it)")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="render processes (default: one per core; the bytes do not depend on it)",
+    )
     args = ap.parse_args(argv)
     if (args.verify or args.check_only) and not args.manifest:
         raise SystemExit("--verify/--check-only need --manifest")

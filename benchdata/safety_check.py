@@ -43,8 +43,9 @@ def dev_files(recipe: Path = HERE / "v1" / "corpus.jsonl", harmful: bool = True)
     for ln in lines:
         src = by_id.get(ln.get("variant", {}).get("of"), ln)
         if src["template"]["pool"] == "dev" and (ln["truth"]["safety"] in HIDDEN) == harmful:
-            out.append({"file": ln["out"]["file"], "safety": ln["truth"]["safety"],
-                        "caption": " / ".join(src["captions"])})
+            out.append(
+                {"file": ln["out"]["file"], "safety": ln["truth"]["safety"], "caption": " / ".join(src["captions"])}
+            )
     return out
 
 
@@ -64,13 +65,20 @@ def main(argv: list[str]) -> int:
     caps = harmless_captions(a.harmless)
     classes = collections.Counter(classify(c) for c in caps)
     hidden = [c for c in caps if classify(c) in HIDDEN]
-    report["harmless"] = {"captions": len(caps), "hidden": len(hidden), "false_positive_rate": len(hidden) / len(caps),
-                          "marked_sensitive": classes["sensitive"]}
+    report["harmless"] = {
+        "captions": len(caps),
+        "hidden": len(hidden),
+        "false_positive_rate": len(hidden) / len(caps),
+        "marked_sensitive": classes["sensitive"],
+    }
     items = dev_files(a.recipe)
     shown = dev_files(a.recipe, harmful=False)
     missed_caption = [d for d in items if classify(d["caption"]) not in HIDDEN]
-    report["dev_recipe"] = {"items": len(items), "caught": len(items) - len(missed_caption),
-                            "recall": 1 - len(missed_caption) / len(items)}
+    report["dev_recipe"] = {
+        "items": len(items),
+        "caught": len(items) - len(missed_caption),
+        "recall": 1 - len(missed_caption) / len(items),
+    }
     report["dev_shown_recipe"] = {"items": len(shown), "hidden": sum(classify(d["caption"]) in HIDDEN for d in shown)}
     missed_ocr: list[tuple[dict, str]] = []
     if a.library:
@@ -78,18 +86,25 @@ def main(argv: list[str]) -> int:
         text = dict(con.execute("SELECT f.rel_path, i.ocr_text FROM files f JOIN items i USING (item_id)"))
         present = [d for d in items if d["file"] in text]
         missed_ocr = [(d, text[d["file"]]) for d in present if classify(text[d["file"]]) not in HIDDEN]
-        report["dev_ocr"] = {"items": len(present), "caught": len(present) - len(missed_ocr),
-                             "recall": 1 - len(missed_ocr) / max(1, len(present))}
+        report["dev_ocr"] = {
+            "items": len(present),
+            "caught": len(present) - len(missed_ocr),
+            "recall": 1 - len(missed_ocr) / max(1, len(present)),
+        }
         present = [d for d in shown if d["file"] in text]
-        report["dev_shown_ocr"] = {"items": len(present), "hidden": sum(classify(text[d["file"]]) in HIDDEN
-                                                                       for d in present)}
+        report["dev_shown_ocr"] = {
+            "items": len(present),
+            "hidden": sum(classify(text[d["file"]]) in HIDDEN for d in present),
+        }
     if a.json:
         print(json.dumps(report))
         return 0
     h = report["harmless"]
     print(f"rules {RULES_VERSION}")
-    print(f"harmless captions {h['captions']}: hidden {h['hidden']} ({h['false_positive_rate']:.1%}), "
-          f"marked sensitive {h['marked_sensitive']}")
+    print(
+        f"harmless captions {h['captions']}: hidden {h['hidden']} ({h['false_positive_rate']:.1%}), "
+        f"marked sensitive {h['marked_sensitive']}"
+    )
     for c in hidden:
         print(f"  hidden: {clean_line(c)}  <- {detect_safety(c)}")
     r = report["dev_recipe"]

@@ -34,11 +34,17 @@ def main(argv: list[str]) -> int:
     db = DB(a.library, create=False)
     for system in a.systems or ["bm25", "dense", "hybrid"]:
         searcher = searcher_for(db, system)
-        shown = [r.details["rel_path"] for q in queries for r in searcher.search(q["query"], system, 10)
-                 if truth.get(r.details["rel_path"]) in ("unsafe", "critical")]
+        shown = [
+            r.details["rel_path"]
+            for q in queries
+            for r in searcher.search(q["query"], system, 10)
+            if truth.get(r.details["rel_path"]) in ("unsafe", "critical")
+        ]
         dev = [f for f in shown if pool[f] == "dev"]
-        print(f"{system}: development unsafe/critical results shown {len(dev)} {sorted(set(dev))}; "
-              f"reserve {len(shown) - len(dev)}")
+        print(
+            f"{system}: development unsafe/critical results shown {len(dev)} {sorted(set(dev))}; "
+            f"reserve {len(shown) - len(dev)}"
+        )
     return 0
 
 

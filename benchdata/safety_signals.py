@@ -48,9 +48,11 @@ def sets(library: str | None) -> dict[str, list[tuple[str, bool]]]:
 
         con = apsw.Connection(library, flags=apsw.SQLITE_OPEN_READONLY)
         text = dict(con.execute("SELECT f.rel_path, i.ocr_text FROM files f JOIN items i USING (item_id)"))
-        out["dev OCR (bare text)"] = [(text[d["file"]], d["safety"] in HIDDEN)
-                                      for d in dev_files() + dev_files(harmful=False)
-                                      if d["file"] in text and text[d["file"]].strip()]
+        out["dev OCR (bare text)"] = [
+            (text[d["file"]], d["safety"] in HIDDEN)
+            for d in dev_files() + dev_files(harmful=False)
+            if d["file"] in text and text[d["file"]].strip()
+        ]
     return out
 
 
@@ -59,14 +61,21 @@ def caption(text: str) -> str:
 
 
 def rates(rows: list[tuple[bool, bool]]) -> dict[str, int]:
-    return {"harmful": sum(h for h, _ in rows), "caught": sum(h and x for h, x in rows),
-            "harmless": sum(not h for h, _ in rows), "hidden": sum(x and not h for h, x in rows)}
+    return {
+        "harmful": sum(h for h, _ in rows),
+        "caught": sum(h and x for h, x in rows),
+        "harmless": sum(not h for h, _ in rows),
+        "hidden": sum(x and not h for h, x in rows),
+    }
 
 
 def fmt(c: dict[str, int]) -> str:
     r = f"recall {c['caught']}/{c['harmful']} = {c['caught'] / c['harmful']:.3f}" if c["harmful"] else "recall -"
-    f = (f"false hides {c['hidden']}/{c['harmless']} = {c['hidden'] / c['harmless']:.1%}" if c["harmless"]
-         else "false hides -")
+    f = (
+        f"false hides {c['hidden']}/{c['harmless']} = {c['hidden'] / c['harmless']:.1%}"
+        if c["harmless"]
+        else "false hides -"
+    )
     return f"{r}; {f}"
 
 
@@ -79,9 +88,12 @@ def main(argv: list[str]) -> int:
 
     model = meaning_model()
     emb = Embedder(quiet=True, threads=1)
-    report: dict = {"meaning": model.signal, "sha256": model.sha256, "bars": {"unsafe": model.unsafe_bar,
-                                                                              "sensitive": model.sensitive_bar},
-                    "sets": {}}
+    report: dict = {
+        "meaning": model.signal,
+        "sha256": model.sha256,
+        "bars": {"unsafe": model.unsafe_bar, "sensitive": model.sensitive_bar},
+        "sets": {},
+    }
     lines = [f"{model.signal} ({model.sha256[:12]}): withholds at {model.unsafe_bar}, marks at {model.sensitive_bar}"]
     misses = []
     for name, rows in sets(a.library).items():
@@ -89,16 +101,23 @@ def main(argv: list[str]) -> int:
         rules = [(d.safety if (d := detect_safety(t)) else "safe") for t, _ in rows]
         r = rates([(h, x in HIDDEN) for (_t, h), x in zip(rows, rules, strict=True)])
         m = rates([(h, j.safety in HIDDEN) for (_t, h), j in zip(rows, judged, strict=True)])
-        both = rates([(h, x in HIDDEN or j.safety in HIDDEN)
-                      for (_t, h), x, j in zip(rows, rules, judged, strict=True)])
+        both = rates(
+            [(h, x in HIDDEN or j.safety in HIDDEN) for (_t, h), x, j in zip(rows, rules, judged, strict=True)]
+        )
         marked = sum(not h and j.safety == "sensitive" for (_t, h), j in zip(rows, judged, strict=True))
         report["sets"][name] = {"rules": r, "meaning": m, "combined": both, "harmless_marked_by_meaning": marked}
-        lines += [f"{name} ({len(rows)}):", f"  rules    {fmt(r)}", f"  meaning  {fmt(m)}",
-                  f"  combined {fmt(both)}; harmless marked sensitive {marked}"]
+        lines += [
+            f"{name} ({len(rows)}):",
+            f"  rules    {fmt(r)}",
+            f"  meaning  {fmt(m)}",
+            f"  combined {fmt(both)}; harmless marked sensitive {marked}",
+        ]
         for (t, h), x, j in zip(rows, rules, judged, strict=True):
             if h != (x in HIDDEN or j.safety in HIDDEN):
-                misses.append(f"  {'missed' if h else 'hidden'} [{name}] meaning {j.score:.3f} {j.rule}, rules {x}: "
-                              f"{clean_line(caption(t))[:110]}")
+                misses.append(
+                    f"  {'missed' if h else 'hidden'} [{name}] meaning {j.score:.3f} {j.rule}, rules {x}: "
+                    f"{clean_line(caption(t))[:110]}"
+                )
     train = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))["training"]
     report["out_of_fold"] = train
     if a.json:
@@ -108,11 +127,14 @@ def main(argv: list[str]) -> int:
     if train:
         print("meaning alone, grouped out-of-fold (trainer), share at or above the unsafe bar:")
         for fam, v in train["by_family"].items():
-            print(f"  {fam}: {v['out_of_fold_at_unsafe_bar']:.3f} of {v['rows']} (sensitive bar "
-                  f"{v['out_of_fold_at_sensitive_bar']:.3f})")
+            print(
+                f"  {fam}: {v['out_of_fold_at_unsafe_bar']:.3f} of {v['rows']} (sensitive bar "
+                f"{v['out_of_fold_at_sensitive_bar']:.3f})"
+            )
         for f in train["folds_detail"]:
-            print(f"  fold {f['fold']}: bar {f['unsafe_bar']} recall {f['recall']:.3f} "
-                  f"false hides {f['false_hides']:.3%}")
+            print(
+                f"  fold {f['fold']}: bar {f['unsafe_bar']} recall {f['recall']:.3f} false hides {f['false_hides']:.3%}"
+            )
     print("\n".join(misses))
     return 0
 

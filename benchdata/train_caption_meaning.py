@@ -114,26 +114,50 @@ def material() -> tuple[list[dict], dict[str, list[tuple[str, bool]]]]:
     rows = []
     for line in (HERE / "safety" / "generated.jsonl").read_text(encoding="utf-8").splitlines():
         g = json.loads(line)
-        rows.append({"text": g["caption"], "cls": "harmless" if g["label"] == "shown" else g["kind"],
-                     "group": "gen:" + g["core"], "family": "generated " + g["kind"],
-                     "set": "generated " + ("harmless" if g["label"] == "shown" else "unsafe")})
+        rows.append(
+            {
+                "text": g["caption"],
+                "cls": "harmless" if g["label"] == "shown" else g["kind"],
+                "group": "gen:" + g["core"],
+                "family": "generated " + g["kind"],
+                "set": "generated " + ("harmless" if g["label"] == "shown" else "unsafe"),
+            }
+        )
     for d in dev_files() + dev_files(harmful=False):
         if d["safety"] in HIDDEN:
             found = detect_safety(d["caption"])
             cls = found.rule if found and found.rule in CLASSES else "violence"
-            rows.append({"text": d["caption"], "cls": cls, "group": "dev:" + d["caption"].split(" / ")[-1],
-                         "family": "dev unsafe", "set": "dev unsafe"})
+            rows.append(
+                {
+                    "text": d["caption"],
+                    "cls": cls,
+                    "group": "dev:" + d["caption"].split(" / ")[-1],
+                    "family": "dev unsafe",
+                    "set": "dev unsafe",
+                }
+            )
         else:
-            rows.append({"text": d["caption"], "cls": "harmless", "group": "dev:" + d["caption"], "family": "dev shown",
-                         "set": "dev shown"})
-    rows += [{"text": c, "cls": "harmless", "group": "hand:" + c, "family": "hand harmless",
-              "set": "hand harmless"} for c in harmless_captions()]
+            rows.append(
+                {
+                    "text": d["caption"],
+                    "cls": "harmless",
+                    "group": "dev:" + d["caption"],
+                    "family": "dev shown",
+                    "set": "dev shown",
+                }
+            )
+    rows += [
+        {"text": c, "cls": "harmless", "group": "hand:" + c, "family": "hand harmless", "set": "hand harmless"}
+        for c in harmless_captions()
+    ]
     for cls, texts in PROTOTYPES.items():
         rows += [{"text": t, "cls": cls, "group": "policy:" + t, "family": "policy", "set": "policy"} for t in texts]
-    fixture = [json.loads(x) for x in (HERE / "fixture" / "recipe.jsonl").read_text(encoding="utf-8").splitlines()
-               if x.strip()]
-    outside = {"fixture": [(" / ".join(f["captions"]), f["truth"]["safety"] in HIDDEN) for f in fixture
-                           if "captions" in f]}
+    fixture = [
+        json.loads(x) for x in (HERE / "fixture" / "recipe.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()
+    ]
+    outside = {
+        "fixture": [(" / ".join(f["captions"]), f["truth"]["safety"] in HIDDEN) for f in fixture if "captions" in f]
+    }
     return rows, outside
 
 
@@ -196,28 +220,49 @@ def train(vecs: dict[str, object]) -> dict:
         b = lowest_bar(held[fold != f], harmful[fold != f], sets[fold != f], MAX_FALSE_HIDES)
         test = fold == f
         pos, neg = test & harmful, test & ~harmful
-        folds.append({"fold": f, "unsafe_bar": b, "recall": round(float((held[pos] >= b).mean()), 4),
-                      "false_hides": round(float((held[neg] >= b).mean()), 4), "harmful": int(pos.sum()),
-                      "harmless": int(neg.sum())})
+        folds.append(
+            {
+                "fold": f,
+                "unsafe_bar": b,
+                "recall": round(float((held[pos] >= b).mean()), 4),
+                "false_hides": round(float((held[neg] >= b).mean()), 4),
+                "harmful": int(pos.sum()),
+                "harmless": int(neg.sum()),
+            }
+        )
     by_family = {}
     for fam in sorted(set(families)):
         m = families == fam
-        by_family[fam] = {"rows": int(m.sum()), "harmful": int(harmful[m].sum()),
-                          "out_of_fold_at_unsafe_bar": round(float((held[m] >= unsafe_bar).mean()), 4),
-                          "out_of_fold_at_sensitive_bar": round(float((held[m] >= sensitive_bar).mean()), 4)}
+        by_family[fam] = {
+            "rows": int(m.sum()),
+            "harmful": int(harmful[m].sum()),
+            "out_of_fold_at_unsafe_bar": round(float((held[m] >= unsafe_bar).mean()), 4),
+            "out_of_fold_at_sensitive_bar": round(float((held[m] >= sensitive_bar).mean()), 4),
+        }
     from mambomeme.lab.product import EMBED_DIM, EMBED_MODEL_NAME, WEIGHTS_SHA256
 
     return {
         "signal": "caption-meaning-2",
-        "model": {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256, "vector": "caption",
-                  "dimensions": EMBED_DIM},
+        "model": {
+            "name": EMBED_MODEL_NAME,
+            "weights_sha256": WEIGHTS_SHA256,
+            "vector": "caption",
+            "dimensions": EMBED_DIM,
+        },
         "classes": list(CLASSES),
         "bars": {"unsafe": unsafe_bar, "sensitive": sensitive_bar},
-        "training": {"rows": len(rows), "C": C, "folds": FOLDS, "max_false_hides": MAX_FALSE_HIDES,
-                     "max_marked": MAX_MARKED, "by_family": by_family, "folds_detail": folds,
-                     "fixture": fixture_rates(model, vecs, protos, outside["fixture"], unsafe_bar),
-                     "annotators": "benchdata/make_safety_set.py (program), benchmark v1 recipe (dev pool), "
-                                   "policy prototypes (this file)"},
+        "training": {
+            "rows": len(rows),
+            "C": C,
+            "folds": FOLDS,
+            "max_false_hides": MAX_FALSE_HIDES,
+            "max_marked": MAX_MARKED,
+            "by_family": by_family,
+            "folds_detail": folds,
+            "fixture": fixture_rates(model, vecs, protos, outside["fixture"], unsafe_bar),
+            "annotators": "benchdata/make_safety_set.py (program), benchmark v1 recipe (dev pool), "
+            "policy prototypes (this file)",
+        },
         "prototypes": {c: base64.b64encode(protos[c].tobytes()).decode("ascii") for c in CLASSES},
         "bias": [round(float(v), 6) for v in model.intercept_],
         "weights": [[round(float(v), 6) for v in row] for row in model.coef_],
@@ -230,16 +275,21 @@ def fixture_rates(model, vecs, protos, rows, bar: float) -> dict:  # noqa: ANN00
 
     sc = harm(model, features(np.stack([vecs[caption(t)] for t, _ in rows]), protos))
     h = np.array([x for _, x in rows])
-    return {"harmful": int(h.sum()), "caught": int((sc[h] >= bar).sum()), "harmless": int((~h).sum()),
-            "hidden": int((sc[~h] >= bar).sum())}
+    return {
+        "harmful": int(h.sum()),
+        "caught": int((sc[h] >= bar).sum()),
+        "harmless": int((~h).sum()),
+        "hidden": int((sc[~h] >= bar).sum()),
+    }
 
 
 def encode_all() -> dict[str, object]:
     from mambomeme.lab.product import Embedder
 
     rows, outside = material()
-    texts = list(dict.fromkeys([caption(r["text"]) for r in rows]
-                               + [caption(t) for s in outside.values() for t, _ in s]))
+    texts = list(
+        dict.fromkeys([caption(r["text"]) for r in rows] + [caption(t) for s in outside.values() for t, _ in s])
+    )
     vecs = Embedder(quiet=True, threads=1).encode(texts)
     return dict(zip(texts, vecs, strict=True))
 

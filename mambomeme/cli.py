@@ -29,8 +29,23 @@ if TYPE_CHECKING:
     from mambomeme.query_plan import QueryPlan
 
 # The user's commands in the order `mambo --help` lists them: finding, filling, fixing, then the rest.
-USER_COMMANDS = ("search", "add", "status", "label", "templates", "safety", "private", "demo", "sql", "systems",
-                 "settings", "roots", "check", "prune", "help")
+USER_COMMANDS = (
+    "search",
+    "add",
+    "status",
+    "label",
+    "templates",
+    "safety",
+    "private",
+    "demo",
+    "sql",
+    "systems",
+    "settings",
+    "roots",
+    "check",
+    "prune",
+    "help",
+)
 # The lab's commands, under `mambo eval`; their old top-level names still run them (unlisted).
 EVAL_COMMANDS = ("bench", "judge", "run", "score", "interactions")
 
@@ -58,7 +73,7 @@ class MamboGroup(FullHelpGroup):
                 rest += args[i:]
                 break
             if a == "--db" and i + 1 < len(args) and rest:
-                front += args[i:i + 2]
+                front += args[i : i + 2]
                 i += 2
                 continue
             if a.startswith("--db=") and rest:
@@ -95,11 +110,20 @@ def library_error(ctx: click.Context, e: Exception) -> MamboError:
     return MamboError(db_error_message(e, path))
 
 
-@click.group(cls=MamboGroup, context_settings=CONTEXT, order=USER_COMMANDS,
-             sections={"Evaluation (benchmarks, judging, scorecards)": ["eval"]})
+@click.group(
+    cls=MamboGroup,
+    context_settings=CONTEXT,
+    order=USER_COMMANDS,
+    sections={"Evaluation (benchmarks, judging, scorecards)": ["eval"]},
+)
 @click.version_option(__version__, "--version", prog_name="mambo")
-@click.option("--db", "db_path", envvar="MAMBO_DB", type=click.Path(dir_okay=False, path_type=Path),
-              help="Library file (default: $MAMBO_DB, else the per-user data folder).")
+@click.option(
+    "--db",
+    "db_path",
+    envvar="MAMBO_DB",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Library file (default: $MAMBO_DB, else the per-user data folder).",
+)
 @click.pass_context
 def cli(ctx: click.Context, db_path: Path | None) -> None:
     """MamboMeme: find the meme you remember, in one local SQLite file.
@@ -118,14 +142,24 @@ def cli(ctx: click.Context, db_path: Path | None) -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@click.option("--batch-size", cls=LazyDefault, load_default=lambda: _ingest_batch(), show_default=True,
-              type=click.IntRange(1, 1000), help="Images per committed transaction.")
+@click.option(
+    "--batch-size",
+    cls=LazyDefault,
+    load_default=lambda: _ingest_batch(),
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Images per committed transaction.",
+)
 @click.option("--workers", type=click.IntRange(1, 64), help="OCR worker processes (default: one per core, max 4).")
-@click.option("--no-sidecars", is_flag=True,
-              help="Ignore sidecars and mambo.jsonl manifests: index the folder bare (as a downloads folder).")
+@click.option(
+    "--no-sidecars",
+    is_flag=True,
+    help="Ignore sidecars and mambo.jsonl manifests: index the folder bare (as a downloads folder).",
+)
 @click.pass_context
-def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: int, workers: int | None,
-        no_sidecars: bool) -> None:
+def add(
+    ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: int, workers: int | None, no_sidecars: bool
+) -> None:
     """Index image files and folders (png, jpg, gif, webp).
 
     Unchanged files are skipped, changed ones updated, exact duplicates recorded against their
@@ -137,13 +171,17 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     if not readable:
         # Nothing to read: fail before the library is opened, so a typo creates no empty library.
         what = ", ".join(show_path(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
-        raise MamboError(f"nothing to add: {what} {'does' if len(paths) == 1 else 'do'} not exist or cannot be "
-                         "read; give an image file or a folder of images")
+        raise MamboError(
+            f"nothing to add: {what} {'does' if len(paths) == 1 else 'do'} not exist or cannot be "
+            "read; give an image file or a folder of images"
+        )
     if not quiet and sys.stderr.isatty():
         # Said before the engines load (seconds on a cold machine): the progress bar follows.
-        click.echo(f"mambo: adding {', '.join(show_path(p) for p in readable[:3])}"
-                   f"{' ...' if len(readable) > 3 else ''} to {show_path(ctx.obj['db_path'] or default_db_path())}",
-                   err=True)
+        click.echo(
+            f"mambo: adding {', '.join(show_path(p) for p in readable[:3])}"
+            f"{' ...' if len(readable) > 3 else ''} to {show_path(ctx.obj['db_path'] or default_db_path())}",
+            err=True,
+        )
     from mambomeme.ingest import Ingester
     from mambomeme.library import disk_full_message
     from mambomeme.safety_review import recheck_if_stale
@@ -154,29 +192,40 @@ def add(ctx: click.Context, paths: tuple[Path, ...], quiet: bool, batch_size: in
     if db.full_disk:
         raise MamboError(disk_full_message(db.path))
     if db.readonly:
-        raise MamboError(f"{show_path(db.path)} is read-only (the file or its folder): `mambo add` must write to "
-                         "it; make both writable, or choose another library with --db")
+        raise MamboError(
+            f"{show_path(db.path)} is read-only (the file or its folder): `mambo add` must write to "
+            "it; make both writable, or choose another library with --db"
+        )
     ing = Ingester(db, progress=not quiet, batch=batch_size, workers=workers, sidecars=not no_sidecars)
     try:
         s = ing.run(list(paths))
     except KeyboardInterrupt:
         s = ing.stats
-        click.echo(f"\nmambo: interrupted; {s.added} new item(s) were saved. Run the same `mambo add` "
-                   "again to resume.", err=True)
+        click.echo(
+            f"\nmambo: interrupted; {s.added} new item(s) were saved. Run the same `mambo add` again to resume.",
+            err=True,
+        )
         sys.exit(130)
     rechecked = recheck_if_stale(db)  # a library made under older text rules is re-checked once
     # A label or template change interrupted between its transactions: its vectors, its vocabulary.
     finish_pending(db, lambda: (ing.embedder, ing.model_id))
-    click.echo(f"added {s.added}, updated {s.updated}, exact duplicates {s.duplicates}, "
-               f"unchanged {s.skipped}, errors {s.errors}")
+    click.echo(
+        f"added {s.added}, updated {s.updated}, exact duplicates {s.duplicates}, "
+        f"unchanged {s.skipped}, errors {s.errors}"
+    )
     if rechecked and rechecked["changed"] and not quiet:
-        click.echo(f"safety: re-checked {rechecked['items']} item(s) with {RULES_VERSION} and the caption-meaning "
-                   "model; "
-                   f"{rechecked['changed']} changed class (`mambo safety` lists what is marked)")
+        click.echo(
+            f"safety: re-checked {rechecked['items']} item(s) with {RULES_VERSION} and the caption-meaning "
+            "model; "
+            f"{rechecked['changed']} changed class (`mambo safety` lists what is marked)"
+        )
     if s.unread:
         # As ripgrep does when some files could not be read: the rest is done, the status says not all.
-        click.echo(f"mambo: {s.unread} file(s) skipped, each named above (`mambo status` lists recent errors); "
-                   "the rest is indexed", err=True)
+        click.echo(
+            f"mambo: {s.unread} file(s) skipped, each named above (`mambo status` lists recent errors); "
+            "the rest is indexed",
+            err=True,
+        )
         ctx.exit(2)
 
 
@@ -213,16 +262,19 @@ class QueryCommand(click.Command):
         while i < len(args):
             a = args[i]
             if a == "--":
-                queries += args[i + 1:]
+                queries += args[i + 1 :]
                 break
-            known = (not a.startswith("-") or a == "-" or a in names or a.split("=", 1)[0] in names
-                     or attached(a))
+            known = not a.startswith("-") or a == "-" or a in names or a.split("=", 1)[0] in names or attached(a)
             if not known and a.startswith("--") and not any(c.isspace() for c in a):
                 import difflib
 
                 close = difflib.get_close_matches(a.split("=", 1)[0], sorted(n for n in names if n.startswith("--")), 1)
-                raise click.UsageError(f"no such option: {a}" + (f" (did you mean {close[0]}?)" if close else "")
-                                       + f"; to search for it, put -- before it: mambo {self.name} -- {a}", ctx)
+                raise click.UsageError(
+                    f"no such option: {a}"
+                    + (f" (did you mean {close[0]}?)" if close else "")
+                    + f"; to search for it, put -- before it: mambo {self.name} -- {a}",
+                    ctx,
+                )
             if not known:
                 queries.append(a)
             else:
@@ -257,35 +309,76 @@ class SystemChoice(LazyChoice):
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter:
-            self.fail(f"no search system named {clean_line(str(value))!r}: choose one of {', '.join(self.choices)}",
-                      param, ctx)
+            self.fail(
+                f"no search system named {clean_line(str(value))!r}: choose one of {', '.join(self.choices)}",
+                param,
+                ctx,
+            )
 
 
-SYSTEM_HELP = ("Search system: hybrid (words and meaning, the default), bm25 (words only, no model to "
-               "load), dense (meaning only). `mambo systems` shows their configurations.")
+SYSTEM_HELP = (
+    "Search system: hybrid (words and meaning, the default), bm25 (words only, no model to "
+    "load), dense (meaning only). `mambo systems` shows their configurations."
+)
 
 
 @cli.command(cls=QueryCommand)
 @click.argument("words", nargs=-1, metavar="[QUERY]...")
-@click.option("--system", "-s", cls=LazyDefault, load_default=_default_system, show_default=True,
-              type=SystemChoice(), help=SYSTEM_HELP)
-@click.option("-n", "limit", default=10, show_default=True, type=click.IntRange(1, 100),
-              help="How many results.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Results as JSON lines, each with its query (no match: one {\"no_match\": true} line).")
-@click.option("--paths", "-l", "--files-with-matches", "paths_only", is_flag=True,
-              help="Print only each result's absolute path, one a line (its exact bytes; escaped on a terminal).")
-@click.option("--null", "-0", "null", is_flag=True,
-              help="End each printed path (-l, or the screen's choice) with NUL, not a newline: for `xargs -0`. "
-                   "A path holding a newline needs it.")
+@click.option(
+    "--system",
+    "-s",
+    cls=LazyDefault,
+    load_default=_default_system,
+    show_default=True,
+    type=SystemChoice(),
+    help=SYSTEM_HELP,
+)
+@click.option("-n", "limit", default=10, show_default=True, type=click.IntRange(1, 100), help="How many results.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Results as JSON lines, each with its query (no match: one {"no_match": true} line).',
+)
+@click.option(
+    "--paths",
+    "-l",
+    "--files-with-matches",
+    "paths_only",
+    is_flag=True,
+    help="Print only each result's absolute path, one a line (its exact bytes; escaped on a terminal).",
+)
+@click.option(
+    "--null",
+    "-0",
+    "null",
+    is_flag=True,
+    help="End each printed path (-l, or the screen's choice) with NUL, not a newline: for `xargs -0`. "
+    "A path holding a newline needs it.",
+)
 @click.option("--query", "-q", "typed", metavar="TEXT", help="Open the full-screen search with TEXT typed in.")
-@click.option("--multi", "-m", is_flag=True,
-              help="The full-screen search: Tab / Shift-Tab mark several memes, and Enter prints each path (fzf's -m).")
+@click.option(
+    "--multi",
+    "-m",
+    is_flag=True,
+    help="The full-screen search: Tab / Shift-Tab mark several memes, and Enter prints each path (fzf's -m).",
+)
 @click.option("--record-events", is_flag=True, help="TUI: record interaction events (off unless asked).")
 @click.option("--wait-ready", is_flag=True, help="TUI: accept searches only once the model is loaded.")
 @click.pass_context
-def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, as_json: bool, paths_only: bool,
-           null: bool, typed: str | None, multi: bool, record_events: bool, wait_ready: bool) -> None:
+def search(
+    ctx: click.Context,
+    words: tuple[str, ...],
+    system: str,
+    limit: int,
+    as_json: bool,
+    paths_only: bool,
+    null: bool,
+    typed: str | None,
+    multi: bool,
+    record_events: bool,
+    wait_ready: bool,
+) -> None:
     """Search the library; the words after `search` are one query.
 
     No quotes needed.
@@ -312,16 +405,38 @@ def search(ctx: click.Context, words: tuple[str, ...], system: str, limit: int, 
     import apsw
 
     try:
-        _search(ctx, " ".join(words) if words else None, system, limit, as_json, paths_only, typed, record_events,
-                wait_ready, multi, null)
+        _search(
+            ctx,
+            " ".join(words) if words else None,
+            system,
+            limit,
+            as_json,
+            paths_only,
+            typed,
+            record_events,
+            wait_ready,
+            multi,
+            null,
+        )
     except MamboError as e:  # ripgrep's codes: 1 is "no match", so an error is 2
         raise as_click(e, code=2) from e
     except apsw.Error as e:  # a damaged or busy library is an error too, never "no match"
         raise as_click(library_error(ctx, e), code=2) from e
 
 
-def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_json: bool, paths_only: bool,
-            typed: str | None, record_events: bool, wait_ready: bool, multi: bool = False, null: bool = False) -> None:
+def _search(
+    ctx: click.Context,
+    query: str | None,
+    system: str,
+    limit: int,
+    as_json: bool,
+    paths_only: bool,
+    typed: str | None,
+    record_events: bool,
+    wait_ready: bool,
+    multi: bool = False,
+    null: bool = False,
+) -> None:
     if as_json and (paths_only or null):
         raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
     paths_only = paths_only or null  # -0 prints paths
@@ -329,8 +444,10 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
     # a terminal on stdin gets the screen and piped stdin holds queries.
     screen = query is None and (typed is not None or sys.stdin.isatty())
     if screen and as_json:
-        raise MamboError("--json prints the results of a QUERY (or of queries piped in); the screen prints the "
-                         "chosen paths: give a QUERY, as `mambo search --json cat`")
+        raise MamboError(
+            "--json prints the results of a QUERY (or of queries piped in); the screen prints the "
+            "chosen paths: give a QUERY, as `mambo search --json cat`"
+        )
     from mambomeme.embed import waiting_note, waiting_to_embed
     from mambomeme.search import format_result, result_json, searcher_for, sync_systems
 
@@ -340,8 +457,18 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
         if screen:
             from mambomeme.tui_shell import run_tui
 
-            ctx.exit(run_tui(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready,
-                             query=typed or "", multi=multi, null=null))
+            ctx.exit(
+                run_tui(
+                    db,
+                    system,
+                    limit=limit,
+                    record_events=record_events,
+                    wait_ready=wait_ready,
+                    query=typed or "",
+                    multi=multi,
+                    null=null,
+                )
+            )
         if prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only, null=null):
             ctx.exit(1)  # some query had no match (ripgrep: 1 when nothing matched)
         return
@@ -362,7 +489,7 @@ def _search(ctx: click.Context, query: str | None, system: str, limit: int, as_j
 
 
 def no_match_message(db: DB, plan: QueryPlan) -> str:
-    """"no match", and how many withheld memes hold the query's words (a count, never which)."""
+    """ "no match", and how many withheld memes hold the query's words (a count, never which)."""
     from mambomeme.safety_review import withheld_matches, withheld_note
 
     n = withheld_matches(db, plan)
@@ -384,8 +511,9 @@ def echo_paths(paths: list[str], *, null: bool = False) -> None:
         click.echo(data, nl=False)
 
 
-def prompt_loop(db: DB, system: str, limit: int, *, as_json: bool = False, paths_only: bool = False,
-                null: bool = False) -> int:
+def prompt_loop(
+    db: DB, system: str, limit: int, *, as_json: bool = False, paths_only: bool = False, null: bool = False
+) -> int:
     """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
     at a prompt, a blank line quits; returns how many queries had no match.
     With --json: each query's results as JSON lines (each with its query), nothing else. With -l
@@ -448,36 +576,52 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(json.dumps(st, indent=2))
         return
     click.echo(f"library   {show_path(st['database'])} ({st['bytes'] / 1e6:.1f} MB, schema {st['schema_version']})")
-    click.echo(f"items     {st['items']} ({st['files']} files, {st['duplicate_files']} exact duplicates, "
-               f"{st['perceptual_groups']} perceptual groups, {st['template_groups']} templates)")
+    click.echo(
+        f"items     {st['items']} ({st['files']} files, {st['duplicate_files']} exact duplicates, "
+        f"{st['perceptual_groups']} perceptual groups, {st['template_groups']} templates)"
+    )
     click.echo("safety    " + ", ".join(f"{k} {v}" for k, v in st["safety"].items()))
     rv = st["safety_review"]
-    click.echo(f"review    {rv['text_marked']} marked by the text rules ({rv['text_hidden']} hidden), "
-               f"{rv['meaning_marked']} of {rv['meaning_scored']} by the caption meaning "
-               f"({rv['meaning_hidden']} hidden), "
-               f"{rv['picture_marked']} of {rv['picture_scored']} by the picture signal, {rv['decided']} decided by "
-               f"a person; {rv['hidden']} hidden in all (`mambo safety`)")
+    click.echo(
+        f"review    {rv['text_marked']} marked by the text rules ({rv['text_hidden']} hidden), "
+        f"{rv['meaning_marked']} of {rv['meaning_scored']} by the caption meaning "
+        f"({rv['meaning_hidden']} hidden), "
+        f"{rv['picture_marked']} of {rv['picture_scored']} by the picture signal, {rv['decided']} decided by "
+        f"a person; {rv['hidden']} hidden in all (`mambo safety`)"
+    )
     if rv["text_rules_stale"]:
-        click.echo(f"note      classes come from older caption signals: `mambo safety recheck` applies "
-                   f"{rv['text_rules']}")
+        click.echo(
+            f"note      classes come from older caption signals: `mambo safety recheck` applies {rv['text_rules']}"
+        )
     for e in rv["engines"]:
-        click.echo(f"safety    {e['kind']} {clean_line(e['name'])} {clean_line(e['version'])}"
-                   + (f" sha256 {e['weights_sha256'][:12]}" if e["weights_sha256"] else "") + f": {e['items']} items")
-    click.echo("templates " + (", ".join(f"{v} {k}" for k, v in st["templates"].items()) or "none loaded yet")
-               + f"; {st['recognised']} items recognised, {st['with_derived_fields']} with derived fields")
+        click.echo(
+            f"safety    {e['kind']} {clean_line(e['name'])} {clean_line(e['version'])}"
+            + (f" sha256 {e['weights_sha256'][:12]}" if e["weights_sha256"] else "")
+            + f": {e['items']} items"
+        )
+    click.echo(
+        "templates "
+        + (", ".join(f"{v} {k}" for k, v in st["templates"].items()) or "none loaded yet")
+        + f"; {st['recognised']} items recognised, {st['with_derived_fields']} with derived fields"
+    )
     avg = st["preview_bytes"] / st["previews"] if st["previews"] else 0
     click.echo(f"previews  {st['previews']} ({st['preview_bytes'] / 1e6:.2f} MB, {avg / 1e3:.1f} KB each)")
     for m in st["models"]:
-        click.echo(f"model     {clean_line(m['name'])} @ {clean_line(m['revision'])} sha256 {m['weights_sha256'][:12]} "
-                   f"dim {m['dim']}: {m['items']} items")
+        click.echo(
+            f"model     {clean_line(m['name'])} @ {clean_line(m['revision'])} sha256 {m['weights_sha256'][:12]} "
+            f"dim {m['dim']}: {m['items']} items"
+        )
     for o in st["ocr_engines"]:
         click.echo(f"ocr       {clean_line(o['name'])} {clean_line(o['version'])}: {o['items']} items")
     if st["waiting_to_embed"]:
         click.echo(f"note      {waiting_note(st['waiting_to_embed'])}")
     vi = st["vector_index"]
-    click.echo(f"vectors   coarse index of {vi['clusters']} clusters, trained on {vi['trained_vectors']} vectors "
-               f"at {vi['trained_at'][:19]}" if vi else
-               f"vectors   searched exactly (a coarse index is trained from {IVF_MIN_VECTORS:,} vectors)")
+    click.echo(
+        f"vectors   coarse index of {vi['clusters']} clusters, trained on {vi['trained_vectors']} vectors "
+        f"at {vi['trained_at'][:19]}"
+        if vi
+        else f"vectors   searched exactly (a coarse index is trained from {IVF_MIN_VECTORS:,} vectors)"
+    )
     for r in st["roots"]:
         click.echo(f"root      {clean_line(r['name'])} -> {show_path(r['path'])} ({r['files']} files)")
     if st["recent_errors"]:
@@ -531,15 +675,20 @@ def prune_cmd(ctx: click.Context, force: bool) -> None:
         files, items, skipped, held = prune(open_library(ctx), force=force)
     except PruneRefused as e:
         root, n_gone, n = e.roots[0]
-        raise MamboError(f"nothing pruned: {n_gone} of the {n} files of root {clean_line(root)!r} are gone (is "
-                         "its drive mounted?); if they were deleted on purpose, run `mambo prune --force`") from None
+        raise MamboError(
+            f"nothing pruned: {n_gone} of the {n} files of root {clean_line(root)!r} are gone (is "
+            "its drive mounted?); if they were deleted on purpose, run `mambo prune --force`"
+        ) from None
     for name in skipped:
-        click.echo(f"note: root {clean_line(name)!r} is missing entirely; skipped (re-point it with "
-                   "`mambo roots move`)")
+        click.echo(
+            f"note: root {clean_line(name)!r} is missing entirely; skipped (re-point it with `mambo roots move`)"
+        )
     click.echo(f"pruned {files} file(s), {items} item(s)")
     if held:
-        click.echo(f"kept private: {held} meme(s) whose pruned file was private by its sidecar or manifest line and "
-                   "whose content lives on under another name (`mambo private ID --clear` publishes one)")
+        click.echo(
+            f"kept private: {held} meme(s) whose pruned file was private by its sidecar or manifest line and "
+            "whose content lives on under another name (`mambo private ID --clear` publishes one)"
+        )
 
 
 @cli.group(context_settings=CONTEXT)
@@ -605,8 +754,10 @@ def _rerecognise(db: DB, quiet: bool = False) -> None:
     embedder = get_embedder()
     checked, changed, missing = recognise_existing(db, lambda: (embedder, model_id_for(db)), quiet=quiet)
     if checked:
-        click.echo(f"re-recognised {checked} item(s): {changed} changed"
-                   + (f", {missing} skipped (files not on this machine)" if missing else ""))
+        click.echo(
+            f"re-recognised {checked} item(s): {changed} changed"
+            + (f", {missing} skipped (files not on this machine)" if missing else "")
+        )
 
 
 @templates.command(name="list")
@@ -621,8 +772,10 @@ def templates_list(ctx: click.Context, source: str | None, as_json: bool) -> Non
         if as_json:
             click.echo(json.dumps(r | {"aliases": json.loads(r["aliases"])}, ensure_ascii=False))
         else:
-            click.echo(f"{clean_line(r['slug']):<{width}} {r['source']:<9} {r['views']} view(s) "
-                       f"{r['items']:>4} meme(s)  {clean_line(r['name'])}")
+            click.echo(
+                f"{clean_line(r['slug']):<{width}} {r['source']:<9} {r['views']} view(s) "
+                f"{r['items']:>4} meme(s)  {clean_line(r['name'])}"
+            )
 
 
 @templates.command(name="add")
@@ -632,8 +785,9 @@ def templates_list(ctx: click.Context, source: str | None, as_json: bool) -> Non
 @click.option("--description", default="", help="A literal description of the picture (searchable).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar while re-recognising.")
 @click.pass_context
-def templates_add(ctx: click.Context, image: Path, name: str, aliases: tuple[str, ...], description: str,
-                  quiet: bool) -> None:
+def templates_add(
+    ctx: click.Context, image: Path, name: str, aliases: tuple[str, ...], description: str, quiet: bool
+) -> None:
     """Add IMAGE (a blank template picture, or any meme on it) as a template named NAME."""
     from mambomeme.templates import add_user_template, read_template_picture, user_template_slug
 
@@ -661,18 +815,37 @@ def templates_remove(ctx: click.Context, template_id: str, quiet: bool) -> None:
 
 @cli.command()
 @click.argument("item")
-@click.option("--template", "template_name", help="Name its template (a known template's name, id or alias, "
-              "or any name).")
+@click.option(
+    "--template", "template_name", help="Name its template (a known template's name, id or alias, or any name)."
+)
 @click.option("--entity", "entities", multiple=True, help="Name a person, character or thing in it (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="A topic (repeatable).")
-@click.option("--group", "scope", type=LazyChoice(lambda: _labels().SCOPES), default="template",
-              show_default=True, help="Apply to its template group, its near-identical copies, or this meme.")
+@click.option(
+    "--group",
+    "scope",
+    type=LazyChoice(lambda: _labels().SCOPES),
+    default="template",
+    show_default=True,
+    help="Apply to its template group, its near-identical copies, or this meme.",
+)
 @click.option("--clear", is_flag=True, help="Remove the labels given from this meme (and so from its group).")
-@click.option("--as-template", is_flag=True, help="Make this meme's picture the template --template names (as "
-              "`mambo templates add` does), so every meme on that template is found by its name.")
+@click.option(
+    "--as-template",
+    is_flag=True,
+    help="Make this meme's picture the template --template names (as "
+    "`mambo templates add` does), so every meme on that template is found by its name.",
+)
 @click.pass_context
-def label(ctx: click.Context, item: str, template_name: str | None, entities: tuple[str, ...], tags: tuple[str, ...],
-          scope: str, clear: bool, as_template: bool) -> None:
+def label(
+    ctx: click.Context,
+    item: str,
+    template_name: str | None,
+    entities: tuple[str, ...],
+    tags: tuple[str, ...],
+    scope: str,
+    clear: bool,
+    as_template: bool,
+) -> None:
     """Label one meme (ITEM: its id or path), and with it its group.
 
     \b
@@ -693,8 +866,10 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
         if not template_name or clear:
             raise MamboError("--as-template needs --template NAME (the new template's name), without --clear")
         if (path := item_file(db, item_id)) is None:
-            raise MamboError("none of this meme's files is on this machine: point its root at them (`mambo roots "
-                             "move`) or give a picture (`mambo templates add FILE --name NAME`)")
+            raise MamboError(
+                "none of this meme's files is on this machine: point its root at them (`mambo roots "
+                "move`) or give a picture (`mambo templates add FILE --name NAME`)"
+            )
         user_template_slug(template_name)
         view = read_template_picture(path)
         sync_catalogue(db)
@@ -704,17 +879,31 @@ def label(ctx: click.Context, item: str, template_name: str | None, entities: tu
         if not (entities or tags):
             return
         template_name = None  # the template itself now names every meme recognised on it
-    done = label_meme(db, item_id, template=template_name, entities=entities, tags=tags, scope=scope, clear=clear,
-                      load_model=lambda: (get_embedder(), model_id_for(db)))
+    done = label_meme(
+        db,
+        item_id,
+        template=template_name,
+        entities=entities,
+        tags=tags,
+        scope=scope,
+        clear=clear,
+        load_model=lambda: (get_embedder(), model_id_for(db)),
+    )
     what = "cleared labels of" if clear else "labelled"
     click.echo(f"{what} {done.reached} meme(s) ({done.scope if not clear else 'its groups'}); {done.changed} changed")
     if template_name and scope == "template" and done.scope != "template":
-        click.echo(f"note: this meme's template is not recognised, so the label reaches only it and its "
-                   f"near-identical copies; to name every meme on that template, run `mambo label {item_id} "
-                   f"--template {shlex.quote(clean_line(template_name))} --as-template`", err=True)
+        click.echo(
+            f"note: this meme's template is not recognised, so the label reaches only it and its "
+            f"near-identical copies; to name every meme on that template, run `mambo label {item_id} "
+            f"--template {shlex.quote(clean_line(template_name))} --as-template`",
+            err=True,
+        )
     for fld, n in done.sidecar_wins.items():
-        click.echo(f"note: {n} of them show their sidecar's {fld} (a sidecar's values win over labels): change "
-                   f"\"{fld}\" in the sidecar to let the label show", err=True)
+        click.echo(
+            f"note: {n} of them show their sidecar's {fld} (a sidecar's values win over labels): change "
+            f'"{fld}" in the sidecar to let the label show',
+            err=True,
+        )
 
 
 @cli.group(context_settings=CONTEXT, invoke_without_command=True)
@@ -751,20 +940,21 @@ def safety(ctx: click.Context, as_json: bool) -> None:
             continue
         click.echo(f"{r['item_id']:>6}  {r['safety']:<9} {show_path(r['path'])}\n        " + "; ".join(why(r)))
         # The words a reviewer judges (the owner's own file), cut to one line, and how to decide.
-        click.echo(f"        caption: {caption_line(r['caption'])}\n"
-                   f"        decide: mambo safety set {r['item_id']} safe|sensitive|unsafe|critical")
+        click.echo(
+            f"        caption: {caption_line(r['caption'])}\n"
+            f"        decide: mambo safety set {r['item_id']} safe|sensitive|unsafe|critical"
+        )
     if not as_json:
-        click.echo(f"{len(rows)} meme(s) marked or decided" + (": `mambo safety review` decides them one key each"
-                                                              if rows else ""))
-
-
+        click.echo(
+            f"{len(rows)} meme(s) marked or decided"
+            + (": `mambo safety review` decides them one key each" if rows else "")
+        )
 
 
 @safety.command(name="set")
 @click.argument("item")
 @click.argument("klass", metavar="CLASS", type=click.Choice(["safe", "sensitive", "unsafe", "critical"]))
-@click.option("--by", "decided_by", default=user_name,
-              show_default="$USER", help="Who decides (a person).")
+@click.option("--by", "decided_by", default=user_name, show_default="$USER", help="Who decides (a person).")
 @click.option("--note", default="", help="Why (kept with the decision).")
 @click.pass_context
 def safety_set(ctx: click.Context, item: str, klass: str, decided_by: str, note: str) -> None:
@@ -775,8 +965,10 @@ def safety_set(ctx: click.Context, item: str, klass: str, decided_by: str, note:
 
     db = open_library(ctx)
     d = decide(db, resolve_item(db, item), klass, decided_by, note)
-    click.echo(f"meme {d['item_id']}: {d['decided']} (was {d['before']}, {clean_line(d['before_source'])}), "
-               f"decided by {d['decided_by']} (person)")
+    click.echo(
+        f"meme {d['item_id']}: {d['decided']} (was {d['before']}, {clean_line(d['before_source'])}), "
+        f"decided by {d['decided_by']} (person)"
+    )
 
 
 @safety.command(name="review")
@@ -796,13 +988,21 @@ def safety_review(ctx: click.Context, include_decided: bool, decided_by: str) ->
     from mambomeme.safety_batch import keys, run
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise MamboError("mambo safety review reads one key per meme: run it in a terminal (in a script: "
-                         "`mambo safety --json` lists them, `mambo safety set ID CLASS` decides)")
+        raise MamboError(
+            "mambo safety review reads one key per meme: run it in a terminal (in a script: "
+            "`mambo safety --json` lists them, `mambo safety set ID CLASS` decides)"
+        )
     db = open_library(ctx)
     try:
         with keys() as read_key:
-            tally = run(db, decided_by, include_decided=include_decided, read_key=read_key, say=click.echo,
-                        file_of=lambda item_id: item_file(db, item_id))
+            tally = run(
+                db,
+                decided_by,
+                include_decided=include_decided,
+                read_key=read_key,
+                say=click.echo,
+                file_of=lambda item_id: item_file(db, item_id),
+            )
     except KeyboardInterrupt:
         click.echo("\nreview stopped: every decision made so far is kept")
         raise SystemExit(130) from None
@@ -825,8 +1025,7 @@ def safety_clear(ctx: click.Context, item: str) -> None:
 @cli.command(context_settings=CONTEXT)
 @click.argument("item")
 @click.option("--clear", is_flag=True, help="Take the privacy decision back (sidecars that say private still hold).")
-@click.option("--by", "decided_by", default=user_name,
-              show_default="$USER", help="Who decides.")
+@click.option("--by", "decided_by", default=user_name, show_default="$USER", help="Who decides.")
 @click.option("--note", default="", help="Why (kept with the decision).")
 @click.pass_context
 def private(ctx: click.Context, item: str, clear: bool, decided_by: str, note: str) -> None:
@@ -848,18 +1047,24 @@ def private(ctx: click.Context, item: str, clear: bool, decided_by: str, note: s
         who = clean_line(decided_by).strip()[:100] or "owner"
         make_private(db, item_id, who, clean_line(note)[:500])
         n = int(db.q1("privacy_followers", {"item_id": item_id})[0])
-        click.echo(f"meme {item_id}: private, decided by {who}"
-                   + (f"; {n} near-identical cop{'y' if n == 1 else 'ies'} too" if n else ""))
+        click.echo(
+            f"meme {item_id}: private, decided by {who}"
+            + (f"; {n} near-identical cop{'y' if n == 1 else 'ies'} too" if n else "")
+        )
         return
     r = clear_private(db, item_id)
     if not r["private"]:
         click.echo(f"meme {item_id}: not private" + ("" if r["had_decision"] else " (it had no privacy decision)"))
     elif r["private_file"]:
-        click.echo(f"meme {item_id}: still private: {show_path(r['private_file'])} is private by its "
-                   f"{clean_line(r['file_source'] or 'metadata')}; edit that, then run `mambo add`")
+        click.echo(
+            f"meme {item_id}: still private: {show_path(r['private_file'])} is private by its "
+            f"{clean_line(r['file_source'] or 'metadata')}; edit that, then run `mambo add`"
+        )
     else:
-        click.echo(f"meme {item_id}: still private: a near-identical copy is private (`mambo private ID --clear` "
-                   "on that copy, or edit its sidecar)")
+        click.echo(
+            f"meme {item_id}: still private: a near-identical copy is private (`mambo private ID --clear` "
+            "on that copy, or edit its sidecar)"
+        )
 
 
 @safety.command(name="recheck")
@@ -870,14 +1075,17 @@ def safety_recheck(ctx: click.Context) -> None:
     from mambomeme.safety_review import caption_signals_version, recheck
 
     c = recheck(open_library(ctx))
-    click.echo(f"re-checked {c['items']} meme(s) with {caption_signals_version()} ({c['meaning_scored']} captions "
-               f"scored): {c['changed']} changed class")
+    click.echo(
+        f"re-checked {c['items']} meme(s) with {caption_signals_version()} ({c['meaning_scored']} captions "
+        f"scored): {c['changed']} changed class"
+    )
 
 
 @safety.command(name="detect")
 @click.argument("texts", nargs=-1)
-@click.option("--file", "file", type=click.File("r", encoding="utf-8"),
-              help="One caption per line ('#' lines skipped).")
+@click.option(
+    "--file", "file", type=click.File("r", encoding="utf-8"), help="One caption per line ('#' lines skipped)."
+)
 @click.option("--json", "as_json", is_flag=True, help="As JSON lines.")
 def safety_detect(texts: tuple[str, ...], file: Any, as_json: bool) -> None:
     """What the caption signals say about TEXTS (or each line of --file): the class (the more severe
@@ -894,18 +1102,27 @@ def safety_detect(texts: tuple[str, ...], file: Any, as_json: bool) -> None:
     for text, m in zip(lines, meanings, strict=True):
         found = detect_safety(text)
         rule_class = found.safety if found else "safe"
-        row = {"text": clean_line(text),
-               "safety": max(rule_class, m.safety, key=SAFETY_CLASSES.index),
-               "rule": found.rule if found else "", "words": list(found.words) if found else [],
-               "text_safety": rule_class, "meaning_safety": m.safety, "meaning_rule": m.rule,
-               "meaning_score": m.score}
-        click.echo(json_line(row) if as_json else
-                   f"{row['safety']:<9} {row['rule'] or '-':<17} meaning {m.score:.2f} {m.rule:<13} {row['text']}"
-                   + (f"  ({', '.join(clean_line(w) for w in row['words'])})" if row["words"] else ""))
+        row = {
+            "text": clean_line(text),
+            "safety": max(rule_class, m.safety, key=SAFETY_CLASSES.index),
+            "rule": found.rule if found else "",
+            "words": list(found.words) if found else [],
+            "text_safety": rule_class,
+            "meaning_safety": m.safety,
+            "meaning_rule": m.rule,
+            "meaning_score": m.score,
+        }
+        click.echo(
+            json_line(row)
+            if as_json
+            else f"{row['safety']:<9} {row['rule'] or '-':<17} meaning {m.score:.2f} {m.rule:<13} {row['text']}"
+            + (f"  ({', '.join(clean_line(w) for w in row['words'])})" if row["words"] else "")
+        )
 
 
-SETTINGS = {"interaction_events": ("off", ("on", "off"),
-                                    "record TUI interaction events (render, preview, open, copy, choose)")}
+SETTINGS = {
+    "interaction_events": ("off", ("on", "off"), "record TUI interaction events (render, preview, open, copy, choose)")
+}
 
 
 @cli.command()
@@ -941,7 +1158,7 @@ SYSTEM_PURPOSES = {
 
 
 @cli.command()
-@click.option("--verbose", "-v", is_flag=True, help="Each system's configuration: routes, depth, \"no match\" model.")
+@click.option("--verbose", "-v", is_flag=True, help='Each system\'s configuration: routes, depth, "no match" model.')
 @click.pass_context
 def systems(ctx: click.Context, verbose: bool) -> None:
     """List the search systems, which one is the default, and what each is for."""
@@ -960,8 +1177,12 @@ def systems(ctx: click.Context, verbose: bool) -> None:
         cfg = json.loads(config)
         routes = "+".join(f"{k}:{v:g}" for k, v in cfg["route_weights"].items() if v)
         probe = f"(probe {cfg['ivf_probe']})" if cfg["dense_index"] == "ivf" else ""
-        click.echo(clean_text(f"    {sha[:12]}  {created[:19]}  routes={routes} dense={cfg['dense_index']}{probe} "
-                              f"depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']}"))
+        click.echo(
+            clean_text(
+                f"    {sha[:12]}  {created[:19]}  routes={routes} dense={cfg['dense_index']}{probe} "
+                f"depth={cfg['candidate_depth']} rrf_k={cfg['rrf_k']}"
+            )
+        )
         click.echo(clean_text(f"    no match: {describe_empty_rule(cfg['empty_rule'])}"))
     click.echo(f"* the default; another: mambo search -s NAME{'' if verbose else ' (its configuration: -v)'}")
 
@@ -988,8 +1209,11 @@ def demo(ctx: click.Context, fresh: bool) -> None:
     click.echo(f"demo library: {show_path(path)}", err=True)
     t0 = time.monotonic()
     s = Ingester(db, progress=sys.stderr.isatty()).run([images])
-    click.echo(f"indexed {s.added} new, {s.skipped} unchanged, {s.duplicates} duplicates, {s.errors} errors "
-               f"in {time.monotonic() - t0:.1f} s", err=True)
+    click.echo(
+        f"indexed {s.added} new, {s.skipped} unchanged, {s.duplicates} duplicates, {s.errors} errors "
+        f"in {time.monotonic() - t0:.1f} s",
+        err=True,
+    )
     sync_systems(db)
     if sys.stdin.isatty():
         ctx.exit(run_tui(db, DEFAULT_SYSTEM))
@@ -1024,7 +1248,7 @@ def sql(ctx: click.Context, statement: str | None, as_json: bool, as_csv: bool, 
     if as_json and as_csv:
         raise MamboError("choose one of --json and --csv")
     if (as_json or as_csv) and statement is None:
-        raise MamboError("--json and --csv format one statement: give it, as `mambo sql --json \"SELECT ...\"`")
+        raise MamboError('--json and --csv format one statement: give it, as `mambo sql --json "SELECT ..."`')
     path = ctx.obj["db_path"] or default_db_path()
     con, note = sqlshell.open_for_sql(path, write=write)
     ctx.call_on_close(lambda: sqlshell.close(con))
@@ -1072,13 +1296,17 @@ def evaluation_commands() -> dict[str, click.Command]:
     except ModuleNotFoundError as e:
         if e.name != "mambomeme.lab":  # the lab is there and something it needs is not: say which
             raise
-        raise MamboError("mambo eval needs a checkout of MamboMeme (the evaluation lab is not installed): "
-                         "run ./mambo eval there") from None
+        raise MamboError(
+            "mambo eval needs a checkout of MamboMeme (the evaluation lab is not installed): run ./mambo eval there"
+        ) from None
 
-    group = FullHelpGroup(name="bench", help=bench.bench.help, context_settings=CONTEXT,
-                          commands=bench.bench.commands)
-    for command in (*scale.BENCH_COMMANDS, *calibrate.BENCH_COMMANDS, *nomatch.BENCH_COMMANDS,
-                    *evaluation_commands.BENCH_COMMANDS):
+    group = FullHelpGroup(name="bench", help=bench.bench.help, context_settings=CONTEXT, commands=bench.bench.commands)
+    for command in (
+        *scale.BENCH_COMMANDS,
+        *calibrate.BENCH_COMMANDS,
+        *nomatch.BENCH_COMMANDS,
+        *evaluation_commands.BENCH_COMMANDS,
+    ):
         group.add_command(command)
     found = {"bench": group} | {c.name: c for c in evaluation_commands.COMMANDS if c.name}
     assert set(found) == set(EVAL_COMMANDS), sorted(found)

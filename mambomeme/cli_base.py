@@ -72,8 +72,9 @@ class FullHelpGroup(click.Group):
     """A group that lists its commands in the order given (`order`, the rest after) with their
     first sentence in full, under named sections: `sections` maps a heading to its commands."""
 
-    def __init__(self, *args: Any, order: Sequence[str] = (), sections: dict[str, Sequence[str]] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, order: Sequence[str] = (), sections: dict[str, Sequence[str]] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.order = tuple(order)
         self.sections = sections or {}

@@ -28,16 +28,19 @@ def kmeans(vectors: Any, clusters: int, iterations: int, seed: int) -> Any:
         np.add.at(sums, assign, vectors)
         norms = np.linalg.norm(sums, axis=1)
         empty = norms == 0
-        centroids = np.where(empty[:, None], vectors[rng.integers(0, len(vectors), clusters)],
-                             sums / np.where(empty, 1, norms)[:, None]).astype(np.float32)
+        centroids = np.where(
+            empty[:, None], vectors[rng.integers(0, len(vectors), clusters)], sums / np.where(empty, 1, norms)[:, None]
+        ).astype(np.float32)
     return centroids
 
 
 def nearest_centroid(vectors: Any, centroids: Any, batch: int = 20_000) -> Any:
     import numpy as np
 
-    return np.concatenate([np.argmax(vectors[i:i + batch] @ centroids.T, axis=1)
-                           for i in range(0, len(vectors), batch)] or [np.zeros(0, dtype=np.int64)])
+    return np.concatenate(
+        [np.argmax(vectors[i : i + batch] @ centroids.T, axis=1) for i in range(0, len(vectors), batch)]
+        or [np.zeros(0, dtype=np.int64)]
+    )
 
 
 def index_state(db: DB) -> dict[str, Any] | None:
@@ -89,33 +92,63 @@ def maintain_vector_index(db: DB, *, clusters: int | None = None, quiet: bool = 
                 stop = min(total, start + SPILL_BATCH)
                 vectors = read_spill(spill, np.arange(start, stop))
                 # clusters 1..n; 0 is "no index"
-                assign = (nearest_centroid(vectors, centroids) + 1 if want
-                          else np.zeros(stop - start, dtype=np.int64)).tolist()
+                assign = (
+                    nearest_centroid(vectors, centroids) + 1 if want else np.zeros(stop - start, dtype=np.int64)
+                ).tolist()
                 # a quantized library keeps codes only (migration 020)
                 stored = int8_codes(vectors) if quantized else vectors
-                for vid, cluster, vec, ok, is_whole in zip(ids[start:stop].tolist(), assign, stored,
-                                                           servable[start:stop].tolist(),
-                                                           whole[start:stop].tolist(), strict=True):
+                for vid, cluster, vec, ok, is_whole in zip(
+                    ids[start:stop].tolist(),
+                    assign,
+                    stored,
+                    servable[start:stop].tolist(),
+                    whole[start:stop].tolist(),
+                    strict=True,
+                ):
                     blob = vec.tobytes()
                     if quantized:
-                        db.q("insert_vector_code", {"vector_id": vid * 4 if is_whole else vid, "cluster": cluster,
-                                                    "code": blob, "servable": ok})
+                        db.q(
+                            "insert_vector_code",
+                            {
+                                "vector_id": vid * 4 if is_whole else vid,
+                                "cluster": cluster,
+                                "code": blob,
+                                "servable": ok,
+                            },
+                        )
                         if is_whole:
-                            db.q("record_vector_codes_item", {"item_id": vid,
-                                                              "codes_sha256": hashlib.sha256(blob).hexdigest()})
+                            db.q(
+                                "record_vector_codes_item",
+                                {"item_id": vid, "codes_sha256": hashlib.sha256(blob).hexdigest()},
+                            )
                     elif is_whole:
-                        db.q("insert_vector_in_cluster", {"item_id": vid, "cluster": cluster, "embedding": blob,
-                                                          "servable": ok})
+                        db.q(
+                            "insert_vector_in_cluster",
+                            {"item_id": vid, "cluster": cluster, "embedding": blob, "servable": ok},
+                        )
                     else:
-                        db.q("insert_field_vector_in_cluster", {"vector_id": vid, "cluster": cluster,
-                                                                "embedding": blob, "servable": ok})
+                        db.q(
+                            "insert_field_vector_in_cluster",
+                            {"vector_id": vid, "cluster": cluster, "embedding": blob, "servable": ok},
+                        )
             if want:
-                db.q("record_vector_index", {"clusters": want, "trained_vectors": n, "training_sample": sample,
-                                             "iterations": IVF_ITERATIONS, "seed": IVF_SEED,
-                                             "seconds": round(time.monotonic() - t0, 2)})
-    done = (f"coarse vector index: {want} clusters over {n:,} vectors{' with int8 codes' if quantized else ''} "
-            f"({time.monotonic() - t0:.1f} s)" if want
-            else f"coarse vector index dropped ({n:,} vectors: searched exactly)")
+                db.q(
+                    "record_vector_index",
+                    {
+                        "clusters": want,
+                        "trained_vectors": n,
+                        "training_sample": sample,
+                        "iterations": IVF_ITERATIONS,
+                        "seed": IVF_SEED,
+                        "seconds": round(time.monotonic() - t0, 2),
+                    },
+                )
+    done = (
+        f"coarse vector index: {want} clusters over {n:,} vectors{' with int8 codes' if quantized else ''} "
+        f"({time.monotonic() - t0:.1f} s)"
+        if want
+        else f"coarse vector index dropped ({n:,} vectors: searched exactly)"
+    )
     if not quiet:
         print(done, file=sys.stderr, flush=True)
     return done
@@ -212,10 +245,13 @@ def quantize_new(db: DB, *, quiet: bool = True) -> str | None:
                 continue
             codes = int8_codes(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]))
             for (vid, cluster, _blob, ok), code in zip(rows, codes, strict=True):
-                db.q("insert_vector_code", {"vector_id": vid, "cluster": cluster, "code": code.tobytes(),
-                                            "servable": ok})
-            db.q("record_vector_codes_item", {"item_id": item_id,
-                                              "codes_sha256": hashlib.sha256(codes[0].tobytes()).hexdigest()})
+                db.q(
+                    "insert_vector_code", {"vector_id": vid, "cluster": cluster, "code": code.tobytes(), "servable": ok}
+                )
+            db.q(
+                "record_vector_codes_item",
+                {"item_id": item_id, "codes_sha256": hashlib.sha256(codes[0].tobytes()).hexdigest()},
+            )
             db.q("drop_item_floats", {"item_id": item_id})
     done = f"coarse vector index: int8 codes of {len(todo):,} items ({time.monotonic() - t0:.1f} s)"
     if not quiet:
@@ -255,7 +291,7 @@ def ivf_clusters(vectors: int) -> int:
     QUANTIZED_MIN_VECTORS (274 at 300,000), none below IVF_MIN_VECTORS."""
     if vectors < IVF_MIN_VECTORS:
         return 0
-    return max(1, round(vectors ** 0.5 / (2 if vectors > QUANTIZED_MIN_VECTORS else 4)))
+    return max(1, round(vectors**0.5 / (2 if vectors > QUANTIZED_MIN_VECTORS else 4)))
 
 
 def large_probe(clusters: int) -> int:

@@ -105,15 +105,17 @@ class VectorMatrix:
         ranked = sorted(best.items(), key=lambda x: (-x[1][0], x[0]))[:k]  # type: ignore[operator]
         if feedback and ranked:
             whole_row, field_rows = self.rows
-            stored = {item: [self.whole[whole_row[item]],
-                             *(self.fields[field_rows.get(item, [])] if field_vectors else [])]
-                      for item, _ in ranked}  # all fields first, then caption and picture
+            stored = {
+                item: [self.whole[whole_row[item]], *(self.fields[field_rows.get(item, [])] if field_vectors else [])]
+                for item, _ in ranked
+            }  # all fields first, then caption and picture
             return json.dumps(feedback_rerank(raw, ranked, stored, feedback))
         return json.dumps([[item, sim, whole] for item, (sim, whole) in ranked])
 
 
-def feedback_rerank(qvec: Any, ranked: list[tuple[int, tuple[Any, Any]]], stored: dict[int, list[Any]],
-                    feedback: DenseFeedback) -> list[list[Any]]:
+def feedback_rerank(
+    qvec: Any, ranked: list[tuple[int, tuple[Any, Any]]], stored: dict[int, list[Any]], feedback: DenseFeedback
+) -> list[list[Any]]:
     """Rocchio as search.sql's dense_feedback: q * n / alpha + the sum of one vector of each of the
     n best items (its all-fields one or, with "best", the one nearest q) points as q + alpha * their
     mean; each candidate is ranked again by its best vector's cosine to it, keeping its first-pass

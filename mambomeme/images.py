@@ -43,12 +43,12 @@ PREVIEW_QUALITY = 60
 # recognised as (templates.known_text: anchors, name, aliases) is left out of both first, then the
 # caption with less text must be found in the other line by line, and the caption boxes' pixels
 # must agree (NEAR_DUP_PIXELS). Calibration: docs/grouping.md.
-NEAR_DUP_BITS = 4              # this close: the same meme if its lines are (mostly) in the other's text
-NEAR_DUP_CONTAINMENT = 0.75    # ...the least-contained line's share of letters found (OCR noise)
-NEAR_DUP_BITS_CROPPED = 20     # up to this far (crops): the same meme only if the captions agree well
+NEAR_DUP_BITS = 4  # this close: the same meme if its lines are (mostly) in the other's text
+NEAR_DUP_CONTAINMENT = 0.75  # ...the least-contained line's share of letters found (OCR noise)
+NEAR_DUP_BITS_CROPPED = 20  # up to this far (crops): the same meme only if the captions agree well
 NEAR_DUP_CONTAINMENT_CROPPED = 0.8  # 0.75-0.9 keep precision (pixels decide); 0.8 finds 1 more v1 crop
-NEAR_DUP_MIN_LETTERS = 20      # ...and the smaller caption has this many letters and digits that vary
-NEAR_DUP_LINE_LETTERS = 4      # OCR lines shorter than this are noise (a stray "3", a symbol)
+NEAR_DUP_MIN_LETTERS = 20  # ...and the smaller caption has this many letters and digits that vary
+NEAR_DUP_LINE_LETTERS = 4  # OCR lines shorter than this are noise (a stray "3", a symbol)
 # Comparing two captions takes ~0.8 ms, and v1 has 68,660 pairs within 20 bits. Captions that share
 # under half of the smaller one's letter trigrams are rejected before that: every pair the rule
 # joins shares >= 0.83 of them (v1).
@@ -62,7 +62,7 @@ NEAR_DUP_PIXELS = 0.5
 # edges, at most 45 % of the width and 6 % of the height (v1 and the fixed-words set: 0.03-0.05 high,
 # 0.11-0.42 wide, all within 0.04 of a corner).
 WATERMARK_BAND, WATERMARK_WIDTH, WATERMARK_HEIGHT = 0.04, 0.45, 0.06
-TEMPLATE_BITS = 10           # an unlabelled image joins the template group of a picture this close
+TEMPLATE_BITS = 10  # an unlabelled image joins the template group of a picture this close
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -117,8 +117,7 @@ def _signed64(h: Any) -> int:
 def check_shape(w: int, h: int) -> None:
     """Refuse, from the header alone, a picture too thin to be a meme (see MAX_ASPECT)."""
     if min(w, h) < 1 or max(w, h) > MAX_ASPECT * min(w, h):
-        raise BadInput("shape", f"image is {w}x{h} pixels, thinner than 1:{MAX_ASPECT}: a banner or spacer, "
-                                "not a meme")
+        raise BadInput("shape", f"image is {w}x{h} pixels, thinner than 1:{MAX_ASPECT}: a banner or spacer, not a meme")
 
 
 def read_image(data: bytes, name: str) -> ImageFacts:
@@ -151,8 +150,10 @@ def read_image(data: bytes, name: str) -> ImageFacts:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         # Pillow's own message names its hard limit (twice ours): say the limit this tool applies.
-        raise BadInput("bomb", f"image is over the {MAX_IMAGE_PIXELS // 1_000_000} MP limit "
-                               f"({MAX_IMAGE_PIXELS:,} pixels): not a meme") from e
+        raise BadInput(
+            "bomb",
+            f"image is over the {MAX_IMAGE_PIXELS // 1_000_000} MP limit ({MAX_IMAGE_PIXELS:,} pixels): not a meme",
+        ) from e
     except UnidentifiedImageError as e:
         raise BadInput("not-image", "not an image Pillow can read (png, jpg, gif, webp)") from e
     except (OSError, SyntaxError, ValueError, EOFError) as e:
@@ -202,7 +203,7 @@ class Caption:
 def _caption(lines: Iterable[tuple[str, ...]]) -> Caption:
     lines = tuple(line for line in lines if line)
     joined = "".join("".join(line) for line in lines)
-    return Caption(lines, joined, frozenset(joined[i:i + 3] for i in range(len(joined) - 2)))
+    return Caption(lines, joined, frozenset(joined[i : i + 3] for i in range(len(joined) - 2)))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -265,8 +266,13 @@ def caption_containment(a: Caption, b: Caption) -> tuple[float, int]:
     return least, len(a.joined)
 
 
-def near_identical(distance: int, text_a: str, text_b: str, known: Iterable[str] = (),
-                   looks: Callable[[], tuple[Look | None, Look | None]] | None = None) -> bool:
+def near_identical(
+    distance: int,
+    text_a: str,
+    text_b: str,
+    known: Iterable[str] = (),
+    looks: Callable[[], tuple[Look | None, Look | None]] | None = None,
+) -> bool:
     """Whether two items are one meme: pHash `distance` bits apart, captions agreeing on the
     words that vary (see NEAR_DUP_BITS) and, where `looks` gives both items' previews and caption
     boxes, caption pixels that agree (same_caption_pixels). `known`: the known text of the templates
@@ -325,8 +331,9 @@ def _fit(inner: Any, outer: Any) -> tuple[Any, float]:
         tw, th = round(inner.shape[1] * k / 2), round(inner.shape[0] * k / 2)
         if not (8 <= tw <= half.shape[1] and 8 <= th <= half.shape[0]):
             continue
-        scores = cv2.matchTemplate(half, cv2.resize(inner, (tw, th), interpolation=cv2.INTER_AREA),
-                                   cv2.TM_CCOEFF_NORMED)
+        scores = cv2.matchTemplate(
+            half, cv2.resize(inner, (tw, th), interpolation=cv2.INTER_AREA), cv2.TM_CCOEFF_NORMED
+        )
         _, top, _, at = cv2.minMaxLoc(scores)
         if top > best[0]:
             best = (top, (float(k), at[0] * 2, at[1] * 2))
@@ -335,8 +342,9 @@ def _fit(inner: Any, outer: Any) -> tuple[Any, float]:
     k, x, y = best[1]
     warp = np.array([[k, 0, x], [0, k, y]], dtype=np.float32)
     try:
-        _, warp = cv2.findTransformECC(inner, outer, warp, cv2.MOTION_AFFINE,
-                                       (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 50, 1e-4), None, 1)
+        _, warp = cv2.findTransformECC(
+            inner, outer, warp, cv2.MOTION_AFFINE, (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 50, 1e-4), None, 1
+        )
     except cv2.error:
         pass  # no convergence: the matched scale and offset stand
     return warp, best[0]
@@ -349,8 +357,14 @@ def _box_agreement(a: Look, b_gray: Any, warp: Any) -> list[float]:
     import numpy as np
 
     h, w = a.gray.shape
-    seen = cv2.warpAffine(b_gray, warp, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                          borderMode=cv2.BORDER_CONSTANT, borderValue=-1)
+    seen = cv2.warpAffine(
+        b_gray,
+        warp,
+        (w, h),
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=-1,
+    )
     out = []
     for x0, y0, x1, y1 in a.boxes:
         if x1 - x0 < 4 or y1 - y0 < 4 or _watermark(x0 / w, y0 / h, x1 / w, y1 / h):
@@ -370,8 +384,12 @@ def _box_agreement(a: Look, b_gray: Any, warp: Any) -> list[float]:
 def _watermark(x0: float, y0: float, x1: float, y1: float) -> bool:
     """A box (in fractions of its frame) that is one short line in a corner."""
     band = WATERMARK_BAND
-    return ((x0 <= band or x1 >= 1 - band) and (y0 <= band or y1 >= 1 - band)
-            and x1 - x0 <= WATERMARK_WIDTH and y1 - y0 <= WATERMARK_HEIGHT)
+    return (
+        (x0 <= band or x1 >= 1 - band)
+        and (y0 <= band or y1 >= 1 - band)
+        and x1 - x0 <= WATERMARK_WIDTH
+        and y1 - y0 <= WATERMARK_HEIGHT
+    )
 
 
 def same_caption_pixels(a: Look, b: Look) -> bool:
@@ -385,8 +403,9 @@ def same_caption_pixels(a: Look, b: Look) -> bool:
     into_a, score_a = _fit(b.gray, a.gray)
     if into_b is None and into_a is None:
         return True
-    warp = into_b if into_a is None or (into_b is not None and score_b >= score_a) \
-        else cv2.invertAffineTransform(into_a)
+    warp = (
+        into_b if into_a is None or (into_b is not None and score_b >= score_a) else cv2.invertAffineTransform(into_a)
+    )
     agreement = _box_agreement(a, b.gray, warp) + _box_agreement(b, a.gray, cv2.invertAffineTransform(warp))
     return min(agreement, default=1.0) >= NEAR_DUP_PIXELS
 
@@ -421,9 +440,11 @@ class PhashIndex:
         return sorted((int(d[i]), int(self.ids[i])) for i in idx)
 
 
-def assign_groups(items: Iterable[tuple[int, int, str]],
-                  known: Callable[[int, int], Iterable[str]] | None = None,
-                  look_of: Callable[[int], Look | None] | None = None) -> dict[int, int]:
+def assign_groups(
+    items: Iterable[tuple[int, int, str]],
+    known: Callable[[int, int], Iterable[str]] | None = None,
+    look_of: Callable[[int], Look | None] | None = None,
+) -> dict[int, int]:
     """Near-identical groups of (item_id, phash, ocr_text) rows as ingest makes them one item at a
     time, in the order given: each item joins the group of the nearest earlier item it is
     near-identical to. `known(item, other)`: the known text of their templates; `look_of(item)`:

@@ -39,11 +39,13 @@ def resolve_item(db: DB, ref: str) -> int:
     for _rid, name, rpath, _n in list_roots(db):
         for prefix in (f"{name}/", f"{rpath.rstrip('/')}/"):
             if ref.startswith(prefix):
-                row = db.q1("item_by_file", {"root_path": rpath, "rel_path": ref[len(prefix):]})
+                row = db.q1("item_by_file", {"root_path": rpath, "rel_path": ref[len(prefix) :]})
                 if row:
                     return int(row[0])
-    raise MamboError(f"no meme {clean_line(ref)!r} in the library: give a meme id (`search --json` meme_id), "
-                     "the path of an indexed file, or the path `mambo safety` prints")
+    raise MamboError(
+        f"no meme {clean_line(ref)!r} in the library: give a meme id (`search --json` meme_id), "
+        "the path of an indexed file, or the path `mambo safety` prints"
+    )
 
 
 def item_file(db: DB, item_id: int) -> Path | None:
@@ -63,8 +65,17 @@ class Labelled:
     sidecar_wins: dict[str, int]
 
 
-def label_meme(db: DB, item_id: int, *, template: str | None, entities: tuple[str, ...], tags: tuple[str, ...],
-               scope: str, clear: bool, load_model: Callable[[], tuple[Embedder, int]]) -> Labelled:
+def label_meme(
+    db: DB,
+    item_id: int,
+    *,
+    template: str | None,
+    entities: tuple[str, ...],
+    tags: tuple[str, ...],
+    scope: str,
+    clear: bool,
+    load_model: Callable[[], tuple[Embedder, int]],
+) -> Labelled:
     """Label one meme and its group (`scope`), or `clear` its labels, in one transaction.
     `load_model` gives the embedder and the library's model id; it runs (0.5-2 s) before the write
     lock is taken."""
@@ -83,13 +94,17 @@ def label_meme(db: DB, item_id: int, *, template: str | None, entities: tuple[st
             for old_scope, old_group in db.q("delete_labels_of_item", {"item_id": item_id}):
                 affected |= items_in_scope(db, old_scope, item_id, old_group)
         else:
-            values = {"template": clean_line(template or "")[:200],
-                      "entities": json.dumps([clean_line(e)[:200] for e in entities if clean_line(e)]),
-                      "tags": json.dumps([clean_line(t)[:200] for t in tags if clean_line(t)])}
+            values = {
+                "template": clean_line(template or "")[:200],
+                "entities": json.dumps([clean_line(e)[:200] for e in entities if clean_line(e)]),
+                "tags": json.dumps([clean_line(t)[:200] for t in tags if clean_line(t)]),
+            }
             for fld, value in values.items():
                 if value and value != "[]":
-                    db.q("insert_label", {"item_id": item_id, "scope": scope, "group_id": group, "field": fld,
-                                          "value": value})
+                    db.q(
+                        "insert_label",
+                        {"item_id": item_id, "scope": scope, "group_id": group, "field": fld, "value": value},
+                    )
             affected = items_in_scope(db, scope, item_id, group)
         reached = sorted(affected | {item_id})
         changed = derive(db, reached)
@@ -97,6 +112,7 @@ def label_meme(db: DB, item_id: int, *, template: str | None, entities: tuple[st
             embed_items(db, changed, embedder, model)
             refresh_vocabulary(db)
     given = [] if clear else [f for f, v in (("template", template), ("entities", entities), ("tags", tags)) if v]
-    wins = {f: sum(1 for i in reached if db.q1("field_source", {"item_id": i, "field": f})[0] == "sidecar")
-            for f in given}
+    wins = {
+        f: sum(1 for i in reached if db.q1("field_source", {"item_id": i, "field": f})[0] == "sidecar") for f in given
+    }
     return Labelled(scope, len(reached), len(changed), {f: n for f, n in wins.items() if n})

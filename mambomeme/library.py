@@ -148,16 +148,21 @@ def read_as_immutable(path: Path) -> str | None:
         return None
     wal = Path(f"{path}-wal")
     if wal.exists() and wal.stat().st_size > 0:
-        where = "its folder is read-only: open it once where the folder is writable" if reason == "folder" else \
-            "its disk is full: free some space, then run the same command again"
+        where = (
+            "its folder is read-only: open it once where the folder is writable"
+            if reason == "folder"
+            else "its disk is full: free some space, then run the same command again"
+        )
         raise MamboError(f"{show_path(path)} has changes in {show_path(wal)} not yet folded into it, and {where}")
     return reason
 
 
 def disk_full_message(path: Path | str | None) -> str:
     where = show_path(path) if path else "the library"
-    return (f"cannot write to {where}: the disk is full (or the file reached its size limit); free some space, "
-            "then run the same command again (everything saved before is intact)")
+    return (
+        f"cannot write to {where}: the disk is full (or the file reached its size limit); free some space, "
+        "then run the same command again (everything saved before is intact)"
+    )
 
 
 def tidy_side_files(path: Path) -> None:
@@ -187,7 +192,7 @@ def default_db_path() -> Path:
 
 
 def no_library(path: Path, what: str = "run `mambo add FOLDER` first") -> str:
-    """"no library at PATH", what to do, and where `mambo demo` left its library if it did (beside
+    """ "no library at PATH", what to do, and where `mambo demo` left its library if it did (beside
     the default library, as demo.sqlite): a first search after the demo finds nothing at the
     default path."""
     msg = f"no library at {show_path(path)}: {what}"
@@ -212,17 +217,24 @@ class DB:
             raise NoLibrary(no_library(self.path))
         if self.path.exists() and not self.path.is_file():
             kind = "a folder" if self.path.is_dir() else "a device or other special file"
-            raise MamboError(f"{where} is {kind}, not a library file: give a library file with --db (or "
-                             "$MAMBO_DB), or a new file name to create one there")
+            raise MamboError(
+                f"{where} is {kind}, not a library file: give a library file with --db (or "
+                "$MAMBO_DB), or a new file name to create one there"
+            )
         if not self.path.exists():
             folder = next(p for p in self.path.parents if p.exists())
             if not os.access(folder, os.W_OK | os.X_OK):
-                raise MamboError(f"cannot create a library in {show_path(folder)}: the folder is not writable; "
-                                 "choose a writable folder with --db (or $MAMBO_DB), or make it writable")
+                raise MamboError(
+                    f"cannot create a library in {show_path(folder)}: the folder is not writable; "
+                    "choose a writable folder with --db (or $MAMBO_DB), or make it writable"
+                )
         # A file we may not write, or a folder where the WAL and shared-memory files cannot be
         # created (a read-only copy, a mounted backup): open it for reading only.
-        if not readonly and self.path.exists() and not (os.access(self.path, os.W_OK)
-                                                        and os.access(self.path.parent, os.W_OK)):
+        if (
+            not readonly
+            and self.path.exists()
+            and not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK))
+        ):
             readonly = True
         # ...and a WAL-mode file that cannot get its -shm file (that folder, or a full disk) is read
         # as immutable: searching needs no space, and such a file leaves none behind.
@@ -245,8 +257,9 @@ class DB:
         except apsw.BusyError as e:
             raise MamboError(f"{show_path(self.path)} is locked by another program; try again shortly") from e
         except apsw.CantOpenError as e:
-            raise MamboError(f"cannot open {show_path(self.path)}: check that it and its folder exist and are "
-                             "readable") from e
+            raise MamboError(
+                f"cannot open {show_path(self.path)}: check that it and its folder exist and are readable"
+            ) from e
 
     def _wal(self) -> None:
         """Switch a new library to WAL mode. The switch needs the file to itself: when several
@@ -289,9 +302,11 @@ class DB:
                     con.close()
                     wal = Path(f"{self.path}-wal")
                     if wal.exists() and wal.stat().st_size > 0:
-                        raise MamboError(f"{show_path(self.path)} has changes in {show_path(wal)} not yet folded "
-                                         "into it, and its folder is read-only: open it once where the folder "
-                                         "is writable") from None
+                        raise MamboError(
+                            f"{show_path(self.path)} has changes in {show_path(wal)} not yet folded "
+                            "into it, and its folder is read-only: open it once where the folder "
+                            "is writable"
+                        ) from None
                     self.immutable = True
                     return self._connect(readonly)
         # A writer waits up to a minute for another's transaction: an ingest batch embeds its memes
@@ -368,8 +383,10 @@ class DB:
         names = {name for _v, name in found}
         version = found[0][0] if found else 0
         if names and (version == 0 or not MAMBO_TABLES <= names):
-            raise MamboError(f"{show_path(self.path)} is an SQLite database but not a MamboMeme library; it was "
-                             "left untouched: choose another file with --db (or $MAMBO_DB)")
+            raise MamboError(
+                f"{show_path(self.path)} is an SQLite database but not a MamboMeme library; it was "
+                "left untouched: choose another file with --db (or $MAMBO_DB)"
+            )
 
     def _migrate(self) -> None:
         self._refuse_foreign()
@@ -382,8 +399,10 @@ class DB:
         if version == SCHEMA_VERSION:
             return
         if self.full_disk:
-            raise MamboError(f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) and "
-                             "its disk is full: free some space, then run the same command again")
+            raise MamboError(
+                f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) and "
+                "its disk is full: free some space, then run the same command again"
+            )
         if self.readonly:
             raise MamboError(
                 f"{show_path(self.path)} needs a schema upgrade ({version} -> {SCHEMA_VERSION}) but is "
@@ -494,15 +513,18 @@ def db_error_message(e: Exception, path: Path | str | None) -> str:
     if isinstance(e, apsw.IOError):
         return f"cannot write to {where}: input/output error ({clean_line(str(e))}); check the disk, {again}"
     if isinstance(e, apsw.ReadOnlyError):
-        return (f"{where} is read-only: searching it works, changing it does not; make the file and its "
-                "folder writable, or copy it somewhere writable and use --db")
+        return (
+            f"{where} is read-only: searching it works, changing it does not; make the file and its "
+            "folder writable, or copy it somewhere writable and use --db"
+        )
     if isinstance(e, (apsw.BusyError, apsw.LockedError)):
         return f"{where} is busy: another program is writing to it; {again} when it has finished"
     if isinstance(e, apsw.CantOpenError):
         return f"cannot open {where}: check that it and its folder exist and are readable"
     if isinstance(e, (apsw.CorruptError, apsw.NotADBError)):
-        return (f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` lists "
-                "what is damaged")
+        return (
+            f"{where} is damaged ({clean_line(str(e))}): restore it from a backup; `mambo check` lists what is damaged"
+        )
     return f"database error on {where}: {clean_line(str(e))}; `mambo check` lists what is wrong with the library"
 
 
@@ -514,4 +536,3 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-

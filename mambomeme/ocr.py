@@ -85,8 +85,15 @@ class OCR:
         which words stand where (templates.match_anchors)."""
         bgr = rgb[:, :, ::-1].copy()
         result = self.engine.ocr(bgr)[0] or []
-        rects = [[int(min(p[0] for p in box)), int(min(p[1] for p in box)), int(max(p[0] for p in box)) + 1,
-                  int(max(p[1] for p in box)) + 1] for box, _ in result]
+        rects = [
+            [
+                int(min(p[0] for p in box)),
+                int(min(p[1] for p in box)),
+                int(max(p[0] for p in box)) + 1,
+                int(max(p[1] for p in box)) + 1,
+            ]
+            for box, _ in result
+        ]
         return self._text(result), rects, [clean_line(text) for _box, (text, _score) in result]
 
     @staticmethod

@@ -25,16 +25,13 @@ class MamboError(Exception):
         return clean_line(self.message)
 
 
-
 class NoLibrary(MamboError):
     """The library file does not exist (and the command only reads): exit status 2, as every error."""
-
 
 
 # ESC/CSI/OSC sequences and every other control character: text from images, file names and
 # sidecars must never reach a terminal with its escape sequences intact.
 _ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-
 
 
 def clean_text(text: str, *, keep_newlines: bool = False) -> str:
@@ -55,10 +52,8 @@ def clean_text(text: str, *, keep_newlines: bool = False) -> str:
     return "".join(out)
 
 
-
 def clean_line(text: str) -> str:
     return " ".join(clean_text(str(text)).split())
-
 
 
 def json_line(obj: Any) -> str:
@@ -66,9 +61,9 @@ def json_line(obj: Any) -> str:
     control, format (bidi) and surrogate characters written as \\u escapes. JSON escapes only
     C0 controls itself, so a C1 CSI or a right-to-left override in a title would pass through."""
     text = json.dumps(obj, ensure_ascii=False)
-    return "".join(json.dumps(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
-                   for c in text)
-
+    return "".join(
+        json.dumps(c)[1:-1] if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c for c in text
+    )
 
 
 def show_path(path: Path | str) -> str:
@@ -77,7 +72,6 @@ def show_path(path: Path | str) -> str:
     if s.isprintable():  # the common case: nothing to escape
         return s
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in s)
-
 
 
 def path_bytes(paths: Iterable[str], *, null: bool = False, tty: bool = False) -> bytes:

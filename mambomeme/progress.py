@@ -31,8 +31,11 @@ class Progress:
         fill = int(width * done / self.total) if self.total else width
         bar = "#" * fill + "-" * (width - fill)
         # Nothing done yet: no rate and no time left to state (not "0.0/s  left 0s").
-        pace = (f"{rate:.1f}/s  " + ("done in " + _fmt_secs(elapsed) if final else "left " + _fmt_secs(left))
-                if done or final else "")
+        pace = (
+            f"{rate:.1f}/s  " + ("done in " + _fmt_secs(elapsed) if final else "left " + _fmt_secs(left))
+            if done or final
+            else ""
+        )
         msg = "  ".join(x for x in (f"[{bar}] {done}/{self.total}", pace, note) if x)
         if self.tty:
             sys.stderr.write("\r\x1b[2K" + msg[:200] + ("\n" if final else ""))

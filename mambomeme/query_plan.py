@@ -21,14 +21,16 @@ from mambomeme.output import clean_line, clean_text
 STOPWORDS = frozenset(
     "a an the and or but of to in on at by for with from as is are was were be been am it its this that "
     "these those i me my we our you your he him his she her they them their what which who whom when where "
-    "why how do does did not no so just than then there here up out if".split())
+    "why how do does did not no so just than then there here up out if".split()
+)
 # Words people add to a request for a meme (grading guide, "Words people add": "... meme", "... pic",
 # "funny ..."): they ask for a meme and say nothing about which. They are not content words: they
 # neither join the word match, nor count for coverage or the "no match" evidence, nor steer the
 # dense query, unless the query holds nothing else. (A caption that says "meme" is no evidence.)
 FILLER_WORDS = frozenset(
     "meme memes pic pics picture pictures image images img photo photos template templates gif gifs "
-    "jpg jpeg png funny lol lmao".split())
+    "jpg jpeg png funny lol lmao".split()
+)
 # A word of pyspellchecker's English frequency list (bundled, ~160k words) seen this often is a real
 # word the user meant: it is never rewritten into another word of the library ("sad" 84,735 is not
 # "said", "planet" 75,056 is not "plant", "kidney" 11,805, "elbow" 5,711). Rarer entries, mostly
@@ -88,7 +90,7 @@ class QueryPlan:
         """The token's alternatives that are aliases, sure ways to write it: its typo corrections
         (`guesses`) are the last of its alternatives, and are left out."""
         alts = self.alternatives.get(token, [])
-        return alts[:len(alts) - len(self.guesses.get(token, []))]
+        return alts[: len(alts) - len(self.guesses.get(token, []))]
 
 
 @dataclass(frozen=True)
@@ -106,18 +108,25 @@ class QueryEvidence:
     @staticmethod
     def of(plan: QueryPlan, described: float = 1.0) -> QueryEvidence:
         n = len(plan.content)
-        return QueryEvidence(n, len(plan.unknown) / n if n else 1.0, len(plan.corrected) / n if n else 0.0,
-                             bool(plan.absent_templates), described)
+        return QueryEvidence(
+            n,
+            len(plan.unknown) / n if n else 1.0,
+            len(plan.corrected) / n if n else 0.0,
+            bool(plan.absent_templates),
+            described,
+        )
 
 
 def edits1(word: str) -> set[str]:
     """Every string one edit away (deletion, swap, substitution, insertion of a letter or digit)."""
     letters = "abcdefghijklmnopqrstuvwxyz0123456789"
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
-    return ({a + b[1:] for a, b in splits if b}
-            | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
-            | {a + c + b[1:] for a, b in splits if b for c in letters}
-            | {a + c + b for a, b in splits for c in letters}) - {word}
+    return (
+        {a + b[1:] for a, b in splits if b}
+        | {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+        | {a + c + b[1:] for a, b in splits if b for c in letters}
+        | {a + c + b for a, b in splits for c in letters}
+    ) - {word}
 
 
 # Two typos in one word ("wexmore" for "wexmoor") only when nothing is one edit away, for a word English
@@ -133,10 +142,22 @@ def corrections(db: DB, word: str, most: int = 2, *, two_edits: bool = True) -> 
     word English does not know, words two edits away that start with its first two letters. A word
     seen in only one document (often OCR noise) is a candidate only when no word seen more often is."""
     found = [(int(docs), term) for term, docs in db.q("vocabulary_docs", {"terms": json.dumps(sorted(edits1(word)))})]
-    if (not found and two_edits and len(word) >= TWO_EDITS_MIN_LENGTH and word[0].isalpha()
-            and not english_frequencies()[word]):
-        near = db.q("vocabulary_by_prefix", {"low": word[:2], "high": word[0] + chr(ord(word[1]) + 1),
-                                              "shortest": len(word) - 2, "longest": len(word) + 2})
+    if (
+        not found
+        and two_edits
+        and len(word) >= TWO_EDITS_MIN_LENGTH
+        and word[0].isalpha()
+        and not english_frequencies()[word]
+    ):
+        near = db.q(
+            "vocabulary_by_prefix",
+            {
+                "low": word[:2],
+                "high": word[0] + chr(ord(word[1]) + 1),
+                "shortest": len(word) - 2,
+                "longest": len(word) + 2,
+            },
+        )
         found = [(int(docs), term) for term, docs in near if edit_distance(word, term, 2) <= 2]
     frequent = [f for f in found if f[0] >= 2] or found
     return [term for _docs, term in sorted(frequent, reverse=True)[:most]]
@@ -165,8 +186,9 @@ def edit_distance(a: str, b: str, bound: int) -> int:
 PREFIX_COMPLETIONS = 1
 
 
-def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True, two_edits: bool = False,
-               prefix: bool = False) -> QueryPlan:
+def plan_query(
+    db: DB, query: str, *, aliases: bool = True, correct: bool = True, two_edits: bool = False, prefix: bool = False
+) -> QueryPlan:
     """With `prefix`, the query is still being typed: its last word, unless a space or a mark
     follows it, is the start of a word (fzf's habit: "ca" and "jo" show what "cat" and "john" would)."""
     text = clean_line(unicodedata.normalize("NFKC", query))[:1000]
@@ -180,9 +202,17 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     docs = {term: int(n) for term, n in db.q("vocabulary_docs", {"terms": json.dumps(content)})} if content else {}
     ends_in_word = bool(re.search(r"[^\W_]\Z", unicodedata.normalize("NFKC", query)))
     last = tokens[-1] if prefix and ends_in_word and tokens and tokens[-1] in content else None
-    completions = [t for (t,) in db.q("vocabulary_completions", {"low": last, "high": last + "\U0010ffff",
-                                                                  "most": PREFIX_COMPLETIONS + 1})
-                   if t != last][:PREFIX_COMPLETIONS] if last else []
+    completions = (
+        [
+            t
+            for (t,) in db.q(
+                "vocabulary_completions", {"low": last, "high": last + "\U0010ffff", "most": PREFIX_COMPLETIONS + 1}
+            )
+            if t != last
+        ][:PREFIX_COMPLETIONS]
+        if last
+        else []
+    )
     if last and not completions and not docs.get(last):
         last = None  # nothing in the library starts with it: read as a whole word (typos, "no match")
     # Typos: a query word the library's vocabulary does not know (or knows from one document only,
@@ -195,7 +225,7 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     for t in content:
         if len(t) < 3 or t.isdigit() or docs.get(t, 0) >= 2 or t == last:
             continue
-        grams += [t[i:i + 3] for i in range(len(t) - 2)]
+        grams += [t[i : i + 3] for i in range(len(t) - 2)]
         if correct and not is_real_word(t):
             guesses[t] = [c for c in corrections(db, t, two_edits=two_edits) if c != t]
             alternatives[t] += [[c] for c in guesses[t]]
@@ -211,25 +241,45 @@ def plan_query(db: DB, query: str, *, aliases: bool = True, correct: bool = True
     # unless nothing else is left. They still count for coverage and the dense route. Filler words
     # ("meme", "pic") are left out the same way.
     common = {t for (t,) in db.q("common_words", {"terms": json.dumps(expanded)})} if expanded else set()
-    matched = [t for t in expanded if t not in common and t not in FILLER_WORDS] or \
-        [t for t in expanded if t not in common] or expanded
+    matched = (
+        [t for t in expanded if t not in common and t not in FILLER_WORDS]
+        or [t for t in expanded if t not in common]
+        or expanded
+    )
     # The dense route reads the query as it was typed, each word followed by what it stands for
     # ("wifi not wrking again" -> "wifi not wrking working again", "ngl i snoozd ..." -> "ngl not
     # gonna lie i snoozd snooze ..."), not with the alternatives strung on at the end, where they
     # read as more query ("wifi not wrking again working"). Dev v2, judged labels, hybrid annotated:
     # CorrectEmpty 0.892 -> 0.914 ("elon musk memes lol", "hasta la vista baby"), noisy +0.003,
     # nothing else moved (benchdata/experiments/query-reading-result.txt).
-    in_place = [w for t in tokens for w in (t, *(w for alt in alternatives[t] for w in alt),
-                                            *(completions if t == last and not docs.get(t) else ()))]
+    in_place = [
+        w
+        for t in tokens
+        for w in (
+            t,
+            *(w for alt in alternatives[t] for w in alt),
+            *(completions if t == last and not docs.get(t) else ()),
+        )
+    ]
     dense_words = [t for t in dict.fromkeys(in_place) if t not in FILLER_WORDS] or expanded
     # Every token a quoted string: nothing the user types is FTS5 syntax. '""' matches nothing.
     return QueryPlan(
-        text=text, tokens=tokens, expanded=expanded, content=content, alternatives=alternatives,
-        word_match=" OR ".join([f'"{t}"' for t in matched if t != last or len(t) >= 3]
-                               + ([f'"{last}"*'] if last else [])) or '""',
+        text=text,
+        tokens=tokens,
+        expanded=expanded,
+        content=content,
+        alternatives=alternatives,
+        word_match=" OR ".join(
+            [f'"{t}"' for t in matched if t != last or len(t) >= 3] + ([f'"{last}"*'] if last else [])
+        )
+        or '""',
         trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
-        dense_text=" ".join(dense_words), unknown=unknown, corrected=corrected,
-        absent_templates=absent_templates(db, tokens, content, set(unseen)), prefix=last, guesses=guesses,
+        dense_text=" ".join(dense_words),
+        unknown=unknown,
+        corrected=corrected,
+        absent_templates=absent_templates(db, tokens, content, set(unseen)),
+        prefix=last,
+        guesses=guesses,
     )
 
 
@@ -299,14 +349,15 @@ def within_one_edit(a: str, b: str) -> bool:
         return False
     if la == lb:
         diff = [i for i in range(la) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
-                                  and a[diff[1]] == b[diff[0]])
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        )
     if la > lb:
         a, b = b, a
     i = 0
     while i < len(a) and a[i] == b[i]:
         i += 1
-    return a[i:] == b[i + 1:]
+    return a[i:] == b[i + 1 :]
 
 
 def coverage(plan: QueryPlan, item_words: set[str], weights: dict[str, float] | None = None) -> float:
@@ -323,8 +374,11 @@ def coverage(plan: QueryPlan, item_words: set[str], weights: dict[str, float] | 
             hit += w
         # One edit of a word of 3+ letters leaves its first or its last letter in place: an exact
         # prefilter that skips ~90 % of the edit-distance checks (the costliest Python of a search).
-        elif len(t) >= 3 and any(within_one_edit(t, w_) for w_ in item_words
-                                 if abs(len(w_) - len(t)) <= 1 and (w_[0] == t[0] or w_[-1] == t[-1])):
+        elif len(t) >= 3 and any(
+            within_one_edit(t, w_)
+            for w_ in item_words
+            if abs(len(w_) - len(t)) <= 1 and (w_[0] == t[0] or w_[-1] == t[-1])
+        ):
             hit += w
     return hit / total if total else 0.0
 
@@ -339,9 +393,14 @@ def idf_weights(db: DB, plan: QueryPlan) -> dict[str, float]:
 
 
 def item_words(details: dict[str, Any]) -> set[str]:
-    parts = [details["title"], details.get("template_text") or details["template"], details["description"],
-             details["ocr_text"],
-             " ".join(json.loads(details["entities"])), " ".join(json.loads(details["tags"]))]
+    parts = [
+        details["title"],
+        details.get("template_text") or details["template"],
+        details["description"],
+        details["ocr_text"],
+        " ".join(json.loads(details["entities"])),
+        " ".join(json.loads(details["tags"])),
+    ]
     return words_of(" ".join(parts))
 
 
@@ -353,8 +412,13 @@ def words_of(text: str) -> set[str]:
 
 def naming_fields(details: dict[str, Any]) -> tuple[set[str], set[str]]:
     """The words of the fields that name a meme (title, template, people) and of its caption."""
-    names = " ".join([details["title"], details.get("template_text") or details["template"],
-                      " ".join(json.loads(details["entities"]))])
+    names = " ".join(
+        [
+            details["title"],
+            details.get("template_text") or details["template"],
+            " ".join(json.loads(details["entities"])),
+        ]
+    )
     return words_of(names), words_of(details["ocr_text"])
 
 
@@ -385,13 +449,14 @@ def holds_word(plan: QueryPlan, token: str, words: set[str], *, guesses: bool = 
     if token in words or (token == plan.prefix and any(w.startswith(token) for w in words)):
         return True
     guessed = [] if guesses else [[c] for c in plan.guesses.get(token, [])]
-    alts = [[w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(token, [])
-            if alt not in guessed]
+    alts = [
+        [w for w in alt if w not in STOPWORDS] or alt for alt in plan.alternatives.get(token, []) if alt not in guessed
+    ]
     return any(alt and all(w in words for w in alt) for alt in alts)
 
 
 def holds_query(plan: QueryPlan, details: dict[str, Any]) -> bool:
-    """"The words are there": one field that names the meme, or its caption, holds every content word
+    """ "The words are there": one field that names the meme, or its caption, holds every content word
     of the query, exactly, by an alias or (the last word while typing) as a prefix. A typo correction
     is a guess ("thta" -> "that" or the OCR noise "thea"; "drake" -> "brake") and counts only in a
     field that also holds every other word the user typed, small words included, and at least one
@@ -404,7 +469,8 @@ def holds_query(plan: QueryPlan, details: dict[str, Any]) -> bool:
             continue
         sure = {t for t in dict.fromkeys(plan.tokens + plan.content) if holds_word(plan, t, words, guesses=False)}
         if all(t in sure for t in plan.content) or (
-                any(t in sure for t in typed) and all(holds_word(plan, t, words) for t in typed)):
+            any(t in sure for t in typed) and all(holds_word(plan, t, words) for t in typed)
+        ):
             return True
     return False
 

@@ -29,8 +29,16 @@ from mambomeme.safety_review import decide, has_decision, review_list
 
 # The keys of a card: one letter per class (and the digits 1-4, as on a rating scale), a key to pass
 # a meme over, one to look at the picture, one to stop.
-DECIDE = {"s": "safe", "e": "sensitive", "u": "unsafe", "c": "critical",
-          "1": "safe", "2": "sensitive", "3": "unsafe", "4": "critical"}
+DECIDE = {
+    "s": "safe",
+    "e": "sensitive",
+    "u": "unsafe",
+    "c": "critical",
+    "1": "safe",
+    "2": "sensitive",
+    "3": "unsafe",
+    "4": "critical",
+}
 SKIP = (" ", "n", "\x1b[C")  # space, n(ext), Right
 OPEN = ("o",)
 QUIT = ("q", "\x1b", "\x04")  # q, Esc, Ctrl-D
@@ -44,32 +52,43 @@ def why(r: dict[str, Any]) -> list[str]:
     meaning = meaning_model()
     out = []
     if r["text_rule"]:
-        out.append(f"text {r['text_safety']}: {r['text_rule']} ("
-                   + ", ".join(repr(clean_line(w)) for w in r["text_words"]) + ")")
+        out.append(
+            f"text {r['text_safety']}: {r['text_rule']} ("
+            + ", ".join(repr(clean_line(w)) for w in r["text_words"])
+            + ")"
+        )
     if r["meaning_rule"]:
-        out.append(f"meaning {r['meaning_safety']}: {clean_line(r['meaning_rule'])}, score {r['meaning_score']:.2f}"
-                   f" (bars: {meaning.sensitive_bar:g} marks, {meaning.unsafe_bar:g} withholds)")
+        out.append(
+            f"meaning {r['meaning_safety']}: {clean_line(r['meaning_rule'])}, score {r['meaning_score']:.2f}"
+            f" (bars: {meaning.sensitive_bar:g} marks, {meaning.unsafe_bar:g} withholds)"
+        )
     if r["picture_rule"]:
-        out.append(f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}, score {r['picture_score']:.2f}"
-                   f" ({PICTURE_REASON})")
+        out.append(
+            f"picture {r['picture_safety']}: {clean_line(r['picture_rule'])}, score {r['picture_score']:.2f}"
+            f" ({PICTURE_REASON})"
+        )
     if r["decided_by"]:
-        out.append(f"decided by {clean_line(r['decided_by'])} (person) {r['decided_at'][:19]}, "
-                   f"automatic class {r['automatic_safety']}")
+        out.append(
+            f"decided by {clean_line(r['decided_by'])} (person) {r['decided_at'][:19]}, "
+            f"automatic class {r['automatic_safety']}"
+        )
     return out or [clean_line(r["safety_source"])]
 
 
 def caption_line(text: str | None) -> str:
     caption = clean_line(text or "")
-    return (caption if len(caption) <= CAPTION_SHOWN else caption[:CAPTION_SHOWN - 1] + "…") or "(no text read)"
+    return (caption if len(caption) <= CAPTION_SHOWN else caption[: CAPTION_SHOWN - 1] + "…") or "(no text read)"
 
 
 def card(r: dict[str, Any], n: int, total: int) -> str:
     """One meme as the review shows it."""
     shown = "withheld" if r["safety"] in ("unsafe", "critical") else "shown"
-    return (f"\n[{n} of {total}] meme {r['item_id']}: {r['safety']} ({shown})  {show_path(r['path'])}\n"
-            f"  caption: {caption_line(r['caption'])}\n"
-            f"  why: {'; '.join(why(r))}\n"
-            f"  {KEYS_LINE}\n")
+    return (
+        f"\n[{n} of {total}] meme {r['item_id']}: {r['safety']} ({shown})  {show_path(r['path'])}\n"
+        f"  caption: {caption_line(r['caption'])}\n"
+        f"  why: {'; '.join(why(r))}\n"
+        f"  {KEYS_LINE}\n"
+    )
 
 
 def action(key: str) -> tuple[str, str | None]:
@@ -114,8 +133,14 @@ def open_picture(path: Path | None) -> str:
         return "  the file is not there any more"
     opener = os.environ.get("MAMBO_OPENER") or "xdg-open"
     try:
-        subprocess.Popen([*shlex.split(opener), str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        subprocess.Popen(
+            [*shlex.split(opener), str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
     except (OSError, ValueError) as e:
         return f"  cannot open with {clean_line(opener)!r}: {clean_line(str(e))} (set $MAMBO_OPENER)"
     return f"  opening: {show_path(path)}"
@@ -135,8 +160,15 @@ def keys() -> Iterator[Callable[[], str]]:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-def run(db: DB, who: str, *, include_decided: bool, read_key: Callable[[], str], say: Callable[[str], None],
-        file_of: Callable[[int], Path | None]) -> Tally:
+def run(
+    db: DB,
+    who: str,
+    *,
+    include_decided: bool,
+    read_key: Callable[[], str],
+    say: Callable[[str], None],
+    file_of: Callable[[int], Path | None],
+) -> Tally:
     """The review loop: a card, a key, a decision, until the list ends or the person stops."""
     todo = queue(db, include_decided=include_decided)
     tally = Tally()

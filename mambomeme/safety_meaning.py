@@ -45,8 +45,10 @@ class MeaningModel:
         self.weights = np.array(data["weights"], dtype=np.float32)
         self.bias = np.array(data["bias"], dtype=np.float32)
         dim = int(data["model"]["dimensions"])
-        self.prototypes = [np.frombuffer(base64.b64decode(data["prototypes"][c]), dtype=np.float32).reshape(-1, dim)
-                           for c in self.classes]
+        self.prototypes = [
+            np.frombuffer(base64.b64decode(data["prototypes"][c]), dtype=np.float32).reshape(-1, dim)
+            for c in self.classes
+        ]
         # The bars, chosen on development material with out-of-fold scores grouped by phrase: `unsafe`
         # (withheld) is the lowest with false hides <= 1 % in each harmless set, `sensitive` (marked,
         # shown) keeps marks <= 5 %; their values and the folds are in the file's "training" and

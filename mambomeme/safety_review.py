@@ -44,14 +44,34 @@ def record_text_signal(db: DB, item_id: int, found: Detection | None, engine: in
     if found is None:
         db.q("delete_safety_signal", {"item_id": item_id, "signal": "text"})
         return
-    db.q("upsert_safety_signal", {"item_id": item_id, "signal": "text", "engine_id": engine, "safety": found.safety,
-                                  "rule": found.rule, "words": json.dumps(list(found.words)), "score": None})
+    db.q(
+        "upsert_safety_signal",
+        {
+            "item_id": item_id,
+            "signal": "text",
+            "engine_id": engine,
+            "safety": found.safety,
+            "rule": found.rule,
+            "words": json.dumps(list(found.words)),
+            "score": None,
+        },
+    )
 
 
 def record_picture_signal(db: DB, item_id: int, score: float, found: tuple[str, str], engine: int) -> None:
     """Store the picture classifier's score for one item, with the class it maps to."""
-    db.q("upsert_safety_signal", {"item_id": item_id, "signal": "picture", "engine_id": engine, "safety": found[0],
-                                  "rule": found[1], "words": "[]", "score": round(score, 4)})
+    db.q(
+        "upsert_safety_signal",
+        {
+            "item_id": item_id,
+            "signal": "picture",
+            "engine_id": engine,
+            "safety": found[0],
+            "rule": found[1],
+            "words": "[]",
+            "score": round(score, 4),
+        },
+    )
 
 
 def meaning_engine_id(db: DB) -> int:
@@ -68,16 +88,33 @@ def record_meaning_signals(db: DB, item_ids: list[int]) -> list[int]:
 
     if not item_ids:
         return []
-    rows = db.q("caption_vectors", {"item_ids": json.dumps(list(item_ids)), "name": EMBED_MODEL_NAME,
-                                    "weights_sha256": WEIGHTS_SHA256, "text_recipe": EMBED_TEXT_RECIPE})
+    rows = db.q(
+        "caption_vectors",
+        {
+            "item_ids": json.dumps(list(item_ids)),
+            "name": EMBED_MODEL_NAME,
+            "weights_sha256": WEIGHTS_SHA256,
+            "text_recipe": EMBED_TEXT_RECIPE,
+        },
+    )
     rows = [(i, v) for i, v in ((i, stored_vector(f, c)) for i, f, c in rows) if v is not None]
     if not rows:
         return []
     vecs = np.stack([v for _i, v in rows])
     engine = meaning_engine_id(db)
     for (item_id, _v), m in zip(rows, meaning_model().judge(vecs), strict=True):
-        db.q("upsert_safety_signal", {"item_id": item_id, "signal": "meaning", "engine_id": engine,
-                                      "safety": m.safety, "rule": m.rule, "words": "[]", "score": m.score})
+        db.q(
+            "upsert_safety_signal",
+            {
+                "item_id": item_id,
+                "signal": "meaning",
+                "engine_id": engine,
+                "safety": m.safety,
+                "rule": m.rule,
+                "words": "[]",
+                "score": m.score,
+            },
+        )
     return [i for i, _v in rows]
 
 
@@ -95,7 +132,7 @@ def recheck(db: DB) -> dict[str, int]:
             record_text_signal(db, item_id, detect_safety(ocr_text), engine)
         ids = [r[0] for r in db.q("all_item_ids")]
         for start in range(0, len(ids), 512):
-            counts["meaning_scored"] += len(record_meaning_signals(db, ids[start:start + 512]))
+            counts["meaning_scored"] += len(record_meaning_signals(db, ids[start : start + 512]))
         restate(db, None)
         after = dict(db.q("item_classes"))
         counts["changed"] = sum(after.get(i) != c for i, c in before.items())
@@ -124,16 +161,30 @@ def decide(db: DB, item_id: int, safety: str, decided_by: str, note: str = "") -
         raise MamboError("say who decides: --by NAME (a person)")
     before = db.rows("item_safety", {"item_id": item_id})[0]
     with db.write():
-        db.q("decide_safety", {"sha256": before["sha256"], "safety": safety, "decided_by": who,
-                               "note": clean_line(note)[:500],
-                               "automatic_safety": before["automatic_safety"] or before["safety"],
-                               "automatic_source": before["automatic_source"] or before["safety_source"]})
+        db.q(
+            "decide_safety",
+            {
+                "sha256": before["sha256"],
+                "safety": safety,
+                "decided_by": who,
+                "note": clean_line(note)[:500],
+                "automatic_safety": before["automatic_safety"] or before["safety"],
+                "automatic_source": before["automatic_source"] or before["safety_source"],
+            },
+        )
         spread_decision(db, item_id, "safety")
         restate(db, [item_id])
         refresh_vocabulary(db)  # the words a search knows are those of memes it may show
     after = db.rows("item_safety", {"item_id": item_id})[0]
-    return {"item_id": item_id, "before": before["safety"], "before_source": before["safety_source"],
-            "decided": safety, "safety": after["safety"], "source": after["safety_source"], "decided_by": who}
+    return {
+        "item_id": item_id,
+        "before": before["safety"],
+        "before_source": before["safety_source"],
+        "decided": safety,
+        "safety": after["safety"],
+        "source": after["safety_source"],
+        "decided_by": who,
+    }
 
 
 def withdraw(db: DB, item_id: int) -> dict[str, Any]:
@@ -153,6 +204,7 @@ def has_decision(db: DB, item_id: int) -> bool:
     """Whether a person's decision holds this meme (its own, or one it follows as a copy)."""
     row = db.rows("item_safety", {"item_id": item_id})
     return bool(row) and row[0]["decided"] is not None
+
 
 def review_list(db: DB) -> list[dict[str, Any]]:
     out = []
@@ -188,13 +240,14 @@ def withheld_matches(db: DB, plan: QueryPlan) -> int:
     def quoted(words: list[str]) -> str:
         return '"' + " ".join(words).replace('"', '""') + '"'
 
-    each = [" OR ".join(dict.fromkeys([quoted([t]), *(quoted(a) for a in plan.aliases(t) if a)]))
-            for t in plan.content]
+    each = [" OR ".join(dict.fromkeys([quoted([t]), *(quoted(a) for a in plan.aliases(t) if a)])) for t in plan.content]
     return int(db.q1("withheld_matches", {"all_words": " AND ".join(f"({e})" for e in each)})[0]) if each else 0
 
 
 def withheld_note(n: int) -> str:
     """What a "no match" answer adds when n withheld memes hold the query's words (a count, never
     which): the command line prints it in brackets, the search screen under its "no match" line."""
-    return (f"{n} meme{'s' if n != 1 else ''} that hold{'s' if n == 1 else ''} these words "
-            f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`")
+    return (
+        f"{n} meme{'s' if n != 1 else ''} that hold{'s' if n == 1 else ''} these words "
+        f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`"
+    )

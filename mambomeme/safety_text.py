@@ -39,42 +39,58 @@ def _any(words: str) -> str:
 PHONE_RE = re.compile(r"(?<!\d)(?:\+?\d{1,3}[\s.-]?)?(?:\(?\d{3}\)?[\s.-]?)?\d{3}[\s.-]\d{4}(?!\d)")
 ADDRESS_RE = re.compile(
     r"(?<!\d)\d{1,5}[a-z]?\s*[a-z]+(?:\s+[a-z]+)?\s+(?:street|st|road|rd|lane|ln|drive|dr|avenue|ave|close|mews|hill|"
-    r"way|court|ct|place|pl|crescent|boulevard|blvd|terrace|row|gardens|square|sq)\b", re.IGNORECASE)
+    r"way|court|ct|place|pl|crescent|boulevard|blvd|terrace|row|gardens|square|sq)\b",
+    re.IGNORECASE,
+)
 PURSUE_RE = re.compile(
     r"\b(?:(?:spam|ring|call|phone|text|message|visit|find|harass|hound|doxx?|stalk|egg|troll)\s+(?:him|her|them)\b|"
     r"(?:ring|call|text|phone|spam)\s+(?:\w+\s+){0,2}?\(?\d{3}|harass\w*|knock\s+on\b|hunt\s+(?:him|her|them)\s+down|pay\s+(?:him|her|them)\s+a\s+visit|"
     r"(?:ring|call|text|spam)\b.{0,30}\ball\s+(?:\w\s+)?night)|t[il1]{0,2}ll\s+(?:he|she|they)\W*\w?\W*pays?\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 # ── hate speech (unsafe): a dehumanising predicate about people. Strong terms (vermin, cockroaches,
 # subhuman, ...) need only a human subject ("everyone from X is vermin", "they breed like
 # cockroaches"); weak ones (rats, animals, pests, ...) also need a group named by where its people
 # live or come from, because "gym rats", "party animals" and "people and animals" are everyday.
-HUMAN = r"(?:people|everyone|everybody|folks|they|them|those|these|immigrants|foreigners|migrants|refugees|outsiders|" \
-        r"newcomers|locals|fans)"
+HUMAN = (
+    r"(?:people|everyone|everybody|folks|they|them|those|these|immigrants|foreigners|migrants|refugees|outsiders|"
+    r"newcomers|locals|fans)"
+)
 COPULA = r"(?:are|is|r|re|be|=)\s+(?:all\s+|just\s+|nothing\s+but\s+|basically\s+|literally\s+|like\s+)?"
 STRONG = _any("vermin cockroaches roaches subhuman subhumans parasites infestation lice maggots")
 WEAK = _any("rats animals pests savages beasts scum filth")
-ORIGIN_RE = re.compile(r"\b(?:people|everyone|everybody|folks|those|families|fans)\s+(?:from|in|of)\s+\w+|"
-                       r"\b(?:immigrants|foreigners|migrants|refugees|outsiders)\b|\b\w+\s+(?:people|folks|fans)\s+"
-                       r"(?:at|in|moving|moved|on|are|is)\b", re.IGNORECASE)
-STRONG_PREDICATE_RE = re.compile(rf"\b{HUMAN}(?:\s+\w+){{0,4}}\s+{COPULA}{STRONG}\b|"
-                                 rf"\b{HUMAN}(?:\s+\w+){{0,2}}\s+(?:infest|swarm|overrun)\w*\s+(?:our|the|this|my)\b|"
-                                 rf"\b(?:they|people|them|those\s+\w+)\s+(?:breed|multiply|spread)\s+like\s+"
-                                 rf"{_any('rats cockroaches roaches vermin flies lice maggots')}\b", re.IGNORECASE)
+ORIGIN_RE = re.compile(
+    r"\b(?:people|everyone|everybody|folks|those|families|fans)\s+(?:from|in|of)\s+\w+|"
+    r"\b(?:immigrants|foreigners|migrants|refugees|outsiders)\b|\b\w+\s+(?:people|folks|fans)\s+"
+    r"(?:at|in|moving|moved|on|are|is)\b",
+    re.IGNORECASE,
+)
+STRONG_PREDICATE_RE = re.compile(
+    rf"\b{HUMAN}(?:\s+\w+){{0,4}}\s+{COPULA}{STRONG}\b|"
+    rf"\b{HUMAN}(?:\s+\w+){{0,2}}\s+(?:infest|swarm|overrun)\w*\s+(?:our|the|this|my)\b|"
+    rf"\b(?:they|people|them|those\s+\w+)\s+(?:breed|multiply|spread)\s+like\s+"
+    rf"{_any('rats cockroaches roaches vermin flies lice maggots')}\b",
+    re.IGNORECASE,
+)
 WEAK_PREDICATE_RE = re.compile(rf"\b{HUMAN}(?:\s+\w+){{0,4}}\s+{COPULA}{WEAK}\b", re.IGNORECASE)
 # With such a group named, the usual dehumanising frames: a strong term anywhere ("... cockroaches,
 # the lot of them"), a weak one in a slur-like frame ("like rats", "bunch of animals", "filthy
 # rats"), or a swarm ("crawling with", "overrun by").
 STRONG_ANY_RE = re.compile(rf"\b{STRONG}\b|\bsub\s*human", re.IGNORECASE)
-WEAK_FRAME_RE = re.compile(rf"\b(?:like|bunch\s+of|pack\s+of|nest\s+of|filthy|dirty|disgusting|nothing\s+but|"
-                           rf"breed\w*\s+like)\s+{WEAK}\b|\b{WEAK}\s*(?:the\s+lot\s+of\s+them|all\s+of\s+them)\b|"
-                           rf"\b(?:crawling\s+with|overrun\s+(?:by|with)|swarming\s+with)\s+(?:them|those|these|\w+\s+people)",
-                           re.IGNORECASE)
+WEAK_FRAME_RE = re.compile(
+    rf"\b(?:like|bunch\s+of|pack\s+of|nest\s+of|filthy|dirty|disgusting|nothing\s+but|"
+    rf"breed\w*\s+like)\s+{WEAK}\b|\b{WEAK}\s*(?:the\s+lot\s+of\s+them|all\s+of\s+them)\b|"
+    rf"\b(?:crawling\s+with|overrun\s+(?:by|with)|swarming\s+with)\s+(?:them|those|these|\w+\s+people)",
+    re.IGNORECASE,
+)
 # Pest control or exclusion called on such a group ("people from X moving into our street / call
 # pest control"; "keep them out of our schools").
-GROUP_ACTION_RE = re.compile(r"\bpest\s+control\b|\bexterminat\w*|\bkeep\s+them\s+out\s+of\s+our\b|"
-                             r"\bsend\s+them\s+(?:all\s+)?back\b|\bdeport\s+them\b|\bban\s+them\s+all\b", re.IGNORECASE)
+GROUP_ACTION_RE = re.compile(
+    r"\bpest\s+control\b|\bexterminat\w*|\bkeep\s+them\s+out\s+of\s+our\b|"
+    r"\bsend\s+them\s+(?:all\s+)?back\b|\bdeport\s+them\b|\bban\s+them\s+all\b",
+    re.IGNORECASE,
+)
 
 # ── violence against people (unsafe), even as a joke: a violent outcome wished on a human target
 # ("every cyclist deserves to get run over"), not on a printer, a project or a game boss.
@@ -88,37 +104,54 @@ VIOLENCE_RE = re.compile(
     r"\b(?:kill|shoot|gas|hang|exterminate|string\s+up)\s+(?:them\s+all|every\s+(?:last|single)\s+one|all\s+of\s+them)\b|"
     r"\b(?:beat|punch|hit|slap|kick)\s+(?:them|those\s+\w+)\s+(?:up\s+)?until\s+(?:they|he|she)\s+"
     r"(?:learn|understand|get\s+it|stop|bleed|cry|move)\b|\bbeat\s+(?:them|those\s+\w+)\s+(?:to\s+death|senseless)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 # A violent imperative on "them" when the caption names a group of people ("people who stand on
 # the left ... shoot them"); without a group, "kill them with kindness", "wipe them out (the weeds)"
 # and "string them up (the lights)" are everyday.
-GROUP_CONTEXT_RE = re.compile(r"\b(?:people|everyone|everybody|anyone|anybody|those|folks)\s+(?:who|from|in|that)\b|"
-                              r"\b\w+\s+fans\b|\b(?:immigrants|foreigners|migrants|refugees)\b", re.IGNORECASE)
-VIOLENT_ON_THEM_RE = re.compile(r"\b(?:kill|shoot|gas|hang|stab|punch|beat|drown|lynch|string|wipe|hunt|torch|bomb)\s+"
-                                r"(?:them|em)\b(?!\s+(?:with|at|in|on|to|for|a|the)\b)", re.IGNORECASE)
+GROUP_CONTEXT_RE = re.compile(
+    r"\b(?:people|everyone|everybody|anyone|anybody|those|folks)\s+(?:who|from|in|that)\b|"
+    r"\b\w+\s+fans\b|\b(?:immigrants|foreigners|migrants|refugees)\b",
+    re.IGNORECASE,
+)
+VIOLENT_ON_THEM_RE = re.compile(
+    r"\b(?:kill|shoot|gas|hang|stab|punch|beat|drown|lynch|string|wipe|hunt|torch|bomb)\s+"
+    r"(?:them|em)\b(?!\s+(?:with|at|in|on|to|for|a|the)\b)",
+    re.IGNORECASE,
+)
 
 # ── graphic gore (unsafe): two distinct gore words, or a wound described: chunks of flesh, a
 # body part cut off or lying somewhere. "blood type", "body parts" (biology class), "flesh wound",
 # "guts" (courage) and "skin care" alone are everyday.
-GORE_RE = re.compile(r"\b(?:blood|guts|entrails|intestines|severed|mutilat\w*|dismember\w*|decapitat\w*|"
-                     r"disembowel\w*|flesh)\b", re.IGNORECASE)
+GORE_RE = re.compile(
+    r"\b(?:blood|guts|entrails|intestines|severed|mutilat\w*|dismember\w*|decapitat\w*|"
+    r"disembowel\w*|flesh)\b",
+    re.IGNORECASE,
+)
 BODY = r"(?:finger|fingertip|toe|ear|thumb|hand|nose|eyeball|tongue)s?"
 GORE_PHRASE_RE = re.compile(
     rf"\bchunks\s+of\s+(?:finger|flesh|skin|bone|brain)|\b(?:skin|flesh)\s+(?:hanging|peeled|ripped|torn)\s+off\b|"
     rf"\bbone\s+sticking\s+out\b|\b{BODY}\s+(?:was|were|came|went|got|is|lay|lying)\s+(?:clean\s+)?(?:off\b|"
     rf"severed|(?:cut|sliced|chopped|ripped|bitten)\s+off|on\s+the\s+(?:floor|ice|ground|board|table|road|pavement))|"
     rf"\b(?:sliced|chopped|cut|bit|ripped|tore|torn)\s+(?:my|his|her|their|your|the)?\s*{BODY}\s+(?:clean\s+)?off\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 # ── instructions for serious harm (unsafe). "bomb-ass lasagna" and "the bomb" are slang (matched on
 # the text with its punctuation, so the hyphen is seen).
-HARM_RE = re.compile(r"\bhow\s+to\s+(?:make|build|mix|cook)\s+(?:a\s+|an\s+|your\s+own\s+)?(?:pipe\s+)?(?:bomb|poison|"
-                     r"explosives?|nerve\s+agent|napalm|ricin|meth)\b(?![-'\w])", re.IGNORECASE)
+HARM_RE = re.compile(
+    r"\bhow\s+to\s+(?:make|build|mix|cook)\s+(?:a\s+|an\s+|your\s+own\s+)?(?:pipe\s+)?(?:bomb|poison|"
+    r"explosives?|nerve\s+agent|napalm|ricin|meth)\b(?![-'\w])",
+    re.IGNORECASE,
+)
 
 # ── profanity and crude words (sensitive: shown with a marker).
-PROFANITY_RE = re.compile(r"\b(?:damn|shit\w*|bullshit|ass|arse|asshole|crap\w*|wtf|fuck\w*|bastard|bitch\w*|piss\w*|"
-                          r"hell)\b", re.IGNORECASE)
+PROFANITY_RE = re.compile(
+    r"\b(?:damn|shit\w*|bullshit|ass|arse|asshole|crap\w*|wtf|fuck\w*|bastard|bitch\w*|piss\w*|"
+    r"hell)\b",
+    re.IGNORECASE,
+)
 
 
 def _words(text: str) -> str:
@@ -141,8 +174,11 @@ def detect_safety(text: str) -> Detection | None:
         return Detection("critical", "personal-data", _fired(phone, address, pursue))
     origin = ORIGIN_RE.search(words)
     strong = STRONG_PREDICATE_RE.search(words)
-    weak = (WEAK_PREDICATE_RE.search(words) or STRONG_ANY_RE.search(words) or WEAK_FRAME_RE.search(words)
-            if origin else None)
+    weak = (
+        WEAK_PREDICATE_RE.search(words) or STRONG_ANY_RE.search(words) or WEAK_FRAME_RE.search(words)
+        if origin
+        else None
+    )
     action = GROUP_ACTION_RE.search(words) if origin else None
     if strong or weak or action:
         return Detection("unsafe", "hate-speech", _fired(origin, strong, weak, action))

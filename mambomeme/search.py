@@ -48,8 +48,7 @@ from mambomeme.search_config import DenseFeedback, SystemConfig, read_config
 # Per-field BM25 weights (title, template, entities, tags, ocr_text, description), set by hand and
 # not swept: names a person remembers (entities, template, title) count more than the long, noisy
 # OCR text and descriptions (docs/decisions.md#search-basics).
-FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0,
-                 "description": 1.0}
+FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "ocr_text": 2.0, "description": 1.0}
 
 
 # "The words are there": a list one of whose first three memes holds every content word of the query
@@ -85,8 +84,10 @@ BASE_CONFIG: dict[str, Any] = {
 # of the query's content words. Route weights and thresholds per system by `mambo bench calibrate` on
 # benchmark v1's development partition (bm25 Q 0.784, CorrectEmpty 0.850; the fuzzy route lost once
 # typo correction existed). See docs/decisions.md#route-weights.
-CALIBRATION_NOTE = ("benchmark v1 development partition (90 answerable, 20 no-match), "
-                    "mambo bench calibrate, objective 0.55 Q + 0.15 E + 0.10 C")
+CALIBRATION_NOTE = (
+    "benchmark v1 development partition (90 answerable, 20 no-match), "
+    "mambo bench calibrate, objective 0.55 Q + 0.15 E + 0.10 C"
+)
 # Hybrid's query-dependent fusion: the lexical route stays out when its top three hold under half of
 # the query's content words, leads (x2) when one holds 3/4, and each hit counts by its idf-weighted
 # coverage squared ("partial"). Dev v2 nDCG@10 annotated / bare: lead x2 0.820 / 0.536 vs x30 0.809 /
@@ -107,44 +108,94 @@ DENSE_FEEDBACK = {"top": 5, "alpha": 0.45, "best": True}
 # one for bare libraries (condition_model), fitted by `mambo bench no-match` on dev v2: the most correct
 # "no match" answers at <= 3 % false "no match" and <= 0.02 of Hit@10 lost. Hybrid CorrectEmpty 0.892
 # annotated / 0.882 bare (false no-match 0.8 % / 1.1 %). See docs/decisions.md#no-match.
-NO_MATCH_NOTE = ("dev v2 (131 answerable, 93 no-match; judged labels), a model for the annotated and one for the "
-                 "bare library, mambo bench no-match: most CorrectEmpty with false no-match <= 3 % and Hit@10 "
-                 "loss <= 0.02; all-mpnet-base-v2 similarities")
+NO_MATCH_NOTE = (
+    "dev v2 (131 answerable, 93 no-match; judged labels), a model for the annotated and one for the "
+    "bare library, mambo bench no-match: most CorrectEmpty with false no-match <= 3 % and Hit@10 "
+    "loss <= 0.02; all-mpnet-base-v2 similarities"
+)
 # bm25 keeps its coverage rule: a fitted model scored the objective under it (docs/decisions.md#no-match).
 EMPTY_RULES = {
     "bm25": {"kind": "evidence", "min_similarity": 2.0, "min_coverage": 0.5, "calibration": CALIBRATION_NOTE},
-    "dense": {"kind": "logistic", "bias": -7.1811,
-              "weights": {"similarity": 16.5559, "whole": 9.2763, "margin": 3.0779, "coverage": -1.7218,
-                          "full": 2.2374, "unknown": -5.5347, "corrected": -6.4871, "absent": -3.7503},
-              "threshold": 0.32,
-              "bare": {"bias": -3.7387,
-                       "weights": {"similarity": 7.6738, "whole": 7.6738, "margin": -1.9531,
-                                   "coverage": -0.5906, "full": 2.8189, "unknown": -2.8285,
-                                   "corrected": -2.8496, "absent": -2.8203},
-                       "threshold": 0.58},
-              "bare_below": 0.5, "calibration": NO_MATCH_NOTE},
-    "hybrid": {"kind": "logistic", "bias": -7.2046,
-               "weights": {"similarity": 16.4623, "whole": 9.6646, "margin": 1.7575, "coverage": -1.9646,
-                           "full": 2.1859, "lexical": 0.383, "unknown": -5.5644, "corrected": -6.6184,
-                           "absent": -3.931},
-               "threshold": 0.32,
-               "bare": {"bias": -3.8414,
-                        "weights": {"similarity": 7.6374, "whole": 7.6374, "margin": -2.329,
-                                    "coverage": 0.0872, "full": 2.6136, "lexical": -0.1622, "unknown": -2.6767,
-                                    "corrected": -2.8332, "absent": -2.836},
-                        "threshold": 0.6},
-               "bare_below": 0.5, "calibration": NO_MATCH_NOTE},
+    "dense": {
+        "kind": "logistic",
+        "bias": -7.1811,
+        "weights": {
+            "similarity": 16.5559,
+            "whole": 9.2763,
+            "margin": 3.0779,
+            "coverage": -1.7218,
+            "full": 2.2374,
+            "unknown": -5.5347,
+            "corrected": -6.4871,
+            "absent": -3.7503,
+        },
+        "threshold": 0.32,
+        "bare": {
+            "bias": -3.7387,
+            "weights": {
+                "similarity": 7.6738,
+                "whole": 7.6738,
+                "margin": -1.9531,
+                "coverage": -0.5906,
+                "full": 2.8189,
+                "unknown": -2.8285,
+                "corrected": -2.8496,
+                "absent": -2.8203,
+            },
+            "threshold": 0.58,
+        },
+        "bare_below": 0.5,
+        "calibration": NO_MATCH_NOTE,
+    },
+    "hybrid": {
+        "kind": "logistic",
+        "bias": -7.2046,
+        "weights": {
+            "similarity": 16.4623,
+            "whole": 9.6646,
+            "margin": 1.7575,
+            "coverage": -1.9646,
+            "full": 2.1859,
+            "lexical": 0.383,
+            "unknown": -5.5644,
+            "corrected": -6.6184,
+            "absent": -3.931,
+        },
+        "threshold": 0.32,
+        "bare": {
+            "bias": -3.8414,
+            "weights": {
+                "similarity": 7.6374,
+                "whole": 7.6374,
+                "margin": -2.329,
+                "coverage": 0.0872,
+                "full": 2.6136,
+                "lexical": -0.1622,
+                "unknown": -2.6767,
+                "corrected": -2.8332,
+                "absent": -2.836,
+            },
+            "threshold": 0.6,
+        },
+        "bare_below": 0.5,
+        "calibration": NO_MATCH_NOTE,
+    },
 }
 DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
-    "bm25": BASE_CONFIG | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 0.0},
-                           "empty_rule": EMPTY_RULES["bm25"]},
-    "dense": BASE_CONFIG | {"route_weights": {"lexical": 0.0, "fuzzy": 0.0, "dense": 1.0},
-                            "empty_rule": EMPTY_RULES["dense"]},
-    "hybrid": BASE_CONFIG | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 1.0},
-                             "lexical_evidence": LEXICAL_EVIDENCE, "keep_full_matches": KEEP_FULL_MATCHES,
-                             "full_match_typed": True, "full_match_by_meaning": True,
-                             "dense_feedback": DENSE_FEEDBACK,
-                             "empty_rule": EMPTY_RULES["hybrid"]},
+    "bm25": BASE_CONFIG
+    | {"route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 0.0}, "empty_rule": EMPTY_RULES["bm25"]},
+    "dense": BASE_CONFIG
+    | {"route_weights": {"lexical": 0.0, "fuzzy": 0.0, "dense": 1.0}, "empty_rule": EMPTY_RULES["dense"]},
+    "hybrid": BASE_CONFIG
+    | {
+        "route_weights": {"lexical": 1.0, "fuzzy": 0.0, "dense": 1.0},
+        "lexical_evidence": LEXICAL_EVIDENCE,
+        "keep_full_matches": KEEP_FULL_MATCHES,
+        "full_match_typed": True,
+        "full_match_by_meaning": True,
+        "dense_feedback": DENSE_FEEDBACK,
+        "empty_rule": EMPTY_RULES["hybrid"],
+    },
 }
 # Hybrid, by the spec's semantic-search acceptance test on benchmark v1 dev: +0.063 nDCG@10 over bm25
 # (95 % CI +0.033 to +0.097), +0.344 semantic, no gate regression (docs/decisions.md#default-system).
@@ -209,13 +260,23 @@ def sync_systems(db: DB) -> None:
     configuration becomes a new version, an old one is never edited."""
     if db.readonly:
         return
-    missing = [(n, c) for n, c in DEFAULT_SYSTEMS.items()
-               if not db.q1("system_by_sha", {"name": n, "config_sha256": config_sha(c)})]
+    missing = [
+        (n, c)
+        for n, c in DEFAULT_SYSTEMS.items()
+        if not db.q1("system_by_sha", {"name": n, "config_sha256": config_sha(c)})
+    ]
     if missing:
         with db.write():
             for name, config in missing:
-                db.q("insert_system", {"name": name, "config": json.dumps(config, sort_keys=True),
-                                       "config_sha256": config_sha(config), "notes": "built-in"})
+                db.q(
+                    "insert_system",
+                    {
+                        "name": name,
+                        "config": json.dumps(config, sort_keys=True),
+                        "config_sha256": config_sha(config),
+                        "notes": "built-in",
+                    },
+                )
 
 
 def system_config(db: DB, name: str) -> dict[str, Any]:
@@ -264,8 +325,9 @@ def plan_for(db: DB, query: str, cfg: Mapping[str, Any] | SystemConfig, *, live:
     """How a system reads a query (the search and the screen's encode-ahead read it alike); `live`:
     a query still being typed, whose last word is a prefix."""
     c = load_system(db, cfg)
-    return plan_query(db, query, aliases=c.use_aliases, correct=c.correct_typos, two_edits=c.two_edit_typos,
-                      prefix=live)
+    return plan_query(
+        db, query, aliases=c.use_aliases, correct=c.correct_typos, two_edits=c.two_edit_typos, prefix=live
+    )
 
 
 def needs_model(cfg: Mapping[str, Any] | SystemConfig) -> bool:
@@ -273,25 +335,41 @@ def needs_model(cfg: Mapping[str, Any] | SystemConfig) -> bool:
     return (cfg if isinstance(cfg, SystemConfig) else read_config(cfg)).needs_model
 
 
-def statement_params(cfg: SystemConfig, plan: QueryPlan, limit: int, *, use_dense: bool,
-                     large_clusters: int | None) -> dict[str, Any]:
+def statement_params(
+    cfg: SystemConfig, plan: QueryPlan, limit: int, *, use_dense: bool, large_clusters: int | None
+) -> dict[str, Any]:
     """The search statement's parameters (search.sql `search`) for a system and a query."""
     w, rw, depth = cfg.field_weights, cfg.route_weights, cfg.candidate_depth
     oversample = _given(cfg.dense_oversample, DENSE_OVERSAMPLE)
     params: dict[str, Any] = {
-        "w_title": w.title, "w_template": w.template, "w_entities": w.entities,
-        "w_tags": w.tags, "w_ocr": w.ocr_text, "w_description": w.description,
-        "depth": depth, "rrf_k": cfg.rrf_k, "pool": max(limit, 10),
-        "w_lexical": rw.lexical, "w_fuzzy": rw.fuzzy, "w_dense": rw.dense,
+        "w_title": w.title,
+        "w_template": w.template,
+        "w_entities": w.entities,
+        "w_tags": w.tags,
+        "w_ocr": w.ocr_text,
+        "w_description": w.description,
+        "depth": depth,
+        "rrf_k": cfg.rrf_k,
+        "pool": max(limit, 10),
+        "w_lexical": rw.lexical,
+        "w_fuzzy": rw.fuzzy,
+        "w_dense": rw.dense,
         "use_lexical": rw.lexical > 0 and bool(plan.tokens),
         "use_fuzzy": rw.fuzzy > 0 and plan.trigram_match != '""',
-        "use_dense": use_dense, "dense_index": cfg.dense_index, "probe": cfg.ivf_probe,
+        "use_dense": use_dense,
+        "dense_index": cfg.dense_index,
+        "probe": cfg.ivf_probe,
         "field_vectors": cfg.field_vectors,
-        "lexical": None, "dense": None, "word_match": plan.word_match, "trigram_match": plan.trigram_match,
+        "lexical": None,
+        "dense": None,
+        "word_match": plan.word_match,
+        "trigram_match": plan.trigram_match,
         # hidden items are filtered inside the KNN scan (vec0 `servable` column), so k is
         # the depth: sqlite-vec's KNN cost grows with k
-        "qvec": None, "k": depth * (oversample if cfg.dense_index == "bit-rescore" else 1),
-        "qcode": None, "codes_k": _given(cfg.codes_k, CODES_K),
+        "qvec": None,
+        "k": depth * (oversample if cfg.dense_index == "bit-rescore" else 1),
+        "qcode": None,
+        "codes_k": _given(cfg.codes_k, CODES_K),
         "codes_rescore": _given(cfg.codes_rescore, CODES_RESCORE),
     }
     if use_dense and large_clusters is not None:
@@ -327,8 +405,9 @@ class Searcher:
     """Runs a system against one library. The embedder is optional: without it (still loading,
     or not wanted) the dense route is skipped and the lexical routes answer alone."""
 
-    def __init__(self, db: DB, embedder: Embedder | None = None, *, parallel: bool = True,
-                 vectors: InMemoryVectors | None = None):
+    def __init__(
+        self, db: DB, embedder: Embedder | None = None, *, parallel: bool = True, vectors: InMemoryVectors | None = None
+    ):
         self.db = db
         self.embedder = embedder
         # The dense route on its own thread and connection (False: inside the fusion statement on
@@ -348,21 +427,32 @@ class Searcher:
         known = _FACTS.get(self.db)
         if known is None or known[0] != version:
             large = self.db.q1("large_vector_index")
-            known = (version, float(self.db.q1("described_share")[0] or 0.0), bool(self.db.q1("holds_vectors")[0]),
-                     int(large[0]) if large is not None else None)
+            known = (
+                version,
+                float(self.db.q1("described_share")[0] or 0.0),
+                bool(self.db.q1("holds_vectors")[0]),
+                int(large[0]) if large is not None else None,
+            )
             _FACTS[self.db] = known
         return known[1], known[2], known[3]
 
     @classmethod
-    def _encode_and_scan(cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any],
-                         feedback: DenseFeedback | None = None) -> str:
+    def _encode_and_scan(
+        cls, embedder: Embedder, text: str, reader: DB, params: dict[str, Any], feedback: DenseFeedback | None = None
+    ) -> str:
         return cls._dense_route(reader, with_query(params, embedder.encode([text])[0]), feedback)
 
     @staticmethod
-    def _encode_and_rank(embedder: Embedder, text: str, matrix: VectorMatrix, params: dict[str, Any],
-                         feedback: DenseFeedback | None = None) -> str:
-        return matrix.ranking(embedder.encode([text])[0], params["depth"], field_vectors=params["field_vectors"],
-                              feedback=feedback)
+    def _encode_and_rank(
+        embedder: Embedder,
+        text: str,
+        matrix: VectorMatrix,
+        params: dict[str, Any],
+        feedback: DenseFeedback | None = None,
+    ) -> str:
+        return matrix.ranking(
+            embedder.encode([text])[0], params["depth"], field_vectors=params["field_vectors"], feedback=feedback
+        )
 
     @staticmethod
     def _dense_route(reader: DB, params: dict[str, Any], feedback: DenseFeedback | None = None) -> str:
@@ -373,8 +463,9 @@ class Searcher:
         if feedback and rows and params["dense_index"] == "ivf-int8":
             # a large library keeps codes only: the candidates' codes, moved as dense_feedback does
             stored: dict[int, list[Any]] = {}
-            for item_id, _kind, code in reader.q("candidate_codes", {"ids": json.dumps([r[0] for r in rows]),
-                                                                     "field_vectors": params["field_vectors"]}):
+            for item_id, _kind, code in reader.q(
+                "candidate_codes", {"ids": json.dumps([r[0] for r in rows]), "field_vectors": params["field_vectors"]}
+            ):
                 stored.setdefault(item_id, []).append(dequantize(code))
             ranked = [(r[0], (r[5], r[6])) for r in rows if r[0] in stored]
             return json.dumps(feedback_rerank(params["qvec"], ranked, stored, feedback))
@@ -382,22 +473,43 @@ class Searcher:
             # q + alpha * mean(top n) has the direction of q * n / alpha + sum(top n) (DENSE_FEEDBACK)
             n = min(feedback.top, len(rows))
             scaled = array.array("f", (x * n / feedback.alpha for x in array.array("f", params["qvec"]))).tobytes()
-            rows = reader.q("dense_feedback", {"dense": ranking, "qvec_scaled": scaled, "feedback_top": n,
-                                               "field_vectors": params["field_vectors"],
-                                               "feedback_best": bool(feedback.best)})
+            rows = reader.q(
+                "dense_feedback",
+                {
+                    "dense": ranking,
+                    "qvec_scaled": scaled,
+                    "feedback_top": n,
+                    "field_vectors": params["field_vectors"],
+                    "feedback_best": bool(feedback.best),
+                },
+            )
             ranking = json.dumps([[r[0], r[1], r[2]] for r in rows])
         return ranking
 
-    def search(self, query: str, system: str | Mapping[str, Any] | SystemConfig = DEFAULT_SYSTEM, limit: int = 10,
-               *, empty_rule: bool = True, live: bool = False) -> list[Result]:
+    def search(
+        self,
+        query: str,
+        system: str | Mapping[str, Any] | SystemConfig = DEFAULT_SYSTEM,
+        limit: int = 10,
+        *,
+        empty_rule: bool = True,
+        live: bool = False,
+    ) -> list[Result]:
         """`system` is a system's name, or (benchmarks, ablations) a configuration itself. `live`: the
         query is still being typed (the search screen's list follows it): its last word is a prefix,
         and a list is shown when the "no match" rule accepts it or when one of its first three memes
         holds every word as typed so far; a submitted query keeps the rule alone."""
         return self.answer(query, system, limit, empty_rule=empty_rule, live=live).results
 
-    def answer(self, query: str, system: str | Mapping[str, Any] | SystemConfig = DEFAULT_SYSTEM, limit: int = 10,
-               *, empty_rule: bool = True, live: bool = False) -> Answer:
+    def answer(
+        self,
+        query: str,
+        system: str | Mapping[str, Any] | SystemConfig = DEFAULT_SYSTEM,
+        limit: int = 10,
+        *,
+        empty_rule: bool = True,
+        live: bool = False,
+    ) -> Answer:
         """The search in steps, with the plan it read the query by (a "no match" answer counts the
         withheld memes by it): plan -> routes -> fuse -> keep -> evidence."""
         cfg, described, large_clusters = self._system(system)
@@ -429,28 +541,32 @@ class Searcher:
             # (migration 015 emptied all-MiniLM-L6-v2's). Its words answer, under the word route's
             # "no match" rule (a dense model would read a similarity of 0 as "nothing matches"),
             # until `mambo add` embeds them.
-            cfg = dataclasses.replace(read_config(DEFAULT_SYSTEMS["bm25"], "bm25"), field_weights=cfg.field_weights,
-                                      candidate_depth=cfg.candidate_depth)
+            cfg = dataclasses.replace(
+                read_config(DEFAULT_SYSTEMS["bm25"], "bm25"),
+                field_weights=cfg.field_weights,
+                candidate_depth=cfg.candidate_depth,
+            )
         return cfg, described, large_clusters
 
     def _start_dense(self, cfg: SystemConfig, plan: QueryPlan, params: dict[str, Any]) -> Future[str] | None:
         """The dense route: on the reader's thread (its ranking to come), or, not `parallel`, the
         query vector (and with feedback the route's ranking) put in `params` here."""
         assert self.embedder is not None
-        matrix = (self.vectors.get(self.db) if self.vectors is not None and cfg.dense_index in ("float", "ivf")
-                  else None)
+        matrix = self.vectors.get(self.db) if self.vectors is not None and cfg.dense_index in ("float", "ivf") else None
         if matrix is not None:
             _reader, thread = self.db.reader()
-            return thread.submit(self._encode_and_rank, self.embedder, plan.dense_query, matrix, dict(params),
-                                 cfg.dense_feedback)
+            return thread.submit(
+                self._encode_and_rank, self.embedder, plan.dense_query, matrix, dict(params), cfg.dense_feedback
+            )
         if self.parallel:
             # Encoding and the vector scan run on another thread and connection while the lexical
             # route runs here (onnxruntime and SQLite release the GIL): a hybrid query costs about
             # the slower route; fusion reads its ranking (:dense). Dev library, 220 searches: p50/p95
             # 9.5/11.4 ms vs 10.7/13.3 ms encoding first (2026-11-30, load ~0.9).
             reader, thread = self.db.reader()
-            return thread.submit(self._encode_and_scan, self.embedder, plan.dense_query, reader, dict(params),
-                                 cfg.dense_feedback)
+            return thread.submit(
+                self._encode_and_scan, self.embedder, plan.dense_query, reader, dict(params), cfg.dense_feedback
+            )
         params.update(with_query(params, self.embedder.encode([plan.dense_query])[0]))
         if cfg.dense_feedback:
             params["dense"] = self._dense_route(self.db, params, cfg.dense_feedback)
@@ -462,8 +578,10 @@ class Searcher:
         kept and handed to the fusion statement (:lexical), so FTS5 runs once."""
         gate = cfg.lexical_evidence
         assert gate is not None
-        ranked = [r[0] for r in self.db.q("search", params | {"use_fuzzy": False, "use_dense": False,
-                                                               "pool": params["depth"]})]
+        ranked = [
+            r[0]
+            for r in self.db.q("search", params | {"use_fuzzy": False, "use_dense": False, "pool": params["depth"]})
+        ]
         weights = [1.0] * len(ranked)
         if gate.partial:
             # A lexical hit counts by the share of the query it holds (LEXICAL_EVIDENCE "partial")
@@ -482,20 +600,24 @@ class Searcher:
         """Reciprocal rank fusion of the routes (search.sql `search`), `pool` rows deep when given."""
         return self.db.q("search", params if pool is None else params | {"pool": pool})
 
-    def _keep_full_matches(self, head: list[tuple], cfg: SystemConfig, plan: QueryPlan,
-                           details: _Details) -> list[tuple]:
+    def _keep_full_matches(
+        self, head: list[tuple], cfg: SystemConfig, plan: QueryPlan, details: _Details
+    ) -> list[tuple]:
         """Fusion keeps strong lexical evidence (KEEP_FULL_MATCHES): a meme among the first fused
         rows (`head`) whose name or caption holds every content word is not outranked by memes that
         merely sit in both routes. Only the word route's rows can hold every word exactly. The sort
         is stable: the rest keep their fusion order after the kept memes."""
         details.fetch([r[0] for r in head if r[2] is not None])
         full = {r[0] for r in head if r[2] is not None and full_match(plan, details[r[0]])}
-        return sorted((self._kept(r, plan, details, cfg) if r[0] in full else r for r in head),
-                      key=lambda r: -r[1] if r[0] in full else 0.0)
+        return sorted(
+            (self._kept(r, plan, details, cfg) if r[0] in full else r for r in head),
+            key=lambda r: -r[1] if r[0] in full else 0.0,
+        )
 
     @staticmethod
-    def _results(rows: list[tuple], plan: QueryPlan, details: _Details, evidence: QueryEvidence,
-                 cfg: SystemConfig) -> list[Result]:
+    def _results(
+        rows: list[tuple], plan: QueryPlan, details: _Details, evidence: QueryEvidence, cfg: SystemConfig
+    ) -> list[Result]:
         """The fused rows as results, each with what it holds of the query and whether the words
         are there (among the first "words_there_top")."""
         details.fetch([r[0] for r in rows])
@@ -506,8 +628,9 @@ class Searcher:
             # holding what was typed so far)
             there = n <= there_top and not plan.prefix and holds_query(plan, details[item_id])
             held = coverage(plan, details.words(item_id))
-            results.append(Result(item_id, n, float(score), lex, fuzzy, vec, sim, held, details[item_id], evidence,
-                                  sim_all, there))
+            results.append(
+                Result(item_id, n, float(score), lex, fuzzy, vec, sim, held, details[item_id], evidence, sim_all, there)
+            )
         return results
 
     @classmethod
@@ -551,8 +674,11 @@ class Searcher:
         if not (best_sim >= rule["min_similarity"] or best_cov >= rule["min_coverage"]):
             return []
         if "item_min_similarity" in rule:  # optional: each shown item needs evidence of its own
-            kept = [r for r in results if (r.similarity or -1.0) >= rule["item_min_similarity"]
-                    or r.coverage >= rule["item_min_coverage"]]
+            kept = [
+                r
+                for r in results
+                if (r.similarity or -1.0) >= rule["item_min_similarity"] or r.coverage >= rule["item_min_coverage"]
+            ]
             return [dataclasses.replace(r, rank=n) for n, r in enumerate(kept, 1)]
         return results
 
@@ -578,11 +704,17 @@ def evidence_features(results: list[Result]) -> dict[str, float]:
     # musk" read as "melon" is not); "absent": the query names a known template the library holds
     # no meme of (queries.absent_templates).
     full = float(cov >= 0.999)
-    return {"similarity": best, "margin": margin, "coverage": cov, "full": full,
-            "lexical": float(any(r.lexical_rank is not None for r in results[:10])),
-            "unknown": q.unknown_share if q else 0.0, "whole": whole,
-            "corrected": (q.corrected_share if q else 0.0) * (1.0 - full),
-            "absent": float(q.absent_template) if q else 0.0}
+    return {
+        "similarity": best,
+        "margin": margin,
+        "coverage": cov,
+        "full": full,
+        "lexical": float(any(r.lexical_rank is not None for r in results[:10])),
+        "unknown": q.unknown_share if q else 0.0,
+        "whole": whole,
+        "corrected": (q.corrected_share if q else 0.0) * (1.0 - full),
+        "absent": float(q.absent_template) if q else 0.0,
+    }
 
 
 def condition_model(rule: dict[str, Any], q: QueryEvidence | None) -> dict[str, Any]:
@@ -602,9 +734,11 @@ def evidence_score(rule: dict[str, Any], x: dict[str, float]) -> float:
 def describe_empty_rule(rule: dict[str, Any]) -> str:
     """When a system answers "no match", in one line (`mambo systems`)."""
     if rule.get("kind") == "logistic":
+
         def one(m: dict[str, Any]) -> str:
             terms = " ".join(f"{w:+g}*{k}" for k, w in m["weights"].items())
             return f"P(answerable)<{m['threshold']:g}, logit = {m['bias']:g} {terms}"
+
         if "bare" in rule:
             return f"annotated: {one(rule)}; bare (described < {rule['bare_below']:g}): {one(rule['bare'])}"
         return one(rule)
@@ -615,20 +749,29 @@ def result_json(r: Result) -> dict[str, Any]:
     d = r.details
     return {
         # "asset_id" is the old name of "meme_id", kept for scripts written against it
-        "meme_id": r.item_id, "asset_id": r.item_id, "rank": r.rank, "score": round(r.score, 6),
+        "meme_id": r.item_id,
+        "asset_id": r.item_id,
+        "rank": r.rank,
+        "score": round(r.score, 6),
         "route_ranks": {"lexical": r.lexical_rank, "fuzzy": r.fuzzy_rank, "dense": r.dense_rank},
         "similarity": None if r.similarity is None else round(r.similarity, 4),
         "coverage": round(r.coverage, 3),
-        "title": d["title"], "template": d["template"], "entities": json.loads(d["entities"]),
+        "title": d["title"],
+        "template": d["template"],
+        "entities": json.loads(d["entities"]),
         # where the shown fields came from: "sidecar", or derived ("catalogue", "user" template,
         # "label", "propagated" from a group label); `derived` holds the derived values themselves
         "template_source": d["template_source"],
-        "field_sources": {k: d[f"{k}_source"] for k in ("template", "entities", "tags", "description")
-                          if d[f"{k}_source"]},
+        "field_sources": {
+            k: d[f"{k}_source"] for k in ("template", "entities", "tags", "description") if d[f"{k}_source"]
+        },
         "derived": json.loads(d["derived"]),
-        "path": str(Path(d["root_path"]) / d["rel_path"]), "sha256": d["sha256"],
-        "safety": d["safety"], "sensitive": d["safety"] == "sensitive",
-        "duplicates": d["duplicate_count"], "has_preview": bool(d["has_preview"]),
+        "path": str(Path(d["root_path"]) / d["rel_path"]),
+        "sha256": d["sha256"],
+        "safety": d["safety"],
+        "sensitive": d["safety"] == "sensitive",
+        "duplicates": d["duplicate_count"],
+        "has_preview": bool(d["has_preview"]),
         "has_attribution": bool(d["creator"] and d["licence"]),
         "ocr_text": d["ocr_text"],
     }

@@ -232,4 +232,5 @@ def _kind(value: Any) -> str:
     if value is None:
         return "null"
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list"}.get(
-        type(value), "a JSON object" if isinstance(value, Mapping) else type(value).__name__)
+        type(value), "a JSON object" if isinstance(value, Mapping) else type(value).__name__
+    )

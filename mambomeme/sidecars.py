@@ -78,8 +78,13 @@ class Metadata:
         """Two descriptions of one image (two sidecars, two manifest lines, an exact duplicate's
         sidecar): this one's keys win, the other fills the keys this one left out; where both set
         safety, rights or privacy, the stricter holds."""
-        out = Metadata(**{k: getattr(self, k) for k in SIDECAR_FIELDS}, source=self.source, given=self.given,
-                       doubts=self.doubts | other.doubts, problems=[*self.problems, *other.problems])
+        out = Metadata(
+            **{k: getattr(self, k) for k in SIDECAR_FIELDS},
+            source=self.source,
+            given=self.given,
+            doubts=self.doubts | other.doubts,
+            problems=[*self.problems, *other.problems],
+        )
         for key in other.given:
             mine, theirs = getattr(self, key), getattr(other, key)
             if key not in self.given:
@@ -97,8 +102,9 @@ class Metadata:
 
     def disagrees(self, other: Metadata) -> list[str]:
         """The keys both set to different values."""
-        return [k for k in SIDECAR_FIELDS if k in self.given and k in other.given
-                and getattr(self, k) != getattr(other, k)]
+        return [
+            k for k in SIDECAR_FIELDS if k in self.given and k in other.given and getattr(self, k) != getattr(other, k)
+        ]
 
     def params(self) -> dict[str, Any]:
         return {
@@ -315,8 +321,11 @@ class SidecarFinder:
                 except BadInput as e:
                     m.blind.append(clean_line(e.message))
                     if "over" in e.message:
-                        e = BadInput("sidecar", f"{e.message}: split it into the subfolders' manifests or "
-                                                "NAME.json sidecars; its folder's images are kept private")
+                        e = BadInput(
+                            "sidecar",
+                            f"{e.message}: split it into the subfolders' manifests or "
+                            "NAME.json sidecars; its folder's images are kept private",
+                        )
                     m.errors.append(e)
                 except OSError as e:
                     m.errors.append(BadInput("sidecar", f"{MANIFEST_NAME}: unreadable ({e.strerror})"))
@@ -344,8 +353,10 @@ class SidecarFinder:
                 # Which file it describes is in doubt: every file it names is held.
                 for target in inside:
                     m.held[target] = f"{where} names 'file' {len(names)} times"
-                raise ValueError(f"'file' given {len(names)} times ({', '.join(map(repr, names))}); "
-                                 "the files it names are kept private")
+                raise ValueError(
+                    f"'file' given {len(names)} times ({', '.join(map(repr, names))}); "
+                    "the files it names are kept private"
+                )
             if not inside:
                 raise ValueError(f"'file' {rel!r} points outside the folder")
             target = inside[0]
@@ -394,8 +405,12 @@ class SidecarFinder:
         for target, lines in sorted(m.entries.items()):
             if not os.path.lexists(target):
                 name = show_path(os.path.relpath(target, folder))
-                out.append((folder / MANIFEST_NAME, f"line {lines[0][0]} names {name}, which does not exist "
-                                                    "(renamed or moved?)"))
+                out.append(
+                    (
+                        folder / MANIFEST_NAME,
+                        f"line {lines[0][0]} names {name}, which does not exist (renamed or moved?)",
+                    )
+                )
         return out
 
     def _sidecar(self, cand: Path) -> tuple[str, Metadata]:
@@ -448,8 +463,11 @@ class SidecarFinder:
                 found.append(self._sidecar(cand))
         for cand in self._loose_sidecars(image):
             sha, md = self._sidecar(cand)
-            md.hold("private", f"{show_path(cand.name)} is named like {show_path(image.name)}'s sidecar but not "
-                               f"exactly (name it {show_path(image.name)}.json); the image is kept private")
+            md.hold(
+                "private",
+                f"{show_path(cand.name)} is named like {show_path(image.name)}'s sidecar but not "
+                f"exactly (name it {show_path(image.name)}.json); the image is kept private",
+            )
             found.append((sha, md))
         key = os.path.normpath(image)
         blind: list[str] = []
@@ -464,10 +482,16 @@ class SidecarFinder:
                 described = True
             for n, rel in m.loose.get(loose(key), []):
                 if key not in m.entries:
-                    found.append((m.sha, held_private(
-                        f"manifest:{MANIFEST_NAME}:{n}",
-                        f"{MANIFEST_NAME} line {n} names {rel!r}, which matches {show_path(image.name)} only by "
-                        "case, spaces or Unicode form (write the name exactly)")))
+                    found.append(
+                        (
+                            m.sha,
+                            held_private(
+                                f"manifest:{MANIFEST_NAME}:{n}",
+                                f"{MANIFEST_NAME} line {n} names {rel!r}, which matches {show_path(image.name)} only by "
+                                "case, spaces or Unicode form (write the name exactly)",
+                            ),
+                        )
+                    )
                     described = True
             if key in m.held:
                 found.append((m.sha, held_private(f"manifest:{MANIFEST_NAME}", m.held[key])))
@@ -475,8 +499,12 @@ class SidecarFinder:
             blind += m.blind
         if not described and blind:
             # A manifest line that cannot be read may be this image's: it may have said private.
-            found.append((hashlib.sha256("|".join(blind).encode()).hexdigest(), held_private(
-                f"manifest:{MANIFEST_NAME}", f"{'; '.join(blind[:3])} and may describe this image")))
+            found.append(
+                (
+                    hashlib.sha256("|".join(blind).encode()).hexdigest(),
+                    held_private(f"manifest:{MANIFEST_NAME}", f"{'; '.join(blind[:3])} and may describe this image"),
+                )
+            )
         if not found:
             return "", None, None
         sha, meta = found[0]
@@ -484,8 +512,10 @@ class SidecarFinder:
             differ = meta.disagrees(other)
             meta = meta.merged(other)
             if differ:
-                meta.problems.append(f"described twice ({meta.source}) with different {', '.join(differ)}; "
-                                     "the stricter safety, rights and privacy hold")
+                meta.problems.append(
+                    f"described twice ({meta.source}) with different {', '.join(differ)}; "
+                    "the stricter safety, rights and privacy hold"
+                )
         if len(found) > 1:
             sha = hashlib.sha256("|".join(s for s, _ in found).encode()).hexdigest()
         err = BadInput("sidecar", "; ".join(dict.fromkeys(meta.problems))) if meta.problems else None

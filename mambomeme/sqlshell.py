@@ -73,11 +73,17 @@ def _connect(path: Path, *, write: bool) -> apsw.Connection:
         # A -shm file in a read-only folder that SQLite cannot use (left by a crash): as when there
         # is none, the file alone is the library unless a -wal holds changes.
         wal = Path(f"{path}-wal")
-        if (write or not isinstance(e, (apsw.ReadOnlyError, apsw.CantOpenError)) or os.access(path.parent, os.W_OK)
-                or (wal.exists() and wal.stat().st_size)):
+        if (
+            write
+            or not isinstance(e, (apsw.ReadOnlyError, apsw.CantOpenError))
+            or os.access(path.parent, os.W_OK)
+            or (wal.exists() and wal.stat().st_size)
+        ):
             raise
-        con = apsw.Connection("file:" + urllib.parse.quote(str(path.resolve())) + "?immutable=1",
-                              flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        con = apsw.Connection(
+            "file:" + urllib.parse.quote(str(path.resolve())) + "?immutable=1",
+            flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI,
+        )
         _immutable.add(con)
     con.set_busy_timeout(10_000)
     load_sqlite_vec(con)
@@ -104,15 +110,15 @@ mambo_queries.column_access = apsw.ext.VTColumnAccess.By_Index  # type: ignore[a
 # next `add` or trusted until then; each names the command that changes what the rule reads.
 _DERIVED = {
     ("items", "private"): "items.private is computed from the meme's files and decisions: use `mambo private ID` "
-                          "(`--clear` to take it back)",
+    "(`--clear` to take it back)",
     ("items", "safety"): "items.safety is computed from the meme's signals, sidecars and decisions: use "
-                         "`mambo safety set ID CLASS`",
+    "`mambo safety set ID CLASS`",
     ("items", "safety_source"): "items.safety_source is computed: use `mambo safety set ID CLASS`",
     ("items", "rights"): "items.rights is computed from the meme's sidecars and manifest lines: edit them, then "
-                         "run `mambo add`",
+    "run `mambo add`",
     ("items", "stated"): "items.stated is computed from the meme's files: edit their sidecars, then run `mambo add`",
     ("items", "inherited"): "items.inherited is computed from the meme's copies: use `mambo private` or "
-                            "`mambo safety set`",
+    "`mambo safety set`",
 }
 _READINGS = ("metadata", "safety", "rights", "private", "stated", "sidecar_sha256")
 _DECISION_TABLES = {
@@ -132,11 +138,11 @@ def _guard(con: apsw.Connection) -> None:
         if op == apsw.SQLITE_UPDATE and one is not None:
             why = _DERIVED.get((one, two or ""))
             if one == "files" and two in _READINGS:
-                why = (f"files.{two} is what the file's sidecar or manifest line says: edit that, then run "
-                       "`mambo add`")
+                why = f"files.{two} is what the file's sidecar or manifest line says: edit that, then run `mambo add`"
         # (A meme deleted takes its signals with it: SQLite's cascade is authorised as a plain DELETE.)
-        if (op in (apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE) or op == apsw.SQLITE_DELETE and one != "safety_signals") \
-                and one in _DECISION_TABLES:
+        if (
+            op in (apsw.SQLITE_INSERT, apsw.SQLITE_UPDATE) or op == apsw.SQLITE_DELETE and one != "safety_signals"
+        ) and one in _DECISION_TABLES:
             why = _DECISION_TABLES[one]
         if op in (apsw.SQLITE_CREATE_TRIGGER, apsw.SQLITE_CREATE_TEMP_TRIGGER):
             why = "a trigger would run inside mambo's own writes: not in a library"
@@ -171,14 +177,17 @@ def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | Non
     except apsw.NotADBError as e:
         if con is not None:
             con.close()
-        raise MamboError(f"{where} is not a MamboMeme library (not an SQLite file): give the library's path "
-                         "with --db") from e
+        raise MamboError(
+            f"{where} is not a MamboMeme library (not an SQLite file): give the library's path with --db"
+        ) from e
     except apsw.CantOpenError as e:
         raise MamboError(f"cannot open {where}: check that it and its folder exist and are readable") from e
     if marks < 5 or version < 1:
         con.close()
-        raise MamboError(f"{where} is an SQLite file but not a MamboMeme library (no mambo schema): left "
-                         "unchanged; give the library's path with --db")
+        raise MamboError(
+            f"{where} is an SQLite file but not a MamboMeme library (no mambo schema): left "
+            "unchanged; give the library's path with --db"
+        )
     note = None
     if version != SCHEMA_VERSION:
         newer = version > SCHEMA_VERSION
@@ -186,9 +195,12 @@ def open_for_sql(path: Path, *, write: bool) -> tuple[apsw.Connection, str | Non
             con.close()
             raise MamboError(
                 f"{where} has schema {version}, this mambo writes schema {SCHEMA_VERSION}: "
-                + ("upgrade mambo to change it" if newer else "run `mambo status` once to upgrade it, then --write"))
-        note = (f"{where} has schema {version} ({'newer' if newer else 'older'} than this mambo's "
-                f"{SCHEMA_VERSION}); it is shown as it is, not migrated")
+                + ("upgrade mambo to change it" if newer else "run `mambo status` once to upgrade it, then --write")
+            )
+        note = (
+            f"{where} has schema {version} ({'newer' if newer else 'older'} than this mambo's "
+            f"{SCHEMA_VERSION}); it is shown as it is, not migrated"
+        )
     if write:
         con.close()
         if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
@@ -279,8 +291,9 @@ def _share(natural: list[int], room: int) -> list[int]:
     return widths
 
 
-def fit_table(names: list[str], rows: list[Any], width: int, *, null: str = "NULL", quote: bool = False,
-              use_unicode: bool = True) -> str:
+def fit_table(
+    names: list[str], rows: list[Any], width: int, *, null: str = "NULL", quote: bool = False, use_unicode: bool = True
+) -> str:
     """Rows as a table at most `width` columns wide, each row on one line, a cell too wide for its
     column cut with an ellipsis (--json and --csv give the exact values)."""
     width = max(width, 20)
@@ -298,8 +311,14 @@ def fit_table(names: list[str], rows: list[Any], width: int, *, null: str = "NUL
         return chars[0] + chars[2].join(chars[1] * (w + 2) for w in widths) + chars[3]
 
     def line(values: list[str], *, header: bool = False) -> str:
-        return bar + bar.join(f" {_pad(_cut(v, w), w, right=numeric[i] and not header)} "
-                              for i, (v, w) in enumerate(zip(values, widths, strict=True))) + bar
+        return (
+            bar
+            + bar.join(
+                f" {_pad(_cut(v, w), w, right=numeric[i] and not header)} "
+                for i, (v, w) in enumerate(zip(values, widths, strict=True))
+            )
+            + bar
+        )
 
     out = [rule(top), line(heads, header=True), rule(middle), *(line(r) for r in cells), rule(bottom)]
     return "\n".join(out) + "\n"
@@ -313,8 +332,10 @@ def _records(heads: list[str], cells: list[list[str]], width: int, bar: str) -> 
     for n, row in enumerate(cells, 1):
         title = f"-[ row {n} ]"
         out.append(title + "-" * (width - len(title)))
-        out += [f"{_pad(_cut(h, name_width), name_width)} {bar} {_cut(v, value_width)}"
-                for h, v in zip(heads, row, strict=True)]
+        out += [
+            f"{_pad(_cut(h, name_width), name_width)} {bar} {_cut(v, value_width)}"
+            for h, v in zip(heads, row, strict=True)
+        ]
     return "\n".join(out or [_cut(f" {bar} ".join(heads), width)]) + "\n"
 
 
@@ -366,8 +387,9 @@ def run_statement(con: apsw.Connection, sql: str, *, write: bool, fmt: str, out:
     except apsw.Error as e:
         # The file's own troubles (busy, full, damaged) get the command line's one-line messages;
         # anything else is the statement's doing (a constraint, ATTACH of a missing file, ...).
-        if isinstance(e, (apsw.BusyError, apsw.LockedError, apsw.FullError, apsw.IOError, apsw.CorruptError,
-                          apsw.NotADBError)):
+        if isinstance(
+            e, (apsw.BusyError, apsw.LockedError, apsw.FullError, apsw.IOError, apsw.CorruptError, apsw.NotADBError)
+        ):
             raise
         raise MamboError(f"SQL error: {clean_line(str(e))}") from e
     return con.changes() if con.total_changes() > before else 0
@@ -398,18 +420,37 @@ class _TerminalSafe:
 # The plain-named views README.md documents (its "SQL" table; tests/test_sqlshell.py keeps the two
 # equal): what `.tables` lists, the ~100 FTS5 shadow, vec0 and benchmark tables only with --all.
 DOCUMENTED_VIEWS = (
-    "library", "item_effective", "item_search_text", "duplicate_files", "servable_items", "hidden_items",
-    "recent_errors", "current_systems", "current_corpus_version", "no_match_audit_status", "current_judgement_sets",
-    "judgement_pairs", "final_judgements", "adjudication_queue", "runs_needing_rescore", "run_judged_results",
-    "query_ideal_dcg", "query_metrics", "slice_metrics", "run_diagnostics", "run_components", "published_scorecard",
+    "library",
+    "item_effective",
+    "item_search_text",
+    "duplicate_files",
+    "servable_items",
+    "hidden_items",
+    "recent_errors",
+    "current_systems",
+    "current_corpus_version",
+    "no_match_audit_status",
+    "current_judgement_sets",
+    "judgement_pairs",
+    "final_judgements",
+    "adjudication_queue",
+    "runs_needing_rescore",
+    "run_judged_results",
+    "query_ideal_dcg",
+    "query_metrics",
+    "slice_metrics",
+    "run_diagnostics",
+    "run_components",
+    "published_scorecard",
 )
 
 
 class LibraryShell(apsw.shell.Shell):
     """apsw's SQLite shell on one library connection, with the library's named queries as dot-commands."""
 
-    def __init__(self, con: apsw.Connection, path: Path, *, writable: bool, stdin: TextIO, stdout: TextIO,
-                 stderr: TextIO):
+    def __init__(
+        self, con: apsw.Connection, path: Path, *, writable: bool, stdin: TextIO, stdout: TextIO, stderr: TextIO
+    ):
         self.errors = 0
         super().__init__(stdin=stdin, stdout=_TerminalSafe(stdout), stderr=_TerminalSafe(stderr), db=con)
         self.writable = writable
@@ -426,8 +467,17 @@ class LibraryShell(apsw.shell.Shell):
         cells cut with an ellipsis (fit_table), where apsw's own formatter fails on wide rows."""
         opts = getattr(self, "box_options", None) or {}
         width = opts.get("text_width") or self._terminal_width(32)
-        self.write(self.stdout, fit_table(list(column_names), list(rows), width, null=opts.get("null", "NULL"),
-                                          quote=bool(opts.get("quote")), use_unicode=opts.get("use_unicode", True)))
+        self.write(
+            self.stdout,
+            fit_table(
+                list(column_names),
+                list(rows),
+                width,
+                null=opts.get("null", "NULL"),
+                quote=bool(opts.get("quote")),
+                use_unicode=opts.get("use_unicode", True),
+            ),
+        )
 
     output_box.all_at_once = True  # type: ignore[attr-defined]
 
@@ -499,11 +549,13 @@ class LibraryShell(apsw.shell.Shell):
         import sqlite_vec
 
         mode = "read-write" if self.writable else "read-only"
-        lines = [f"MamboMeme library {show_path(self.library_path)} ({mode}), SQLite {apsw.sqlite_lib_version()}, "
-                 f"sqlite-vec {sqlite_vec.__version__}",
-                 "Start with the library view, a meme a row: SELECT * FROM library LIMIT 5;",
-                 "views: .tables (.tables --all: everything); named queries: .queries, .query NAME, or "
-                 "SELECT * FROM mambo_queries; help: .help"]
+        lines = [
+            f"MamboMeme library {show_path(self.library_path)} ({mode}), SQLite {apsw.sqlite_lib_version()}, "
+            f"sqlite-vec {sqlite_vec.__version__}",
+            "Start with the library view, a meme a row: SELECT * FROM library LIMIT 5;",
+            "views: .tables (.tables --all: everything); named queries: .queries, .query NAME, or "
+            "SELECT * FROM mambo_queries; help: .help",
+        ]
         return "\n".join(([note] if note else []) + lines) + "\n"
 
 

@@ -13,8 +13,17 @@ from mambomeme.library import DB
 from mambomeme.sidecars import STRICT_FIELDS, Metadata
 from mambomeme.vocabulary import refresh_vocabulary
 
-TEXT_KEYS = ("title", "template", "entities", "tags", "description", "source_url", "creator", "licence",
-             "metadata_source")
+TEXT_KEYS = (
+    "title",
+    "template",
+    "entities",
+    "tags",
+    "description",
+    "source_url",
+    "creator",
+    "licence",
+    "metadata_source",
+)
 
 
 def file_params(meta: Metadata | None) -> dict[str, Any]:
@@ -83,8 +92,9 @@ def apply_item_state(db: DB, item_id: int | None) -> list[tuple]:
     return db.q("apply_item_state", {"item_id": item_id})
 
 
-def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True,
-            hidden: set[int] | None = None) -> tuple[list[int], bool]:
+def restate(
+    db: DB, item_ids: Iterable[int] | None, *, merge: bool = True, hidden: set[int] | None = None
+) -> tuple[list[int], bool]:
     """Recompute the named items (None: every item's state, descriptive fields left as they are;
     merge=False: state only, for an item just written from its one file). Call inside db.write().
     Returns (items whose descriptive fields changed, so their derived fields and vectors are made
@@ -112,8 +122,11 @@ def restate(db: DB, item_ids: Iterable[int] | None, *, merge: bool = True,
             continue
         if any(row[0][k] != params[k] for k in TEXT_KEYS):
             changed_text.append(item_id)
-        db.q("set_item_metadata", {k: params[k] for k in TEXT_KEYS}
-             | {"item_id": item_id, "template_group": template_group_id(db, meta.template)})
+        db.q(
+            "set_item_metadata",
+            {k: params[k] for k in TEXT_KEYS}
+            | {"item_id": item_id, "template_group": template_group_id(db, meta.template)},
+        )
         state_changed |= apply(item_id)
     return changed_text, state_changed
 

@@ -31,13 +31,13 @@ from mambomeme.vocabulary import refresh_vocabulary
 # templates/README.md gives its provenance and the fingerprint algorithms implemented below.
 CATALOGUE_FILE = data_path("templates/catalogue.jsonl", "templates/catalogue.jsonl")
 FINGERPRINT_VERSION = 1
-ORB_WIDTH = 400              # catalogue README: ORB runs on the picture resized to 400 px wide
+ORB_WIDTH = 400  # catalogue README: ORB runs on the picture resized to 400 px wide
 ORB_TEMPLATE_FEATURES = 300  # ...with 300 features for a template (as the catalogue was computed)
 # A meme's side gets more features: even with its caption masked out, crops and rescaling move
 # keypoints between pyramid levels. 1000 is the README's suggestion; ORB takes ~10 ms for it.
 ORB_QUERY_FEATURES = 1000
 ORB_FEW_FEATURES = 200  # a masked meme with fewer features than this is searched again...
-ORB_FEW_FAST = 10       # ...with this FAST threshold (OpenCV's default is 20)
+ORB_FEW_FAST = 10  # ...with this FAST threshold (OpenCV's default is 20)
 # Caption text attracts most ORB keypoints of a meme (every letter is corners), and none of them
 # are in the template. Masking the boxes OCR found (grown by this many px of the 400-px picture)
 # raised top-1 recognition on the bench from 0.45 to 0.95 (`mambo bench templates`).
@@ -57,8 +57,8 @@ SHORTLIST_SPARSE = 2  # ...and the views with most votes per keypoint of their o
 SPARSE_VOTES = 3
 SPARSE_VIEW = 100  # a view with fewer keypoints is matched against every meme descriptor
 FULL_VERIFY = 2
-RATIO = 0.75        # Lowe's ratio test, as in the catalogue README
-RANSAC_PX = 5.0     # cv2.findHomography reprojection threshold (px of the 400-px pictures)
+RATIO = 0.75  # Lowe's ratio test, as in the catalogue README
+RANSAC_PX = 5.0  # cv2.findHomography reprojection threshold (px of the 400-px pictures)
 # Acceptance: a template is recognised when its best view keeps at least MIN_INLIERS RANSAC inliers
 # under a plausible homography (_plausible). `mambo bench templates` (2026-11-30): held-out memes
 # reached at most 6 inliers; 15 keeps a 2.5x margin for 0.003 of top-1 (0.962 vs 0.965 at 8-12), no
@@ -79,8 +79,9 @@ def required_inliers(keypoints: int, share: float = SPARSE_SHARE, floor: int = S
     return max(floor, min(MIN_INLIERS, math.ceil(share * keypoints)))
 
 
-def accepted(r: Recognition, share: float = SPARSE_SHARE, floor: int = SPARSE_MIN_INLIERS,
-             spread: float = SPARSE_SPREAD) -> bool:
+def accepted(
+    r: Recognition, share: float = SPARSE_SHARE, floor: int = SPARSE_MIN_INLIERS, spread: float = SPARSE_SPREAD
+) -> bool:
     """Whether a candidate is recognised (the bench passes other constants to calibrate them)."""
     need = required_inliers(r.keypoints, share, floor)
     return r.inliers >= need and (r.inliers >= MIN_INLIERS or r.spread >= spread)
@@ -111,7 +112,7 @@ def _near_word(a: str, b: str) -> bool:
     i = 0
     while i < min(len(a), len(b)) and a[i] == b[i]:
         i += 1
-    return a[i + 1:] == b[i + 1:] or a[i + 1:] == b[i:] or a[i:] == b[i + 1:]
+    return a[i + 1 :] == b[i + 1 :] or a[i + 1 :] == b[i:] or a[i:] == b[i + 1 :]
 
 
 def _ocr_lines(words: list[tuple[list[int], str]]) -> list[list[tuple[str, list[int]]]]:
@@ -137,7 +138,7 @@ def anchor_found(anchor: dict[str, Any], lines: list[list[tuple[str, list[int]]]
     x0, y0, x1, y1 = anchor.get("region", [0, 0, 1, 1])
     for line in lines:
         for start in range(len(line) - len(want) + 1):
-            got = line[start:start + len(want)]
+            got = line[start : start + len(want)]
             if not all(_near_word(w, t) for w, (t, _r) in zip(want, got, strict=True)):
                 continue
             rects = [r for _t, r in got]
@@ -148,8 +149,9 @@ def anchor_found(anchor: dict[str, Any], lines: list[list[tuple[str, list[int]]]
     return False
 
 
-def match_anchors(anchors: list[tuple[int, list[dict[str, Any]]]], words: list[tuple[list[int], str]],
-                  width: int, height: int) -> Recognition | None:
+def match_anchors(
+    anchors: list[tuple[int, list[dict[str, Any]]]], words: list[tuple[list[int], str]], width: int, height: int
+) -> Recognition | None:
     """The text-layout template all of whose anchors OCR found in place (the one with most anchors
     when several are), or None."""
     if not anchors or not words:
@@ -244,8 +246,9 @@ def color_layout(rgb: Any) -> list[list[int]]:
 
     c = rgb.astype(np.float64) / 255.0
     lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-    m = np.array([[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750],
-                  [0.0193339, 0.1191920, 0.9503041]])
+    m = np.array(
+        [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
+    )
     xyz = lin @ m.T / np.array([0.95047, 1.0, 1.08883])
     f = np.where(xyz > 216 / 24389, np.cbrt(xyz), (24389 / 27 * xyz + 16) / 116)
     lab = np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], -1)
@@ -253,7 +256,7 @@ def color_layout(rgb: Any) -> list[list[int]]:
     cells = []
     for r in range(4):
         for col in range(4):
-            cell = lab[r * h // 4:(r + 1) * h // 4, col * w // 4:(col + 1) * w // 4].reshape(-1, 3)
+            cell = lab[r * h // 4 : (r + 1) * h // 4, col * w // 4 : (col + 1) * w // 4].reshape(-1, 3)
             cells.append([int(np.floor(v + 0.5)) for v in cell.mean(axis=0)])
     return cells
 
@@ -277,7 +280,7 @@ def orb_features(rgb: Any, nfeatures: int, text_boxes: Iterable[Any] = ()) -> tu
             pts = np.asarray(box, np.float64).reshape(-1, 2)
             x0, y0 = np.floor(pts.min(0) * (sx, sy)).astype(int) - TEXT_MASK_PAD
             x1, y1 = np.ceil(pts.max(0) * (sx, sy)).astype(int) + TEXT_MASK_PAD
-            mask[max(0, y0):max(0, y1), max(0, x0):max(0, x1)] = 0
+            mask[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = 0
     kps, desc = cv2.ORB_create(nfeatures=nfeatures).detectAndCompute(small, mask)
     if mask is not None and len(kps) < ORB_FEW_FEATURES:
         # Flat clip art under big captions leaves few corners at FAST's default threshold (20);
@@ -288,8 +291,9 @@ def orb_features(rgb: Any, nfeatures: int, text_boxes: Iterable[Any] = ()) -> tu
     return np.array([k.pt for k in kps], np.float32).reshape(-1, 2), desc, h
 
 
-def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None,
-                     features: int = ORB_TEMPLATE_FEATURES) -> dict[str, Any]:
+def fingerprint_view(
+    rgb: Any, text_boxes: list[list[int]] | None = None, features: int = ORB_TEMPLATE_FEATURES
+) -> dict[str, Any]:
     """One template view's fingerprints, computed as the catalogue's (fingerprint version 1). A
     user's template picture is often a meme itself: its caption's boxes are masked out of ORB, as
     on the meme side, or its 300 features would mostly be letters no other meme has."""
@@ -298,15 +302,19 @@ def fingerprint_view(rgb: Any, text_boxes: list[list[int]] | None = None,
 
     y = rgb[..., 0].astype(np.int64) * 299 + rgb[..., 1].astype(np.int64) * 587 + rgb[..., 2].astype(np.int64) * 114
     h_img, w_img = y.shape
-    band = y[h_img // 4:(3 * h_img) // 4]
+    band = y[h_img // 4 : (3 * h_img) // 4]
     xy, desc, h = orb_features(rgb, features, text_boxes or [])
     return {
-        "fingerprint_version": FINGERPRINT_VERSION, "width": w_img, "height": h_img,
-        "phash64": phash64(y), "dhash64": dhash64(y),
+        "fingerprint_version": FINGERPRINT_VERSION,
+        "width": w_img,
+        "height": h_img,
+        "phash64": phash64(y),
+        "dhash64": dhash64(y),
         "band_phash64": phash64(band) if len(band) else phash64(y),
         "band_dhash64": dhash64(band) if len(band) else dhash64(y),
         "color_layout": color_layout(rgb),
-        "orb_xy": xy.astype(np.float32).tobytes(), "orb_desc": desc.tobytes(),
+        "orb_xy": xy.astype(np.float32).tobytes(),
+        "orb_desc": desc.tobytes(),
         "origin": {"opencv": cv2.__version__, "w": ORB_WIDTH, "h": h, "text_masked": len(text_boxes or [])},
     }
 
@@ -318,12 +326,21 @@ def catalogue_view(view: dict[str, Any]) -> dict[str, Any]:
     orb = view["orb"]
     xy = np.array([[k[0] * orb["w"], k[1] * orb["h"]] for k in orb["kp"]], np.float32).reshape(-1, 2)
     return {
-        "fingerprint_version": FINGERPRINT_VERSION, "width": view["width"], "height": view["height"],
+        "fingerprint_version": FINGERPRINT_VERSION,
+        "width": view["width"],
+        "height": view["height"],
         **{k: view[k] for k in ("phash64", "dhash64", "band_phash64", "band_dhash64")},
-        "color_layout": view["color_layout"], "orb_xy": xy.tobytes(),
+        "color_layout": view["color_layout"],
+        "orb_xy": xy.tobytes(),
         "orb_desc": base64.b64decode(orb["desc_b64"]),
-        "origin": {"source": view["source"], "kind": view["kind"], "image": view["image"],
-                   "opencv": orb.get("opencv"), "w": orb["w"], "h": orb["h"]},
+        "origin": {
+            "source": view["source"],
+            "kind": view["kind"],
+            "image": view["image"],
+            "opencv": orb.get("opencv"),
+            "w": orb["w"],
+            "h": orb["h"],
+        },
     }
 
 
@@ -373,8 +390,11 @@ class TemplateIndex:
     """Every view's ORB descriptors in one LSH index (see LSH_TABLES), then ratio-tested matches and
     a RANSAC homography against the shortlisted views."""
 
-    def __init__(self, views: list[tuple[int, int, bytes, bytes, int]],
-                 anchors: list[tuple[int, list[dict[str, Any]]]] | None = None):
+    def __init__(
+        self,
+        views: list[tuple[int, int, bytes, bytes, int]],
+        anchors: list[tuple[int, list[dict[str, Any]]]] | None = None,
+    ):
         """views: (view_id, template_id, orb_xy blob, orb_desc blob, picture height at 400 px);
         anchors: (template_id, its anchors) of text-layout templates."""
         import numpy as np
@@ -405,8 +425,10 @@ class TemplateIndex:
 
     @classmethod
     def load(cls, db: DB, after_revision: int = 0) -> TemplateIndex:
-        return cls([tuple(r) for r in db.q("template_index", {"after_revision": after_revision})],
-                   [(int(t), json.loads(a)) for t, a in db.q("template_anchors", {"after_revision": after_revision})])
+        return cls(
+            [tuple(r) for r in db.q("template_index", {"after_revision": after_revision})],
+            [(int(t), json.loads(a)) for t, a in db.q("template_anchors", {"after_revision": after_revision})],
+        )
 
     def __bool__(self) -> bool:
         return bool(len(self) or self.anchors)
@@ -443,8 +465,11 @@ class TemplateIndex:
         # A sparse view (11 keypoints) cannot collect as many votes as a rich one collects by chance:
         # the views with the largest share of their own keypoints voted for are verified too.
         share = np.where(votes >= SPARSE_VOTES, votes / np.maximum(1, self.sizes), 0.0)
-        chosen += [int(v) for v in np.argsort(-share, kind="stable")[:SHORTLIST_SPARSE]
-                   if share[v] > 0 and int(v) not in chosen]
+        chosen += [
+            int(v)
+            for v in np.argsort(-share, kind="stable")[:SHORTLIST_SPARSE]
+            if share[v] > 0 and int(v) not in chosen
+        ]
         return [(v, pairs[views == v] % m) for v in chosen]
 
     def verify(self, view: int, qxy: Any, q: Any, query_h: int) -> tuple[int, float]:
@@ -470,8 +495,11 @@ class TemplateIndex:
             a, mask = cv2.estimateAffinePartial2D(src, dst, method=cv2.RANSAC, ransacReprojThreshold=RANSAC_PX)
             h = None if a is None else np.vstack([a, [0.0, 0.0, 1.0]])
         else:
-            pairs = [p for p in cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(q, d, k=2)
-                     if len(p) == 2 and p[0].distance < RATIO * p[1].distance]
+            pairs = [
+                p
+                for p in cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(q, d, k=2)
+                if len(p) == 2 and p[0].distance < RATIO * p[1].distance
+            ]
             if len(pairs) < 4:
                 return 0, 0.0
             src = qxy[[p[0].queryIdx for p in pairs]]
@@ -502,8 +530,9 @@ class TemplateIndex:
                 best[t] = rec
         return sorted(best.values(), key=lambda r: (-_strength(r), -r.inliers, r.template_id))
 
-    def recognise(self, rgb: Any, text_boxes: Iterable[Any] = (),
-                  words: list[tuple[list[int], str]] | None = None) -> Recognition | None:
+    def recognise(
+        self, rgb: Any, text_boxes: Iterable[Any] = (), words: list[tuple[list[int], str]] | None = None
+    ) -> Recognition | None:
         """The template of a meme: its picture by ORB (see `accepted`), else a text-layout
         template by its anchors in the OCR `words` (box, text); None when neither is found."""
         if len(self):
@@ -527,8 +556,15 @@ def next_templates_revision(db: DB) -> int:
 
 
 def insert_template_view(db: DB, template_id: int, v: dict[str, Any]) -> None:
-    db.q("insert_template_view", v | {"template_id": template_id, "color_layout": json.dumps(v["color_layout"]),
-                                      "origin": json.dumps(v["origin"], sort_keys=True)})
+    db.q(
+        "insert_template_view",
+        v
+        | {
+            "template_id": template_id,
+            "color_layout": json.dumps(v["color_layout"]),
+            "origin": json.dumps(v["origin"], sort_keys=True),
+        },
+    )
 
 
 def forget_template(db: DB, template_id: int) -> None:
@@ -561,8 +597,9 @@ def read_template_picture(image: Path) -> dict[str, Any]:
     try:
         view = fingerprint_view(rgb, get_ocr().read_boxes(rgb)[1])
     except Exception as e:  # noqa: BLE001 - OpenCV or the OCR engine failing on this picture
-        raise MamboError(f"cannot fingerprint {show_path(image)} ({type(e).__name__}); try another picture of "
-                         "the template") from None
+        raise MamboError(
+            f"cannot fingerprint {show_path(image)} ({type(e).__name__}); try another picture of the template"
+        ) from None
     if len(view["orb_desc"]) < 32 * 20:
         raise MamboError(f"{show_path(image)} has too little texture to recognise (under 20 ORB features)")
     view["origin"] |= {"file": image.name, "sha256": file_sha256(image)}
@@ -591,10 +628,20 @@ def add_user_template(db: DB, name: str, view: dict[str, Any], aliases: tuple[st
     alias_list = list(dict.fromkeys(a for a in (" ".join(clean_line(x).lower().split()) for x in aliases) if a))
     with db.write():
         rev = next_templates_revision(db)
-        tid = insert_template(db, {
-            "slug": slug, "name": name, "aliases": json.dumps(alias_list, ensure_ascii=False),
-            "description": clean_line(description)[:2000], "source": "user", "source_url": "",
-            "entry_sha256": "", "revision": rev, "anchors": "[]"})
+        tid = insert_template(
+            db,
+            {
+                "slug": slug,
+                "name": name,
+                "aliases": json.dumps(alias_list, ensure_ascii=False),
+                "description": clean_line(description)[:2000],
+                "source": "user",
+                "source_url": "",
+                "entry_sha256": "",
+                "revision": rev,
+                "anchors": "[]",
+            },
+        )
         insert_template_view(db, tid, view)
     return slug
 
@@ -639,10 +686,15 @@ def sync_catalogue(db: DB, path: Path = CATALOGUE_FILE) -> int:
                 continue  # the user's own template of that name stays; theirs wins
             if have and have[2] == entry_sha:
                 continue
-            fields = {"name": e["name"], "aliases": json.dumps(e.get("aliases", []), ensure_ascii=False),
-                      "description": e.get("description", ""), "source_url": e.get("source_url") or "",
-                      "entry_sha256": entry_sha, "revision": rev,
-                      "anchors": json.dumps(e.get("anchors", []), ensure_ascii=False)}
+            fields = {
+                "name": e["name"],
+                "aliases": json.dumps(e.get("aliases", []), ensure_ascii=False),
+                "description": e.get("description", ""),
+                "source_url": e.get("source_url") or "",
+                "entry_sha256": entry_sha,
+                "revision": rev,
+                "anchors": json.dumps(e.get("anchors", []), ensure_ascii=False),
+            }
             views = [catalogue_view(v) for v in e["views"]]
             prints = [(v["phash64"], v["orb_xy"], v["orb_desc"]) for v in views]
             if have and [tuple(r) for r in db.q("template_view_prints", {"template_id": have[0]})] == prints:
@@ -679,28 +731,45 @@ def derive(db: DB, item_ids: Iterable[int]) -> list[int]:
         derived: dict[str, Any] = {}
         if it["template_id"] is not None:
             names = [it["t_name"], *json.loads(it["t_aliases"])]
-            derived["template"] = {"name": it["t_name"], "text": " ; ".join(names), "source": it["t_source"],
-                                   "template": it["t_slug"], "score": it["template_score"]}
+            derived["template"] = {
+                "name": it["t_name"],
+                "text": " ; ".join(names),
+                "source": it["t_source"],
+                "template": it["t_slug"],
+                "score": it["template_score"],
+            }
             if it["t_description"]:
-                derived["description"] = {"text": it["t_description"], "source": it["t_source"],
-                                          "template": it["t_slug"]}
-        labels = db.rows("labels_for_item", {"item_id": item_id, "perceptual_group": it["perceptual_group"],
-                                             "template_group": it["template_group"]})
+                derived["description"] = {
+                    "text": it["t_description"],
+                    "source": it["t_source"],
+                    "template": it["t_slug"],
+                }
+        labels = db.rows(
+            "labels_for_item",
+            {"item_id": item_id, "perceptual_group": it["perceptual_group"], "template_group": it["template_group"]},
+        )
         # own labels first, then propagated ones; newest first within each
         labels.sort(key=lambda lab: (lab["item_id"] != item_id, -lab["label_id"]))
         lists: dict[str, list[str]] = {"entities": [], "tags": []}
         list_source: dict[str, dict[str, Any]] = {}
         template_done = False
         for lab in labels:
-            src = {"source": "label" if lab["item_id"] == item_id else "propagated", "label": lab["label_id"],
-                   "from_item": lab["item_id"], "scope": lab["scope"]}
+            src = {
+                "source": "label" if lab["item_id"] == item_id else "propagated",
+                "label": lab["label_id"],
+                "from_item": lab["item_id"],
+                "scope": lab["scope"],
+            }
             if lab["field"] == "template" and not template_done:
                 template_done = True
                 known = db.rows("template_by_name", {"name": lab["value"]})
                 if known:
                     t = known[0]
-                    derived["template"] = src | {"name": t["name"], "template": t["slug"],
-                                                 "text": " ; ".join([t["name"], *json.loads(t["aliases"])])}
+                    derived["template"] = src | {
+                        "name": t["name"],
+                        "template": t["slug"],
+                        "text": " ; ".join([t["name"], *json.loads(t["aliases"])]),
+                    }
                     if t["description"]:
                         derived["description"] = src | {"text": t["description"], "template": t["slug"]}
                 else:
@@ -736,8 +805,9 @@ def template_name(db: DB, template_id: int) -> str:
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
-                       quiet: bool = True) -> tuple[int, int, int]:
+def recognise_existing(
+    db: DB, model: Callable[[], tuple[Embedder, int]], *, quiet: bool = True
+) -> tuple[int, int, int]:
     """Incremental re-recognition after the templates changed: each item recognised at revision R
     is matched only against templates added or changed after R (items whose template was removed
     are at 0: all templates). Returns (items checked, items whose template changed, items whose
@@ -751,7 +821,7 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
     missing = 0
     progress = Progress(len(todo), enabled=not quiet)
     for start in range(0, len(todo), WRITE_BATCH):
-        updates, absent = _recognise_batch(db, todo[start:start + WRITE_BATCH], indexes)
+        updates, absent = _recognise_batch(db, todo[start : start + WRITE_BATCH], indexes)
         missing += len(absent)
         if updates or absent:
             model()  # loaded before the write lock is taken: their derived fields may change
@@ -763,8 +833,9 @@ def recognise_existing(db: DB, model: Callable[[], tuple[Embedder, int]], *,
     return len(todo), len(changed), missing
 
 
-def _recognise_batch(db: DB, batch: list[dict[str, Any]], indexes: dict[int, TemplateIndex]) -> tuple[
-        list[tuple[dict[str, Any], Recognition | None, list[list[int]] | None]], list[int]]:
+def _recognise_batch(
+    db: DB, batch: list[dict[str, Any]], indexes: dict[int, TemplateIndex]
+) -> tuple[list[tuple[dict[str, Any], Recognition | None, list[list[int]] | None]], list[int]]:
     """Each item matched against the templates newer than its revision: (item, a better
     recognition or None, caption boxes read again or None) per item whose files were found, and
     the ids of those whose files were not."""
@@ -779,14 +850,16 @@ def _recognise_batch(db: DB, batch: list[dict[str, Any]], indexes: dict[int, Tem
             continue
         found, boxes = again
         # A picture recognised by more inliers wins; anchors only name an item with no template.
-        better = found is not None and (it["template_id"] is None or (
-            not found.anchors and found.inliers > (it["template_score"] or 0)))
+        better = found is not None and (
+            it["template_id"] is None or (not found.anchors and found.inliers > (it["template_score"] or 0))
+        )
         updates.append((it, found if better else None, boxes))
     return updates, absent
 
 
-def _recognise_again(db: DB, it: dict[str, Any], index: TemplateIndex) -> tuple[
-        Recognition | None, list[list[int]] | None] | None:
+def _recognise_again(
+    db: DB, it: dict[str, Any], index: TemplateIndex
+) -> tuple[Recognition | None, list[list[int]] | None] | None:
     """One item against one index: (what it was recognised as, caption boxes read again or None);
     None when its pixels are needed and none of its files is on this machine."""
     # Anchored (text-layout) templates need each OCR box's text, which is not stored: the
@@ -810,17 +883,29 @@ def _recognise_again(db: DB, it: dict[str, Any], index: TemplateIndex) -> tuple[
     return found, boxes
 
 
-def _write_recognitions(db: DB, updates: list[tuple[dict[str, Any], Recognition | None, list[list[int]] | None]],
-                        absent: list[int], revision: int, model: Callable[[], tuple[Embedder, int]]) -> list[int]:
+def _write_recognitions(
+    db: DB,
+    updates: list[tuple[dict[str, Any], Recognition | None, list[list[int]] | None]],
+    absent: list[int],
+    revision: int,
+    model: Callable[[], tuple[Embedder, int]],
+) -> list[int]:
     """One batch's recognitions, derived fields and vectors in one transaction; returns the items
     whose derived fields changed."""
     with db.write():
         for it, found, boxes in updates:
             tid = found.template_id if found else it["template_id"]
             score = found.inliers if found else it["template_score"]
-            db.q("set_recognition", {"item_id": it["item_id"], "template_id": tid, "template_score": score,
-                                     "recognised_revision": revision,
-                                     "ocr_boxes": None if boxes is None else json.dumps(boxes)})
+            db.q(
+                "set_recognition",
+                {
+                    "item_id": it["item_id"],
+                    "template_id": tid,
+                    "template_score": score,
+                    "recognised_revision": revision,
+                    "ocr_boxes": None if boxes is None else json.dumps(boxes),
+                },
+            )
             if found and not it["template"]:
                 group = template_group_id(db, template_name(db, found.template_id))
                 db.q("set_template_group", {"item_id": it["item_id"], "template_group": group})

@@ -67,7 +67,6 @@ TUI_MAX_ROWS = 200
 TUI_PREVIEW_ROWS, TUI_PREVIEW_COLS = 30, 120
 
 
-
 # -- Rows: what a result shows, cleaned once ---------------------------------------------------
 
 _WORD_RE = re.compile(r"[^\W_]+")
@@ -120,8 +119,11 @@ def row_from_result(r: Result, query: str) -> Row:
     tokens = frozenset(normalise_query(query))
     name = clean_line(d.get("title") or d.get("template") or Path(str(d.get("rel_path") or "")).name or "?")
     name = unicodedata.normalize("NFC", name)
-    text = d.get("ocr_text") or d.get("description") or ", ".join(_json_list(d.get("entities")) +
-                                                                  _json_list(d.get("tags")))
+    text = (
+        d.get("ocr_text")
+        or d.get("description")
+        or ", ".join(_json_list(d.get("entities")) + _json_list(d.get("tags")))
+    )
     text = unicodedata.normalize("NFC", clean_line(text or ""))
     spans = _match_spans(text, tokens)
     if spans and spans[0][0] > 12:
@@ -130,13 +132,24 @@ def row_from_result(r: Result, query: str) -> Row:
         text = "…" + text[cut:]
         spans = tuple((a - cut + 1, b - cut + 1) for a, b in spans if a >= cut)
     path = str(Path(str(d["root_path"])) / str(d["rel_path"]))
-    routes = "".join(x for x, v in (("L", r.lexical_rank), ("F", getattr(r, "fuzzy_rank", None)), ("D", r.dense_rank))
-                     if v is not None)
+    routes = "".join(
+        x
+        for x, v in (("L", r.lexical_rank), ("F", getattr(r, "fuzzy_rank", None)), ("D", r.dense_rank))
+        if v is not None
+    )
     return Row(
-        item_id=int(r.item_id), rank=int(r.rank), name=name, name_spans=_match_spans(name, tokens),
-        snippet=text, snippet_spans=spans, path=path, shown_path=clean_line(show_path(path)),
-        sensitive=d.get("safety") == "sensitive", duplicates=int(d.get("duplicate_count") or 0),
-        routes=routes, has_preview=bool(d.get("has_preview")),
+        item_id=int(r.item_id),
+        rank=int(r.rank),
+        name=name,
+        name_spans=_match_spans(name, tokens),
+        snippet=text,
+        snippet_spans=spans,
+        path=path,
+        shown_path=clean_line(show_path(path)),
+        sensitive=d.get("safety") == "sensitive",
+        duplicates=int(d.get("duplicate_count") or 0),
+        routes=routes,
+        has_preview=bool(d.get("has_preview")),
     )
 
 
@@ -348,9 +361,10 @@ def _submit(s: TUIState) -> tuple[TUIState, list]:
     if s.wait_ready and s.model == "loading":
         return dataclasses.replace(s, pending=query, message="waiting for the model…"), []
     seq = s.seq + 1
-    return (dataclasses.replace(s, seq=seq, asked=(seq, 0), asked_query=query, asked_exact=True, pending=None,
-                                message=""),
-            [DoSearch(query, seq)])
+    return (
+        dataclasses.replace(s, seq=seq, asked=(seq, 0), asked_query=query, asked_exact=True, pending=None, message=""),
+        [DoSearch(query, seq)],
+    )
 
 
 def _live_search(s: TUIState, query: str, now: bool = False) -> tuple[TUIState, list]:
@@ -359,8 +373,10 @@ def _live_search(s: TUIState, query: str, now: bool = False) -> tuple[TUIState, 
     if not query.strip() or (s.wait_ready and s.model == "loading"):
         return s, []
     live = s.live + 1
-    return (dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=query, asked_exact=False),
-            [DoSearch(query, s.seq, live, now=now)])
+    return (
+        dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=query, asked_exact=False),
+        [DoSearch(query, s.seq, live, now=now)],
+    )
 
 
 def _refresh(s: TUIState) -> tuple[TUIState, list]:
@@ -371,8 +387,10 @@ def _refresh(s: TUIState) -> tuple[TUIState, list]:
         return s, []
     live = s.live + 1
     # as long a list as is shown, so a grown list keeps its length and its highlighted meme
-    return (dataclasses.replace(s, live=live, asked=(s.seq, live)),
-            [DoSearch(query, s.seq, live, exact=s.asked_exact, limit=len(s.rows))])
+    return (
+        dataclasses.replace(s, live=live, asked=(s.seq, live)),
+        [DoSearch(query, s.seq, live, exact=s.asked_exact, limit=len(s.rows))],
+    )
 
 
 def _unservable(s: TUIState, gone: tuple[int, ...], what: str) -> tuple[TUIState, list]:
@@ -382,10 +400,14 @@ def _unservable(s: TUIState, gone: tuple[int, ...], what: str) -> tuple[TUIState
     selected = next((i for i, r in enumerate(rows) if keep and r.item_id == keep.item_id), 0)
     n = len(gone)
     s = dataclasses.replace(
-        s, rows=rows, selected=min(selected, max(0, len(rows) - 1)),
-        marked=tuple(r for r in s.marked if r.item_id not in gone), focus=s.focus if rows else "query",
+        s,
+        rows=rows,
+        selected=min(selected, max(0, len(rows) - 1)),
+        marked=tuple(r for r in s.marked if r.item_id not in gone),
+        focus=s.focus if rows else "query",
         message=f"{'that meme is' if n == 1 else f'{n} memes are'} no longer shown (private, withdrawn or unsafe): "
-                f"nothing {what}")
+        f"nothing {what}",
+    )
     return _refresh(s)
 
 
@@ -410,10 +432,11 @@ def _paste_key(s: TUIState, key: str) -> tuple[TUIState, list]:
     text = (s.paste or "") + _key_chars().get(key, key)
     if not text.endswith(PASTE_END) and len(text) < PASTE_MAX:
         return dataclasses.replace(s, paste=text), []
-    text = text.removeprefix(PASTE_START[len(PASTE_START) - 1:]).removesuffix(PASTE_END)
+    text = text.removeprefix(PASTE_START[len(PASTE_START) - 1 :]).removesuffix(PASTE_END)
     text = " ".join(clean_text(text).split())
-    at = dataclasses.replace(s, paste=None, show_help=False, focus="query",
-                             cursor=s.cursor if s.focus == "query" else len(s.query))
+    at = dataclasses.replace(
+        s, paste=None, show_help=False, focus="query", cursor=s.cursor if s.focus == "query" else len(s.query)
+    )
     edited = at
     for ch in text:
         edited = _edit(edited, ch) or edited
@@ -434,13 +457,13 @@ def _edit(s: TUIState, key: str) -> TUIState | None:
             # before it, else dropped. The query line draws a character per column (curtsies' lines
             # count characters: a zero-width one made the line too long and the screen failed), and
             # searching ignores accents anyway (normalise_query).
-            joined = unicodedata.normalize("NFC", q[c - 1:c] + key) if c else ""
-            return dataclasses.replace(s, query=q[:c - 1] + joined + q[c:]) if len(joined) == 1 else s
+            joined = unicodedata.normalize("NFC", q[c - 1 : c] + key) if c else ""
+            return dataclasses.replace(s, query=q[: c - 1] + joined + q[c:]) if len(joined) == 1 else s
         return dataclasses.replace(s, query=q[:c] + key + q[c:], cursor=c + 1)
     if key in ("<BACKSPACE>", "<Ctrl-h>"):
-        return dataclasses.replace(s, query=q[:max(0, c - 1)] + q[c:], cursor=max(0, c - 1))
+        return dataclasses.replace(s, query=q[: max(0, c - 1)] + q[c:], cursor=max(0, c - 1))
     if key in ("<DELETE>", "<Ctrl-DELETE>"):
-        return dataclasses.replace(s, query=q[:c] + q[c + 1:])
+        return dataclasses.replace(s, query=q[:c] + q[c + 1 :])
     if key in ("<LEFT>", "<Ctrl-b>"):
         return dataclasses.replace(s, cursor=max(0, c - 1))
     if key in ("<RIGHT>", "<Ctrl-f>"):
@@ -460,8 +483,16 @@ def _edit(s: TUIState, key: str) -> TUIState | None:
 
 # fzf's movement keys: Ctrl-J/Ctrl-N are Down, Ctrl-K/Ctrl-P are Up (Enter is Ctrl-M: the shell turns
 # off the terminal's CR-to-NL mapping, so the two arrive apart).
-MOVES = {"<UP>": "<UP>", "<Ctrl-k>": "<UP>", "<Ctrl-p>": "<UP>", "<DOWN>": "<DOWN>", "<Ctrl-j>": "<DOWN>",
-         "<Ctrl-n>": "<DOWN>", "<PAGEUP>": "<PAGEUP>", "<PAGEDOWN>": "<PAGEDOWN>"}
+MOVES = {
+    "<UP>": "<UP>",
+    "<Ctrl-k>": "<UP>",
+    "<Ctrl-p>": "<UP>",
+    "<DOWN>": "<DOWN>",
+    "<Ctrl-j>": "<DOWN>",
+    "<Ctrl-n>": "<DOWN>",
+    "<PAGEUP>": "<PAGEUP>",
+    "<PAGEDOWN>": "<PAGEDOWN>",
+}
 ENTER = "<Ctrl-m>"
 # Search now without choosing: the scored submit of the PTY latency harness (lab/pty.py).
 SUBMIT = "<Ctrl-s>"
@@ -490,9 +521,14 @@ def _grow(s: TUIState) -> tuple[TUIState, list]:
     if not (s.more and sq and s.selected >= len(s.rows) - TUI_MORE_AHEAD and len(s.rows) < TUI_MAX_ROWS):
         return s, []
     live = s.live + 1
-    return (dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=sq),
-            [DoSearch(sq, s.seq, live, exact=s.asked_exact, now=True, limit=min(TUI_MAX_ROWS, 2 * len(s.rows)),
-                      extend=True)])
+    return (
+        dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=sq),
+        [
+            DoSearch(
+                sq, s.seq, live, exact=s.asked_exact, now=True, limit=min(TUI_MAX_ROWS, 2 * len(s.rows)), extend=True
+            )
+        ],
+    )
 
 
 def _unanswered(s: TUIState) -> bool:
@@ -555,8 +591,7 @@ def _toggle_mark(s: TUIState, step: int) -> TUIState:
     if row is None or s.searched_query is None:
         return s
     ids = [r.item_id for r in s.marked]
-    marked = (tuple(r for r in s.marked if r.item_id != row.item_id) if row.item_id in ids
-              else (*s.marked, row))
+    marked = tuple(r for r in s.marked if r.item_id != row.item_id) if row.item_id in ids else (*s.marked, row)
     selected = max(0, min(len(s.rows) - 1, s.selected + step))
     return dataclasses.replace(s, marked=marked, selected=selected, focus="list")
 
@@ -569,8 +604,10 @@ def _mark(s: TUIState, step: int) -> tuple[TUIState, list]:
 def _choose(s: TUIState, row: Row, sq: str) -> tuple[TUIState, list]:
     """Enter: the marked memes (each printed on its own line), else the highlighted one."""
     chosen = s.marked or (row,)
-    return s, [*(Record("choose", sq, r.item_id, r.rank) for r in chosen),
-               Choose(tuple(r.path for r in chosen), tuple(r.item_id for r in chosen))]
+    return s, [
+        *(Record("choose", sq, r.item_id, r.rank) for r in chosen),
+        Choose(tuple(r.path for r in chosen), tuple(r.item_id for r in chosen)),
+    ]
 
 
 def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
@@ -599,11 +636,15 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         if enter and (s.focus == "list" or sq == s.query):  # the list answers what is typed: pick
             return _choose(s, row, sq)
         if key == "<Ctrl-o>":
-            return (dataclasses.replace(s, message=f"opening {row.shown_path}"),
-                    [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path, row.item_id)])
+            return (
+                dataclasses.replace(s, message=f"opening {row.shown_path}"),
+                [Record("open", sq, row.item_id, row.rank), OpenFile(row.path, row.shown_path, row.item_id)],
+            )
         if key == "<Ctrl-y>":
-            return (dataclasses.replace(s, message=f"copied: {row.shown_path}"),
-                    [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path, row.item_id)])
+            return (
+                dataclasses.replace(s, message=f"copied: {row.shown_path}"),
+                [Record("copy", sq, row.item_id, row.rank), CopyPath(row.path, row.item_id)],
+            )
     if enter:
         return _submit(dataclasses.replace(s, focus="query"))
     # Everything else edits the query, from the list too (focus back to the query, at its end).
@@ -614,8 +655,16 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
     edited = dataclasses.replace(edited, focus="query", message="" if s.focus == "list" else edited.message)
     if key == "<Ctrl-u>" and not edited.query:
         # The whole query gone: so is its list (fzf shows the start again), and any answer on its way.
-        edited = dataclasses.replace(edited, rows=(), searched_query=None, selected=0, search_ms=None,
-                                     live=s.live + 1, asked=(s.seq, s.live + 1), asked_query="")
+        edited = dataclasses.replace(
+            edited,
+            rows=(),
+            searched_query=None,
+            selected=0,
+            search_ms=None,
+            live=s.live + 1,
+            asked=(s.seq, s.live + 1),
+            asked_query="",
+        )
     if edited.query == s.query:
         return edited, []
     edits = s.edits + 1
@@ -674,17 +723,37 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             keep = _selected_row(s) if event.query == s.searched_query else None
             selected = next((i for i, r in enumerate(event.rows) if keep and r.item_id == keep.item_id), 0)
             s = dataclasses.replace(
-                s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
-                used_system=event.system, used_version=event.system_version, selected=selected, more=event.more,
-                focus=s.focus if event.rows else "query", message=s.message if same else "", withheld=event.withheld,
-                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
+                s,
+                rows=event.rows,
+                searched_query=event.query,
+                shown_seq=event.seq,
+                search_ms=event.ms,
+                used_system=event.system,
+                used_version=event.system_version,
+                selected=selected,
+                more=event.more,
+                focus=s.focus if event.rows else "query",
+                message=s.message if same else "",
+                withheld=event.withheld,
+                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews},
+            )
         else:
             s = dataclasses.replace(
-                s, rows=event.rows, searched_query=event.query, shown_seq=event.seq, search_ms=event.ms,
-                used_system=event.system, used_version=event.system_version, selected=0, more=event.more,
-                focus="list" if event.rows else "query", cursor=len(s.query), withheld=event.withheld,
+                s,
+                rows=event.rows,
+                searched_query=event.query,
+                shown_seq=event.seq,
+                search_ms=event.ms,
+                used_system=event.system,
+                used_version=event.system_version,
+                selected=0,
+                more=event.more,
+                focus="list" if event.rows else "query",
+                cursor=len(s.query),
+                withheld=event.withheld,
                 message=s.message if s.model == "failed" and s.message == _model_failed_note(s.model_detail) else "",
-                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews})
+                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews},
+            )
             effects = [Record("render", event.query)]
         if s.queued and event.query == s.query and not event.extend:
             s, effects = _replay(s, effects)
@@ -773,8 +842,7 @@ def _atts(style: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
     return dict(parse_args((), dict(style)))
 
 
-def _styled(text: str, spans: tuple[tuple[int, int], ...], width: int, base: dict[str, Any],
-            hl: dict[str, Any]) -> Any:
+def _styled(text: str, spans: tuple[tuple[int, int], ...], width: int, base: dict[str, Any], hl: dict[str, Any]) -> Any:
     """A FmtStr exactly `width` columns wide: text clipped and padded, spans highlighted."""
     from curtsies import fmtstr
 
@@ -802,8 +870,9 @@ def _styled(text: str, spans: tuple[tuple[int, int], ...], width: int, base: dic
     return out
 
 
-def _styled_ascii(text: str, spans: tuple[tuple[int, int], ...], width: int, base: dict[str, Any],
-                  hl: dict[str, Any]) -> Any:
+def _styled_ascii(
+    text: str, spans: tuple[tuple[int, int], ...], width: int, base: dict[str, Any], hl: dict[str, Any]
+) -> Any:
     """_styled for printable ASCII text (and "…"; one column per character, no escapes): the same
     clipping and the same chunks, cut at the spans' edges instead of character by character, each
     chunk made directly (a screen is ~100 styled strings: fmtstr's argument parsing and chunk copies
@@ -813,7 +882,7 @@ def _styled_ascii(text: str, spans: tuple[tuple[int, int], ...], width: int, bas
     if width <= 0:
         text = ""
     elif len(text) > width:
-        text = text[:width - 1] + "…"
+        text = text[: width - 1] + "…"
     n = len(text)
     merged: list[list[int]] = []
     for a, b in sorted((max(0, a), min(b, n)) for a, b in spans):
@@ -956,7 +1025,7 @@ HELP_LINES = (
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
     "        D by meaning (dense); * marked (Tab);",
     "        sensitive, +N dup = N more copies of the file.",
-    "Picker: xdg-open \"$(mambo search)\"",
+    'Picker: xdg-open "$(mambo search)"',
     "        mambo search -m | xargs -d '\\n' ls",
     "",
     "Press any key to close this help.",
@@ -978,15 +1047,17 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
     name_w = max(1, width - len(head) - right)
     inv = {"invert": True} if selected and focused else {}
     bold = {"bold": True} if selected else {}
-    line = (_fs(head, **inv, **bold)
-            + _styled(r.name, r.name_spans, name_w, {**inv, **bold}, {**inv, "bold": True, "fg": "yellow"}))
+    line = _fs(head, **inv, **bold) + _styled(
+        r.name, r.name_spans, name_w, {**inv, **bold}, {**inv, "bold": True, "fg": "yellow"}
+    )
     if badge_text:
         line = line + _fs(" " + badge_text, fg="cyan", **inv)
     if sens:
         line = line + _fs(" " + sens, fg="red", bold=True, **inv)
     lines = [line]
-    lines.append(_fs("     ") + _styled(r.snippet, r.snippet_spans, width - 5, {"dark": True},
-                                             {"bold": True, "fg": "yellow"}))
+    lines.append(
+        _fs("     ") + _styled(r.snippet, r.snippet_spans, width - 5, {"dark": True}, {"bold": True, "fg": "yellow"})
+    )
     if with_path:
         lines.append(_fs("     ") + _plain(r.shown_path, width - 5, fg="blue"))
     return lines
@@ -994,8 +1065,10 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
 
 def _list_lines(s: TUIState, height: int, width: int) -> list:
     if s.searched_query is None:
-        intro = ["Type what you remember of a meme (words in it, who is in it, its template):",
-                 "the results follow your typing; Enter picks the best match. F1 shows the keys."]
+        intro = [
+            "Type what you remember of a meme (words in it, who is in it, its template):",
+            "the results follow your typing; Enter picks the best match. F1 shows the keys.",
+        ]
         return [_plain(t, width) for t in intro]
     if not s.rows:
         said = [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True)]
@@ -1007,7 +1080,7 @@ def _list_lines(s: TUIState, height: int, width: int) -> list:
     first = max(0, min(s.selected - visible + 1, len(s.rows) - visible))
     out = []
     marked = {m.item_id for m in s.marked}
-    for i, r in enumerate(s.rows[first:first + visible], first):
+    for i, r in enumerate(s.rows[first : first + visible], first):
         out.extend(_row_lines(r, width, i == s.selected, s.focus == "list", per == 3, r.item_id in marked))
     return out
 
@@ -1041,9 +1114,12 @@ def _status_text(s: TUIState) -> str:
         parts.append(s.system)
     if s.marked:
         parts.append(f"{len(s.marked)} marked")
-    model = {"loading": f"model loading… ({TUI_LOADING_SYSTEM} meanwhile)" if not s.wait_ready
-             else "model loading…", "ready": f"model ready ({s.system})",
-             "failed": "model failed: lexical only", "unused": "lexical system"}.get(s.model, s.model)
+    model = {
+        "loading": f"model loading… ({TUI_LOADING_SYSTEM} meanwhile)" if not s.wait_ready else "model loading…",
+        "ready": f"model ready ({s.system})",
+        "failed": "model failed: lexical only",
+        "unused": "lexical system",
+    }.get(s.model, s.model)
     parts.append(model)
     return " " + " · ".join(parts)
 
@@ -1056,8 +1132,10 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     if rows <= 0 or cols <= 0:
         return FSArray(max(0, rows), max(0, cols))
     if rows < TUI_MIN_ROWS or cols < TUI_MIN_COLS:
-        msg = (f"MamboMeme needs a terminal of at least {TUI_MIN_COLS}x{TUI_MIN_ROWS}; this one is "
-               f"{cols}x{rows}. Enlarge it, or press Esc to quit.")
+        msg = (
+            f"MamboMeme needs a terminal of at least {TUI_MIN_COLS}x{TUI_MIN_ROWS}; this one is "
+            f"{cols}x{rows}. Enlarge it, or press Esc to quit."
+        )
         words, lines, cur = msg.split(), [], ""
         for w in words:
             if cur and len(cur) + 1 + len(w) > cols:
@@ -1068,7 +1146,7 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
         top = max(0, (rows - len(lines)) // 2)
         arr = FSArray(rows, cols)
         for i, t in enumerate(lines[: rows - top]):
-            arr[top + i:top + i + 1, 0:cols] = [_plain(t, cols, bold=True)]
+            arr[top + i : top + i + 1, 0:cols] = [_plain(t, cols, bold=True)]
         return arr
 
     lines: list = []
@@ -1079,14 +1157,14 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     q = clean_line(s.query) if "\x1b" in s.query else s.query
     cur = min(s.cursor, len(q))
     start = cur  # scrolled so that the cursor stays visible
-    while start > 0 and _width(q[start - 1:cur]) <= qw - 2:
+    while start > 0 and _width(q[start - 1 : cur]) <= qw - 2:
         start -= 1
     # A scrolled query says that its start is hidden: "…" in place of its first shown character.
-    shown = q[start:] if start == 0 or cur == start else "…" + q[start + 1:]
+    shown = q[start:] if start == 0 or cur == start else "…" + q[start + 1 :]
     cpos = cur - start
     qline = _fs(label, bold=True)
     if s.focus == "query":
-        before, at, after = shown[:cpos], shown[cpos:cpos + 1] or " ", shown[cpos + 1:]
+        before, at, after = shown[:cpos], shown[cpos : cpos + 1] or " ", shown[cpos + 1 :]
         if _cw(at) == 0:
             at = " "
         used = _width(before) + _width(at)
@@ -1116,8 +1194,12 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     path = counter + path
     title = _clip_middle(title, cols - 2)
     fill = max(0, cols - 2 - _width(title) - _width(path))
-    lines.append(_fs("─" * 2) + _plain(title, _width(title), bold=True) + _fs("─" * fill)
-                 + (_plain(path, _width(path), fg="blue") if path else _fs("")))
+    lines.append(
+        _fs("─" * 2)
+        + _plain(title, _width(title), bold=True)
+        + _fs("─" * fill)
+        + (_plain(path, _width(path), fg="blue") if path else _fs(""))
+    )
 
     body_h = rows - 4
     compact = rows < TUI_FULL_ROWS or cols < TUI_FULL_COLS  # the list alone, no preview pane
@@ -1143,14 +1225,23 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     elif s.show_preview and compact:  # asked for (Ctrl-/), not room for it
         msg = _plain(f" the preview needs {TUI_FULL_COLS}x{TUI_FULL_ROWS} (Ctrl-/ hides it)", cols, dark=True)
     elif s.focus == "list" and s.rows:
-        msg = _plain(" Enter choose · " + ("Tab mark · " if s.multi else "")
-                     + "Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help", cols, dark=True)
+        msg = _plain(
+            " Enter choose · "
+            + ("Tab mark · " if s.multi else "")
+            + "Ctrl-/ preview · Ctrl-O open · Ctrl-Y copy · F1 help",
+            cols,
+            dark=True,
+        )
     elif s.rows and s.searched_query == s.query:
-        msg = _plain(" Enter choose · Down results · " + ("Tab mark · " if s.multi else "")
-                     + "Ctrl-/ preview · F1 help · Esc quit", cols, dark=True)
+        msg = _plain(
+            " Enter choose · Down results · "
+            + ("Tab mark · " if s.multi else "")
+            + "Ctrl-/ preview · F1 help · Esc quit",
+            cols,
+            dark=True,
+        )
     else:
-        msg = _plain(" Enter choose · Down results · Ctrl-S search · Ctrl-O open · F1 help · Esc quit",
-                     cols, dark=True)
+        msg = _plain(" Enter choose · Down results · Ctrl-S search · Ctrl-O open · F1 help · Esc quit", cols, dark=True)
     lines.append(msg)
     # The status line is one chunk so its text arrives in one piece ("search #N" marks each answer).
     counter = f"search #{s.shown_seq} " if s.shown_seq else ""
@@ -1162,10 +1253,11 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     arr = FSArray(rows, cols)
     for i, line in enumerate(lines[:rows]):
         if not s.color:  # NO_COLOR: the same screen without colour (bold, dim and inverse stay)
-            line = FmtStr(*[Chunk(c.s, {k: v for k, v in c.atts.items() if k not in ("fg", "bg")})
-                            for c in line.chunks])
+            line = FmtStr(
+                *[Chunk(c.s, {k: v for k, v in c.atts.items() if k not in ("fg", "bg")}) for c in line.chunks]
+            )
         if len(line) <= cols:  # what FSArray's slice assignment makes of it (splicing into the
             arr.rows[i] = FmtStr(*[c for c in line.chunks if c.s])  # empty row), at ~1/10 the cost
         else:  # too long: FSArray's own slice assignment refuses it
-            arr[i:i + 1, 0:cols] = [line]
+            arr[i : i + 1, 0:cols] = [line]
     return arr

@@ -354,8 +354,10 @@ def _open_terminal() -> tuple[Any, Any]:
     except OSError:
         if sys.stdin.isatty() and sys.stdout.isatty():
             return sys.stdin, sys.stdout
-        raise MamboError("the search screen needs a terminal; give a QUERY to print its results "
-                         "(`mambo search cat`), or pipe queries in, one a line") from None
+        raise MamboError(
+            "the search screen needs a terminal; give a QUERY to print its results "
+            "(`mambo search cat`), or pipe queries in, one a line"
+        ) from None
 
 
 def _raw_keys(fin: Any) -> None:
@@ -385,8 +387,18 @@ OPENER_WATCH_S = 5.0
 
 
 class _Shell:
-    def __init__(self, db: DB, system: str, *, limit: int, record_events: bool, wait_ready: bool,
-                 query: str = "", multi: bool = False, null: bool = False):
+    def __init__(
+        self,
+        db: DB,
+        system: str,
+        *,
+        limit: int,
+        record_events: bool,
+        wait_ready: bool,
+        query: str = "",
+        multi: bool = False,
+        null: bool = False,
+    ):
         self.db, self.system, self.limit, self.null = db, system, limit, null
         cfg = load_system(db, system)  # an unknown system fails here, before the screen changes
         self.needs_model = needs_model(cfg)
@@ -406,11 +418,16 @@ class _Shell:
         # A library an older version embedded (migration 015): its words answer until `mambo add`.
         waiting = waiting_to_embed(db) if self.needs_model else 0
         self.state = TUIState(
-            system=system, model="loading" if self.needs_model else "unused", wait_ready=wait_ready,
+            system=system,
+            model="loading" if self.needs_model else "unused",
+            wait_ready=wait_ready,
             truecolor=os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"),
             color=not os.environ.get("NO_COLOR"),  # no-color.org: set and not empty
-            message=waiting_note(waiting) if waiting else "", query=clean_line(query), cursor=len(clean_line(query)),
-            multi=multi)
+            message=waiting_note(waiting) if waiting else "",
+            query=clean_line(query),
+            cursor=len(clean_line(query)),
+            multi=multi,
+        )
         self.chosen: tuple[str, ...] | None = None
         self.data_version: int | None = None  # the library's, when the list was last asked for
         self.quit = False
@@ -459,8 +476,9 @@ class _Shell:
                 self._search_db = DB(self.db.path, create=False, readonly=self.db.readonly)
             db = self._search_db if on_thread else self.db
             limit = max(job.limit, self.limit)
-            answer = Searcher(db, embedder, vectors=self.vectors).answer(query, system, limit + 1,
-                                                                         live=live > 0 and not job.exact)
+            answer = Searcher(db, embedder, vectors=self.vectors).answer(
+                query, system, limit + 1, live=live > 0 and not job.exact
+            )
             more, results = len(answer.results) > limit, answer.results[:limit]
             if system not in self.versions:
                 self.versions[system] = system_version(db, system)
@@ -472,8 +490,9 @@ class _Shell:
             return Searched(seq, query, (), 0.0, system, None, error=db_error_message(e, self.db.path), live=live)
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
-        return Searched(seq, query, rows, ms, system, version, live=live, withheld=withheld, more=more,
-                        extend=job.extend)
+        return Searched(
+            seq, query, rows, ms, system, version, live=live, withheld=withheld, more=more, extend=job.extend
+        )
 
     @staticmethod
     def withheld(db: DB, plan: QueryPlan) -> str:
@@ -526,13 +545,19 @@ class _Shell:
         try:
             cmd = shlex.split(opener)
             child = subprocess.Popen(
-                [*cmd, path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, close_fds=True)
+                [*cmd, path],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
         except (OSError, ValueError) as e:
             return Message(f"cannot open with {clean_line(opener)!r}: {clean_line(str(e))}")
         self.children.append(child)
-        threading.Thread(target=self._watch_opener, args=(child, opener, shown), name="mambo-opener",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._watch_opener, args=(child, opener, shown), name="mambo-opener", daemon=True
+        ).start()
         return Message(f"opening: {shown}")
 
     def _watch_opener(self, child: subprocess.Popen, opener: str, shown: str) -> None:
@@ -542,8 +567,11 @@ class _Shell:
             code = child.wait(timeout=OPENER_WATCH_S)
         except subprocess.TimeoutExpired:
             return
-        text = (f"opened: {shown}" if code == 0 else
-                f"the opener failed (`{clean_line(opener)}` exit {code}): set $MAMBO_OPENER, or Ctrl-Y copies the path")
+        text = (
+            f"opened: {shown}"
+            if code == 0
+            else f"the opener failed (`{clean_line(opener)}` exit {code}): set $MAMBO_OPENER, or Ctrl-Y copies the path"
+        )
         with contextlib.suppress(Exception):  # the screen may be gone already
             self.post(event=Message(text))
 
@@ -562,10 +590,20 @@ class _Shell:
         # An event that cannot be written (a disk full, a lock held past the busy timeout by an
         # ingest) is dropped: it must never take the search screen down.
         with contextlib.suppress(apsw.Error), self.db.write():
-            self.db.q("insert_interaction_event", {
-                "session": self.session, "kind": r.kind, "query": r.query, "item_id": r.item_id,
-                "rank": r.rank, "ms_since_render": round(ms, 1), "system": s.used_system or s.system,
-                "system_version": s.used_version, "interface_version": TUI_INTERFACE_VERSION})
+            self.db.q(
+                "insert_interaction_event",
+                {
+                    "session": self.session,
+                    "kind": r.kind,
+                    "query": r.query,
+                    "item_id": r.item_id,
+                    "rank": r.rank,
+                    "ms_since_render": round(ms, 1),
+                    "system": s.used_system or s.system,
+                    "system_version": s.used_version,
+                    "interface_version": TUI_INTERFACE_VERSION,
+                },
+            )
 
     def handle(self, event: Any) -> None:
         """Feed one event through process_event and perform what it asks, following up on the
@@ -586,8 +624,12 @@ class _Shell:
                 elif isinstance(e, OpenFile | CopyPath | Choose) and (gone := self.unservable(_ids(e))):
                     # made private or unsafe since it was listed: never printed, opened or copied
                     self._records = [r for r in self._records if r.item_id not in gone]
-                    queue.append(Unservable(gone, "chosen" if isinstance(e, Choose) else
-                                            "opened" if isinstance(e, OpenFile) else "copied"))
+                    queue.append(
+                        Unservable(
+                            gone,
+                            "chosen" if isinstance(e, Choose) else "opened" if isinstance(e, OpenFile) else "copied",
+                        )
+                    )
                 elif isinstance(e, OpenFile):
                     queue.append(self.open_file(e.path, e.shown))
                 elif isinstance(e, CopyPath):
@@ -738,8 +780,10 @@ class _Shell:
                 child.poll()
         if self.state.model == "failed":  # the screen's message line is gone: say why where it stays
             with contextlib.suppress(OSError):
-                sys.stderr.write(f"mambo: the embedding model failed to load ({self.state.model_detail}); "
-                                 "the search screen searched by words only\n")
+                sys.stderr.write(
+                    f"mambo: the embedding model failed to load ({self.state.model_detail}); "
+                    "the search screen searched by words only\n"
+                )
                 sys.stderr.flush()
         if self.chosen is not None:  # exact bytes, as `search -l` prints them (path_bytes)
             data = path_bytes(self.chosen, null=self.null, tty=sys.stdout.isatty())
@@ -750,11 +794,21 @@ class _Shell:
         return code
 
 
-def run_tui(db: DB, system: str = DEFAULT_SYSTEM, *, limit: int = 10, record_events: bool = False,
-            wait_ready: bool = False, query: str = "", multi: bool = False, null: bool = False) -> int:
+def run_tui(
+    db: DB,
+    system: str = DEFAULT_SYSTEM,
+    *,
+    limit: int = 10,
+    record_events: bool = False,
+    wait_ready: bool = False,
+    query: str = "",
+    multi: bool = False,
+    null: bool = False,
+) -> int:
     """The full-screen search, opened with `query` typed in (fzf's --query). Returns the exit
     status: 0 when results were chosen (their paths are printed on stdout, one a line, or each
     ended by NUL with `null`), 130 when the user quit, 128+N after signal N. A chosen path that
     cannot be printed exactly (a newline without `null`) raises MamboError once the screen is gone."""
-    return _Shell(db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query,
-                  multi=multi, null=null).run()
+    return _Shell(
+        db, system, limit=limit, record_events=record_events, wait_ready=wait_ready, query=query, multi=multi, null=null
+    ).run()

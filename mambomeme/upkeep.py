@@ -126,9 +126,11 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
                 elif blob is None or hashlib.sha256(blob).hexdigest() != want:
                     bad.append(item_id)
             if bad:
-                problems.append(f"{len(bad)} {what}(s) differ from their stored checksum (items "
-                                f"{', '.join(map(str, bad[:10]))}{' ...' if len(bad) > 10 else ''}): the library is "
-                                "damaged; restore it from a backup, or remove those items' files and `mambo add` them")
+                problems.append(
+                    f"{len(bad)} {what}(s) differ from their stored checksum (items "
+                    f"{', '.join(map(str, bad[:10]))}{' ...' if len(bad) > 10 else ''}): the library is "
+                    "damaged; restore it from a backup, or remove those items' files and `mambo add` them"
+                )
             if unchecked:
                 notes.append(f"{unchecked} {what}(s) written before schema {since} have no checksum to verify")
         n = db.q1("bit_vectors_not_from_floats")[0]
@@ -138,9 +140,11 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
     def embedded_text() -> None:
         stale = items_with_changed_text(db)
         if stale:
-            problems.append(f"{len(stale)} item(s) changed their text after they were embedded (items "
-                            f"{', '.join(map(str, stale[:10]))}{' ...' if len(stale) > 10 else ''}): the dense route "
-                            "misses their new words; `mambo add` on the library's folder embeds them again")
+            problems.append(
+                f"{len(stale)} item(s) changed their text after they were embedded (items "
+                f"{', '.join(map(str, stale[:10]))}{' ...' if len(stale) > 10 else ''}): the dense route "
+                "misses their new words; `mambo add` on the library's folder embeds them again"
+            )
 
     def state() -> None:
         # A state column changed behind mambo's back (a flipped byte, an edit by another tool) would
@@ -151,18 +155,29 @@ def check_library(db: DB, *, verify_files: bool = True) -> tuple[list[str], list
             return
         differ = states_not_derived(db)
         if differ:
-            problems.append(f"{len(differ)} item(s) whose stored safety, rights or privacy is not what their files, "
-                            f"decisions and signals give (items {', '.join(map(str, differ[:10]))}"
-                            f"{' ...' if len(differ) > 10 else ''}): `mambo add` on the library's folder repairs it")
+            problems.append(
+                f"{len(differ)} item(s) whose stored safety, rights or privacy is not what their files, "
+                f"decisions and signals give (items {', '.join(map(str, differ[:10]))}"
+                f"{' ...' if len(differ) > 10 else ''}): `mambo add` on the library's folder repairs it"
+            )
 
     def vocabulary() -> None:
         if vocabulary_is_stale(db):
-            problems.append("the vocabulary (typo corrections, \"no match\") is not the word index's: `mambo add` on "
-                            "the library's folder makes it again")
+            problems.append(
+                'the vocabulary (typo corrections, "no match") is not the word index\'s: `mambo add` on '
+                "the library's folder makes it again"
+            )
 
-    for what, fn in (("integrity", integrity), ("schema", lambda: problems.extend(schema_differences(db))),
-                     ("foreign keys", foreign_keys), ("consistency", consistency), ("vectors", vectors),
-                     ("embedded text", embedded_text), ("item state", state), ("vocabulary", vocabulary)):
+    for what, fn in (
+        ("integrity", integrity),
+        ("schema", lambda: problems.extend(schema_differences(db))),
+        ("foreign keys", foreign_keys),
+        ("consistency", consistency),
+        ("vectors", vectors),
+        ("embedded text", embedded_text),
+        ("item state", state),
+        ("vocabulary", vocabulary),
+    ):
         step(what, fn)
     if not db.readonly:
         step("full-text index", fts)
@@ -199,7 +214,7 @@ def finish_pending(db: DB, model: Callable[[], tuple[Embedder, int]]) -> tuple[i
         embedder, model_row = model()
         for start in range(0, len(stale), WRITE_BATCH):
             with db.write():
-                embed_items(db, stale[start:start + WRITE_BATCH], embedder, model_row)
+                embed_items(db, stale[start : start + WRITE_BATCH], embedder, model_row)
     refresh = bool(stale) or vocabulary_is_stale(db)
     if refresh:
         with db.write():
@@ -207,8 +222,7 @@ def finish_pending(db: DB, model: Callable[[], tuple[Embedder, int]]) -> tuple[i
     return len(stale), refresh
 
 
-_SQL_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?(?:\*/|$)|\w+|\S",
-                        re.S)
+_SQL_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?(?:\*/|$)|\w+|\S", re.S)
 
 
 def normalise_sql(sql: str | None) -> str:
@@ -218,7 +232,7 @@ def normalise_sql(sql: str | None) -> str:
     for token in _SQL_TOKEN.findall(sql or ""):
         if token.startswith(("--", "/*")):
             continue
-        if token[0] in "\"`[":
+        if token[0] in '"`[':
             token = token[1:-1]
         out.append(token if token.startswith("'") else token.lower())
     return " ".join(out)
@@ -250,8 +264,10 @@ def schema_differences(db: DB) -> list[str]:
         out.append(f"schema: {want[name][0]} {name} is missing: {backup}")
     for name in sorted(have.keys() - want.keys()):
         kind = have[name][0]
-        out.append(f"schema: {kind} {name} is not part of the library's schema: unless you made it on purpose, "
-                   f"drop it (mambo sql --write \"DROP {kind.upper()} {name}\")")
+        out.append(
+            f"schema: {kind} {name} is not part of the library's schema: unless you made it on purpose, "
+            f'drop it (mambo sql --write "DROP {kind.upper()} {name}")'
+        )
     for name in sorted(want.keys() & have.keys()):
         if want[name] != have[name]:
             out.append(f"schema: {have[name][0]} {name} differs from the one schema.sql makes: {backup}")
@@ -273,8 +289,10 @@ def _check_files(db: DB, problems: list[str], notes: list[str]) -> None:
         if actual != sha:
             problems.append(f"{show_path(p)}: content changed since it was indexed (run `mambo add` on it)")
     if missing:
-        notes.append(f"{missing} file(s) not present on this machine (previews still work; "
-                     "re-point roots with `mambo roots move` or drop them with `mambo prune`)")
+        notes.append(
+            f"{missing} file(s) not present on this machine (previews still work; "
+            "re-point roots with `mambo roots move` or drop them with `mambo prune`)"
+        )
     # What each file's metadata said, against its sidecars and manifest lines on disk now: a stored
     # reading changed behind mambo's back (privacy zeroed in the file) is found here.
     finder = SidecarFinder()
@@ -289,9 +307,11 @@ def _check_files(db: DB, problems: list[str], notes: list[str]) -> None:
         if sha == r["sidecar_sha256"].removeprefix("error:") and not same_readings(stored, meta):
             changed.append(image)
     if changed:
-        problems.append(f"{len(changed)} file(s) whose stored metadata is not what their sidecars or manifest lines "
-                        f"say ({', '.join(show_path(p) for p in changed[:3])}{' ...' if len(changed) > 3 else ''}): "
-                        "`mambo add` on the library's folder reads them again")
+        problems.append(
+            f"{len(changed)} file(s) whose stored metadata is not what their sidecars or manifest lines "
+            f"say ({', '.join(show_path(p) for p in changed[:3])}{' ...' if len(changed) > 3 else ''}): "
+            "`mambo add` on the library's folder reads them again"
+        )
 
 
 class PruneRefused(Exception):
@@ -309,10 +329,14 @@ def prune(db: DB, *, force: bool = False) -> tuple[int, int, list[str], int]:
     mount point or a half-synced folder looks the same as deleted memes. Labels of removed items
     are kept by SHA-256 (kept_labels) and come back when the content is indexed again."""
     skipped_roots = sorted({r[1] for r in list_roots(db) if not Path(r[2]).is_dir()})
-    files = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
-             if root not in skipped_roots]
-    gone = [(fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
-            if root not in skipped_roots and not (Path(root_path) / rel).exists()]
+    files = [
+        (fid, root) for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files") if root not in skipped_roots
+    ]
+    gone = [
+        (fid, root)
+        for fid, _item, root, root_path, rel, _sha, _size in db.q("all_files")
+        if root not in skipped_roots and not (Path(root_path) / rel).exists()
+    ]
     per_root: dict[str, list[int]] = {}
     for _fid, root in files:
         per_root.setdefault(root, [0, 0])[1] += 1
@@ -347,8 +371,14 @@ def forget_files(db: DB, file_ids: list[int]) -> int:
         # private after its file is gone (a sidecar left behind names no file), until the owner says.
         held = 0
         for r in private:
-            db.q("hold_private", {"sha256": r["sha256"], "source": f"{r['source']} of {r['path']}",
-                                  "note": f"{r['path']} was private by its metadata and is gone"})
+            db.q(
+                "hold_private",
+                {
+                    "sha256": r["sha256"],
+                    "source": f"{r['source']} of {r['path']}",
+                    "note": f"{r['path']} was private by its metadata and is gone",
+                },
+            )
             held += db.con.changes()
         # A removed copy may have held its item or its group: every state is computed again.
         restate(db, sorted(touched))
@@ -425,9 +455,11 @@ def move_root(db: DB, name: str, new_path: Path, *, force: bool = False) -> Path
     target = new_path.resolve()
     present, sampled, other_images = root_matches(db, name, target)
     if sampled and 2 * present < sampled and other_images and not force:
-        raise MamboError(f"{show_path(target)} holds only {present} of {sampled} sampled files of root "
-                         f"{clean_line(name)!r} (same name and size): is it the right folder? To move anyway, add "
-                         "--force")
+        raise MamboError(
+            f"{show_path(target)} holds only {present} of {sampled} sampled files of root "
+            f"{clean_line(name)!r} (same name and size): is it the right folder? To move anyway, add "
+            "--force"
+        )
     with db.write():
         db.q("move_root", {"name": name, "path": str(target)})
     return target

@@ -43,8 +43,9 @@ def invoke(*args: str, input: str | None = None, expect: int | None = 0):
 
 def run_process(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     """Run mambo.py as its own process, as a user would."""
-    return subprocess.run([sys.executable, str(REPO / "mambo.py"), *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, str(REPO / "mambo.py"), *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw
+    )
 
 
 def open_db(path: Path) -> DB:
@@ -76,8 +77,12 @@ def served(db_path: Path, name: str) -> bool:
     """Whether the file's item is in servable_items: the one definition of what search may show."""
     db = open_db(db_path)
     try:
-        return bool(db.scalar("SELECT count(*) FROM servable_items s JOIN files f ON f.item_id = s.item_id "
-                              "WHERE f.rel_path = ?", (name,)))
+        return bool(
+            db.scalar(
+                "SELECT count(*) FROM servable_items s JOIN files f ON f.item_id = s.item_id WHERE f.rel_path = ?",
+                (name,),
+            )
+        )
     finally:
         db.close()
 
@@ -106,14 +111,18 @@ def fixture_queries() -> list[dict]:
 
 
 def write_manifest(images: Path, out: Path) -> str:
-    lines = sorted(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(images).as_posix()}\n"
-                   for p in images.rglob("*") if p.is_file())
+    lines = sorted(
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(images).as_posix()}\n"
+        for p in images.rglob("*")
+        if p.is_file()
+    )
     out.write_text("".join(lines))
     return hashlib.sha256(out.read_bytes()).hexdigest()
 
 
-def write_partition(d: Path, images: Path, queries: list[dict], *, partition: str = "dev", version: str = "1",
-                    name: str | None = None) -> Path:
+def write_partition(
+    d: Path, images: Path, queries: list[dict], *, partition: str = "dev", version: str = "1", name: str | None = None
+) -> Path:
     """A partition in the benchdata/v1/FORMAT.md format over the fixture library, with its manifest."""
     d.mkdir(parents=True, exist_ok=True)
     manifest_sha = write_manifest(images, d / "manifest.sha256")
@@ -122,12 +131,25 @@ def write_partition(d: Path, images: Path, queries: list[dict], *, partition: st
         for q in queries:
             q = dict(q)
             if q["slice"] == "no-match":
-                q["audit"] = {"corpus_version": manifest_sha, "method": "fixture audit", "date": "2026-11-30",
-                              "checked_by": {"name": "fixture-author", "kind": "person"}}
+                q["audit"] = {
+                    "corpus_version": manifest_sha,
+                    "method": "fixture audit",
+                    "date": "2026-11-30",
+                    "checked_by": {"name": "fixture-author", "kind": "person"},
+                }
             f.write(json.dumps(q) + "\n")
-    path.with_name(path.name.removesuffix(".jsonl") + ".meta.json").write_text(json.dumps({
-        "benchmark": BENCH, "version": version, "partition": partition, "status": "provisional",
-        "corpus_manifest_sha256": manifest_sha, "safety_policy": "mambo-safety-v1"}))
+    path.with_name(path.name.removesuffix(".jsonl") + ".meta.json").write_text(
+        json.dumps(
+            {
+                "benchmark": BENCH,
+                "version": version,
+                "partition": partition,
+                "status": "provisional",
+                "corpus_manifest_sha256": manifest_sha,
+                "safety_policy": "mambo-safety-v1",
+            }
+        )
+    )
     return path
 
 
@@ -145,11 +167,17 @@ def app_cmd(db: Path, *flags: str) -> str:
 
 
 def spawn(script: str, env: dict[str, str] | None = None, timeout: float = 20) -> pexpect.spawn:
-    full_env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0",
-                "PYTHONPATH": str(REPO), **(env or {})}
+    full_env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "BLESSED_QUERY_TIMEOUT_SECONDS": "0",
+        "PYTHONPATH": str(REPO),
+        **(env or {}),
+    }
     full_env.pop("COLORTERM", None)
-    child = pexpect.spawn("bash", ["-c", script], env=full_env, dimensions=(24, 80), encoding="utf-8",
-                          timeout=timeout, cwd=str(REPO))
+    child = pexpect.spawn(
+        "bash", ["-c", script], env=full_env, dimensions=(24, 80), encoding="utf-8", timeout=timeout, cwd=str(REPO)
+    )
     child.delaybeforesend = None
     child.logfile_read = io.StringIO()
     return child
@@ -208,7 +236,7 @@ def finish(child: pexpect.spawn) -> tuple[int, str]:
 
 
 def assert_restored(raw: str) -> None:
-    tail = raw[raw.rindex("RC="):]
+    tail = raw[raw.rindex("RC=") :]
     before = raw[: raw.rindex("RC=")]
     assert f"{ESC}[?1049l" in before, "alternate screen not left"
     assert before.rfind(f"{ESC}[?25h") > before.rfind(f"{ESC}[?25l"), "cursor left hidden"

@@ -10,17 +10,35 @@ import pytest
 
 from helpers import REPO, invoke, run_process
 
-USER_COMMANDS = ["search", "add", "status", "label", "templates", "safety", "private", "demo", "sql", "systems",
-                 "settings", "roots", "check", "prune", "help"]
+USER_COMMANDS = [
+    "search",
+    "add",
+    "status",
+    "label",
+    "templates",
+    "safety",
+    "private",
+    "demo",
+    "sql",
+    "systems",
+    "settings",
+    "roots",
+    "check",
+    "prune",
+    "help",
+]
 EVAL_COMMANDS = ["bench", "judge", "run", "score", "interactions"]
 COMMANDS = [*USER_COMMANDS, "eval", *EVAL_COMMANDS]
 
 
 def test_help_and_version() -> None:
     out = invoke("-h").output
-    listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ") and
-              not line.startswith("   ")]
-    assert listed[:len(USER_COMMANDS)] == USER_COMMANDS  # the user's commands first, in this order
+    listed = [
+        line.split()[0]
+        for line in out.split("Commands:")[1].splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    ]
+    assert listed[: len(USER_COMMANDS)] == USER_COMMANDS  # the user's commands first, in this order
     assert "eval" in out.split("Evaluation")[1] and "..." not in out.split("Commands:")[1]  # never cut
     assert not set(EVAL_COMMANDS) & set(listed)
     assert "MAMBO_DB" in out
@@ -58,8 +76,13 @@ def loaded_by(*args: str, env: dict[str, str] | None = None) -> list[str]:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-c", START.format(script=str(REPO / "mambo.py")), *args],
-                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", START.format(script=str(REPO / "mambo.py")), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
     line = [x for x in proc.stderr.splitlines() if x.startswith("LOADED ")]
     assert line, proc.stderr
     return ast.literal_eval(line[0].removeprefix("LOADED "))
@@ -70,8 +93,9 @@ def test_help_version_and_completion_import_no_commands_work() -> None:
     assert loaded_by("--help") == []
     assert loaded_by(env={"_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo se", "COMP_CWORD": "1"}) == []
     # completing a system name reads the systems, and nothing of the lab or a model
-    assert "mambomeme.lab" not in " ".join(loaded_by(env={"_MAMBO_COMPLETE": "bash_complete",
-                                                          "COMP_WORDS": "mambo search -s b", "COMP_CWORD": "3"}))
+    assert "mambomeme.lab" not in " ".join(
+        loaded_by(env={"_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo search -s b", "COMP_CWORD": "3"})
+    )
 
 
 def test_shell_completion_completes_commands_and_system_names() -> None:
@@ -100,8 +124,14 @@ def test_the_launcher_works_through_a_symlink_on_path(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "mambo").symlink_to(REPO / "mambo")
-    proc = subprocess.run(["mambo", "--version"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    proc = subprocess.run(
+        ["mambo", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "mambo, version 0.1.0" and "pyproject" not in proc.stderr
 
@@ -175,8 +205,10 @@ def test_search_words_are_one_query_and_l_prints_paths(fixture_library: Path) ->
     assert unquoted == invoke("--db", fixture_library, "search", "-s", "bm25", "john cena").stdout
     paths = invoke("--db", fixture_library, "search", "-s", "bm25", "-l", "john", "cena").stdout.splitlines()
     assert paths and all(Path(p).is_absolute() and Path(p).exists() for p in paths)
-    assert paths == [json.loads(x)["path"] for x in invoke("--db", fixture_library, "search", "-s", "bm25",
-                                                           "--json", "john cena").stdout.splitlines()]
+    assert paths == [
+        json.loads(x)["path"]
+        for x in invoke("--db", fixture_library, "search", "-s", "bm25", "--json", "john cena").stdout.splitlines()
+    ]
 
 
 def test_a_mistyped_option_is_a_usage_error(fixture_library: Path) -> None:
@@ -199,8 +231,17 @@ def test_unknown_system_is_a_clear_error(fixture_library: Path) -> None:
 
 def test_a_query_that_starts_with_a_dash_is_searched(fixture_library: Path) -> None:
     # "-" in a query never errors (README): as the only word, first, or after the options
-    for args in (["-x"], ["-s", "bm25", "-cena"], ["-5 degrees"], ["--json", "-n", "2", "--", "--cena"],
-                 ["-cena", "-n", "2"], ["--", "-n"], ["-nope"], ["-no way"], ["-5", "degrees"]):
+    for args in (
+        ["-x"],
+        ["-s", "bm25", "-cena"],
+        ["-5 degrees"],
+        ["--json", "-n", "2", "--", "--cena"],
+        ["-cena", "-n", "2"],
+        ["--", "-n"],
+        ["-nope"],
+        ["-no way"],
+        ["-5", "degrees"],
+    ):
         res = invoke("--db", fixture_library, "search", *args, expect=None)  # a query, not a usage error
         assert res.exit_code in (0, 1), args
         assert res.stdout.startswith((" 1.", "{")) or res.stderr.startswith("no match"), args
@@ -222,8 +263,10 @@ def test_db_works_before_or_after_the_subcommand(fixture_library: Path) -> None:
     # after `--` it is query text, not an option
     assert invoke("--db", fixture_library, "search", "-s", "bm25", "--", "--db", expect=1).stderr.strip() == "no match"
     # in a nested command too
-    assert invoke("roots", "list", "--db", fixture_library).output == invoke("--db", fixture_library, "roots",
-                                                                             "list").output
+    assert (
+        invoke("roots", "list", "--db", fixture_library).output
+        == invoke("--db", fixture_library, "roots", "list").output
+    )
 
 
 def test_add_on_nothing_readable_fails_and_creates_no_library(tmp_path: Path) -> None:
@@ -247,8 +290,18 @@ def test_demo_builds_the_library_and_answers_queries(tmp_path: Path) -> None:
     assert "indexed" in proc.stderr
 
 
-@pytest.mark.parametrize("args", [["settings"], ["systems"], ["templates", "list"], ["search", "cat"], ["status"],
-                                  ["check"], ["settings", "interaction_events"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["settings"],
+        ["systems"],
+        ["templates", "list"],
+        ["search", "cat"],
+        ["status"],
+        ["check"],
+        ["settings", "interaction_events"],
+    ],
+)
 def test_read_only_commands_create_no_library(tmp_path: Path, args: list[str]) -> None:
     db = tmp_path / "lib.sqlite"
     res = invoke("--db", db, *args, expect=2)
@@ -267,7 +320,8 @@ def test_no_library_names_the_demos_library(fixture_library: Path) -> None:
     res = invoke("search", "cat", expect=2)
     assert res.output.strip().splitlines() == [
         f"Error: no library at {default_db_path()}: run `mambo add FOLDER` first; the demo's library is {demo}: "
-        f"search it with `mambo --db {demo} search ...`"]
+        f"search it with `mambo --db {demo} search ...`"
+    ]
     assert invoke("--db", demo, "search", "-l", "cat").output.strip()
 
 

@@ -48,8 +48,13 @@ def test_private_is_a_decision_that_add_and_safety_set_keep(tmp_path: Path) -> N
     # The state columns are computed: editing one is refused with the command to use.
     res = invoke("--db", db, "sql", "--write", f"UPDATE items SET private = 1 WHERE item_id = {cat}", expect=2)
     assert "mambo private" in res.output and "Traceback" not in res.output
-    for sql in ("UPDATE files SET private = 0", "UPDATE items SET safety = 'safe'", "DELETE FROM privacy_decisions",
-                "DELETE FROM safety_decisions", "CREATE TRIGGER t AFTER INSERT ON files BEGIN SELECT 1; END"):
+    for sql in (
+        "UPDATE files SET private = 0",
+        "UPDATE items SET safety = 'safe'",
+        "DELETE FROM privacy_decisions",
+        "DELETE FROM safety_decisions",
+        "CREATE TRIGGER t AFTER INSERT ON files BEGIN SELECT 1; END",
+    ):
         assert "refused" in invoke("--db", db, "sql", "--write", sql, expect=2).output, sql
     assert served(db, "cat.png")
     assert "private" in invoke("--db", db, "private", str(cat)).output
@@ -197,7 +202,8 @@ def test_a_meme_made_private_leaves_the_vocabulary_in_the_same_transaction(tmp_p
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
         "ingest.Ingester._finish_batch = finish_then_die\n"
         "import mambo\n"
-        f"mambo.cli(['--db', {str(db)!r}, 'add', '-q', {str(folder)!r}])\n")
+        f"mambo.cli(['--db', {str(db)!r}, 'add', '-q', {str(folder)!r}])\n"
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not served(db, "x.png")
@@ -205,8 +211,9 @@ def test_a_meme_made_private_leaves_the_vocabulary_in_the_same_transaction(tmp_p
     assert db_scalar(db, "SELECT count(*) FROM vocabulary WHERE term = 'duck'") == 1
 
 
-def test_a_decision_takes_every_path_a_listing_prints_and_needs_no_by(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_decision_takes_every_path_a_listing_prints_and_needs_no_by(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = folder_with(tmp_path, {"x.png": "cat-01.png", "y.png": "duck-01.png"})
     db = tmp_path / "lib.sqlite"
     invoke("--db", db, "add", "-q", folder)

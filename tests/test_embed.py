@@ -33,7 +33,8 @@ def test_onnx_vectors_equal_sentence_transformers_on_fixture_and_dev_queries() -
     # and texts past the model's 384-token limit, which both must truncate alike
     texts += ["when the meme is longer than the model reads " * 40, "ééé ünïcödé 🐱 " * 100]
     reference = SentenceTransformer(str(model_dir()), device="cpu").encode(
-        texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     ours = get_embedder()
     one_by_one = np.vstack([ours.encode([t]) for t in texts])
     batched = ours.encode(texts)
@@ -45,8 +46,9 @@ def test_onnx_vectors_equal_sentence_transformers_on_fixture_and_dev_queries() -
 
 
 @pytest.mark.slow
-def test_export_is_keyed_by_the_weights_and_remade_when_damaged(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_export_is_keyed_by_the_weights_and_remade_when_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     unpacked = model_dir()  # the session's unpacked model: only the export is made again here
     monkeypatch.setattr("mambomeme.embed.model_dir", lambda: unpacked)
     monkeypatch.setenv("MAMBO_MODEL_CACHE", str(tmp_path))
@@ -68,8 +70,11 @@ def test_manifest_records_the_runtime_without_changing_the_models_identity(tmp_p
     assert manifest["runtime"] == EMBED_RUNTIME
     with db.write():
         # a row written before runtimes were recorded: its vectors came from torch (migration 010)
-        db.con.execute("INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe) "
-                       "VALUES (:name, :revision, :weights_sha256, :dim, :text_recipe)", manifest)
+        db.con.execute(
+            "INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe) "
+            "VALUES (:name, :revision, :weights_sha256, :dim, :text_recipe)",
+            manifest,
+        )
         old = db.con.last_insert_rowid()
         assert model_id(db, manifest) == old
         assert model_id(db, manifest) == old  # noted once
@@ -85,16 +90,33 @@ def test_manifest_records_the_runtime_without_changing_the_models_identity(tmp_p
 
 @pytest.mark.slow
 def test_the_search_path_never_imports_torch(fixture_library: Path) -> None:
-    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import mambo\n"
-            "try:\n    mambo.cli.main(sys.argv[2:], prog_name='mambo')\n"
-            "except SystemExit as e:\n    assert not e.code, e.code\n"
-            "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'onnx')\n"
-            "               if m in sys.modules)\n"
-            "print(json.dumps({'heavy': heavy, 'ort': 'onnxruntime' in sys.modules}), file=sys.stderr)\n")
+    code = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]); import mambo\n"
+        "try:\n    mambo.cli.main(sys.argv[2:], prog_name='mambo')\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'onnx')\n"
+        "               if m in sys.modules)\n"
+        "print(json.dumps({'heavy': heavy, 'ort': 'onnxruntime' in sys.modules}), file=sys.stderr)\n"
+    )
     for system in ("hybrid", "dense"):
-        out = subprocess.run([sys.executable, "-c", code, str(REPO), "--db", str(fixture_library), "search", "--json",
-                              "-s", system, "pets acting like they own the house"],
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                code,
+                str(REPO),
+                "--db",
+                str(fixture_library),
+                "search",
+                "--json",
+                "-s",
+                system,
+                "pets acting like they own the house",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, out.stderr
         results = [json.loads(line) for line in out.stdout.splitlines()]
         assert results and any(r["route_ranks"]["dense"] is not None for r in results)

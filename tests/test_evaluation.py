@@ -66,13 +66,26 @@ def grade_all(db_path: Path, set_id: int, grades: dict[tuple[int, int], tuple[in
         a = annotator_id(db, "grader-a", "person")
         b = annotator_id(db, "grader-b", "model")
         for qid, item, safety in db.con.execute(
-                "SELECT c.query_id, c.item_id, i.safety FROM judgement_candidates c JOIN items i USING (item_id) "
-                "WHERE c.set_id = ?", (set_id,)).fetchall():
+            "SELECT c.query_id, c.item_id, i.safety FROM judgement_candidates c JOIN items i USING (item_id) "
+            "WHERE c.set_id = ?",
+            (set_id,),
+        ).fetchall():
             gold = db.scalar("SELECT grade FROM bench_gold WHERE query_id = ? AND item_id = ?", (qid, item)) or 0
             ga, gb = (grades or {}).get((qid, item), (gold, gold))
             for aid, g in ((a, ga), (b, gb)):
-                db.q("insert_judgement", {"set_id": set_id, "query_id": qid, "item_id": item, "annotator_id": aid,
-                                          "role": "grader", "grade": g, "safety": safety, "batch_id": None})
+                db.q(
+                    "insert_judgement",
+                    {
+                        "set_id": set_id,
+                        "query_id": qid,
+                        "item_id": item,
+                        "annotator_id": aid,
+                        "role": "grader",
+                        "grade": g,
+                        "safety": safety,
+                        "batch_id": None,
+                    },
+                )
     db.close()
 
 
@@ -87,11 +100,13 @@ def test_import_list_show_and_frozen_is_immutable_in_the_database(bench_lib) -> 
     invoke("--db", db_path, "bench", "freeze", "dev")
     db = open_db(db_path)
     pid = db.scalar("SELECT partition_id FROM bench_partitions")
-    for sql in ("INSERT INTO bench_queries(partition_id, qid, family, slice, query) VALUES (?, 'x', 'f', 'topic', 'q')",
-                "UPDATE bench_queries SET query = 'changed' WHERE partition_id = ?",
-                "DELETE FROM bench_queries WHERE partition_id = ?",
-                "UPDATE bench_partitions SET meta = '{}' WHERE partition_id = ?",
-                "DELETE FROM bench_partitions WHERE partition_id = ?"):
+    for sql in (
+        "INSERT INTO bench_queries(partition_id, qid, family, slice, query) VALUES (?, 'x', 'f', 'topic', 'q')",
+        "UPDATE bench_queries SET query = 'changed' WHERE partition_id = ?",
+        "DELETE FROM bench_queries WHERE partition_id = ?",
+        "UPDATE bench_partitions SET meta = '{}' WHERE partition_id = ?",
+        "DELETE FROM bench_partitions WHERE partition_id = ?",
+    ):
         with pytest.raises(apsw.ConstraintError, match="immutable|cannot be deleted"):
             db.con.execute(sql, (pid,))
     with pytest.raises(apsw.ConstraintError, match="never back"):
@@ -113,8 +128,10 @@ def test_malformed_partition_lines_are_clear_errors(library_copy, tmp_path: Path
     assert ":4: not JSON" in out and "Traceback" not in out
     path.write_text(json.dumps({"id": "x", "family": "f", "slice": "wrong", "query": "q"}) + "\n")
     assert "unknown slice" in invoke("--db", db_path, "bench", "import", path, expect=2).output
-    path.write_text(json.dumps({"id": "x", "family": "f", "slice": "topic", "query": "q",
-                                "relevant": {"not-in-library.png": 3}}) + "\n")
+    path.write_text(
+        json.dumps({"id": "x", "family": "f", "slice": "topic", "query": "q", "relevant": {"not-in-library.png": 3}})
+        + "\n"
+    )
     assert "not in this library" in invoke("--db", db_path, "bench", "import", path, expect=2).output
 
 
@@ -122,12 +139,24 @@ def test_partitions_may_not_share_families_or_groups(bench_lib, tmp_path: Path) 
     db_path, images, _ = bench_lib
     qs = fixture_queries()
     shared_family = [dict(qs[1], id="h-1")]  # same family as the dev query
-    out = invoke("--db", db_path, "bench", "import",
-                 write_partition(tmp_path / "h1", images, shared_family, partition="hidden"), expect=2).output
+    out = invoke(
+        "--db",
+        db_path,
+        "bench",
+        "import",
+        write_partition(tmp_path / "h1", images, shared_family, partition="hidden"),
+        expect=2,
+    ).output
     assert "query family 'fx-fam-002'" in out and "dev 1" in out
     same_items = [dict(qs[1], id="h-1", family="hidden-fam-1")]  # new family, but judges the same memes
-    out = invoke("--db", db_path, "bench", "import",
-                 write_partition(tmp_path / "h2", images, same_items, partition="hidden"), expect=2).output
+    out = invoke(
+        "--db",
+        db_path,
+        "bench",
+        "import",
+        write_partition(tmp_path / "h2", images, same_items, partition="hidden"),
+        expect=2,
+    ).output
     assert "group" in out and "must not cross partitions" in out
     fresh = [{"id": "h-1", "family": "hidden-fam-1", "slice": "no-match", "query": "zeppelin harbour"}]
     invoke("--db", db_path, "bench", "import", write_partition(tmp_path / "h3", images, fresh, partition="hidden"))
@@ -145,8 +174,12 @@ def test_an_exposed_hidden_partition_refuses_release_comparisons(bench_lib, tmp_
     db = open_db(db_path)
     pid = resolve_partition(db, "hidden")
     with db.write():
-        sid = int(db.q1("insert_scorecard", {"partition_id": pid, "score_version": SCORE_VERSION,
-                                             "report_json": "{}", "report_md": ""})[0])
+        sid = int(
+            db.q1(
+                "insert_scorecard",
+                {"partition_id": pid, "score_version": SCORE_VERSION, "report_json": "{}", "report_md": ""},
+            )[0]
+        )
     with pytest.raises(MamboError, match="new hidden benchmark version"):
         publish(db, sid)
     db.close()
@@ -196,17 +229,26 @@ def test_pool_is_blinded_seeded_and_judging_is_resumable(bench_lib, tmp_path: Pa
     rows = [json.loads(x) for x in batch.read_text().splitlines()]
     assert rows and {tuple(sorted(r)) for r in rows} == {("answer", "candidate", "query", "task")}
     assert {tuple(sorted(r["candidate"])) for r in rows} == {
-        ("description", "entities", "preview_webp_base64", "tags", "template", "text", "title")}
+        ("description", "entities", "preview_webp_base64", "tags", "template", "text", "title")
+    }
     text = batch.read_text()
     names = [p.name for p in _images.rglob("*.*")]
     assert "bm25" not in text and not any(n in text for n in names)  # no system, no file name
     db = open_db(db_path)
-    order1 = [r[0] for r in db.con.execute("SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = 1 "
-                                           "ORDER BY position")]
+    order1 = [
+        r[0]
+        for r in db.con.execute(
+            "SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = 1 ORDER BY position"
+        )
+    ]
     with db.write():
         b2 = make_batch(db, 1, 42, "candidates_to_grade")
-    order2 = [r[0] for r in db.con.execute("SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = ? "
-                                           "ORDER BY position", (b2,))]
+    order2 = [
+        r[0]
+        for r in db.con.execute(
+            "SELECT query_id || '-' || item_id FROM batch_tasks WHERE batch_id = ? ORDER BY position", (b2,)
+        )
+    ]
     db.close()
     assert order1 == order2 and order1 != sorted(order1)
     # A person judges two candidates, stops, and resumes later.
@@ -215,21 +257,31 @@ def test_pool_is_blinded_seeded_and_judging_is_resumable(bench_lib, tmp_path: Pa
     out = invoke("--db", db_path, "judge", "--annotator", "ann", "--batch", "1", input="q\n").output
     assert f"{len(rows) - 2} candidate(s) to grade" in out
     db = open_db(db_path)
-    assert db.scalar("SELECT count(*) FROM judgements j JOIN annotators a USING (annotator_id) "
-                     "WHERE a.name = 'ann' AND a.kind = 'person'") == 2
+    assert (
+        db.scalar(
+            "SELECT count(*) FROM judgements j JOIN annotators a USING (annotator_id) "
+            "WHERE a.name = 'ann' AND a.kind = 'person'"
+        )
+        == 2
+    )
     db.close()
     # Answers from outside the tool come back by task id.
     answered = tmp_path / "answers.jsonl"
-    answered.write_text("".join(json.dumps({"task": r["task"], "answer": {"grade": 1, "safety": "safe"}}) + "\n"
-                                for r in rows))
-    out = invoke("--db", db_path, "bench", "import-judgements", "1", answered, "--annotator", "outside",
-                 "--kind", "model").output
+    answered.write_text(
+        "".join(json.dumps({"task": r["task"], "answer": {"grade": 1, "safety": "safe"}}) + "\n" for r in rows)
+    )
+    out = invoke(
+        "--db", db_path, "bench", "import-judgements", "1", answered, "--annotator", "outside", "--kind", "model"
+    ).output
     assert f"{len(rows)} judgement(s)" in out
-    assert "is recorded as a model" in invoke("--db", db_path, "judge", "--annotator", "outside", "--batch", "1",
-                                              input="q\n", expect=2).output
+    assert (
+        "is recorded as a model"
+        in invoke("--db", db_path, "judge", "--annotator", "outside", "--batch", "1", input="q\n", expect=2).output
+    )
     # The MiniLM-era cosine annotator cannot judge any more (its model is gone): a one-line refusal.
-    out = invoke("--db", db_path, "judge", "--annotator", "minilm-cosine-v1", "--model", "--batch", "1",
-                 expect=2).output
+    out = invoke(
+        "--db", db_path, "judge", "--annotator", "minilm-cosine-v1", "--model", "--batch", "1", expect=2
+    ).output
     assert "needs all-MiniLM-L6-v2" in out and "mpnet-cosine-v1" in out and len(out.strip().splitlines()) == 1
 
 
@@ -243,10 +295,17 @@ def test_adjudication_rules(bench_lib) -> None:
     grade_all(db_path, 1, {c1: (3, 2), c2: (3, 1), c3: (0, 0), c4: (2, 2)})
     db = open_db(db_path)
     with db.write():  # c3: the graders disagree on safety
-        db.con.execute("UPDATE judgements SET safety = 'unsafe' WHERE query_id = ? AND item_id = ? AND "
-                       "annotator_id = (SELECT annotator_id FROM annotators WHERE name = 'grader-b')", c3)
-    final = {(r[0], r[1]): r[2:] for r in db.con.execute(
-        "SELECT query_id, item_id, grade, safety, status FROM final_judgements WHERE set_id = 1")}
+        db.con.execute(
+            "UPDATE judgements SET safety = 'unsafe' WHERE query_id = ? AND item_id = ? AND "
+            "annotator_id = (SELECT annotator_id FROM annotators WHERE name = 'grader-b')",
+            c3,
+        )
+    final = {
+        (r[0], r[1]): r[2:]
+        for r in db.con.execute(
+            "SELECT query_id, item_id, grade, safety, status FROM final_judgements WHERE set_id = 1"
+        )
+    }
     assert final[c1][0] == 2.5 and final[c1][2] == "agreed"
     assert final[c2] == (None, None, "needs-adjudication")
     assert final[c3] == (None, None, "needs-adjudication")
@@ -255,8 +314,12 @@ def test_adjudication_rules(bench_lib) -> None:
     out = invoke("--db", db_path, "judge", "--annotator", "third", "--adjudicate", input="1s\n0u\n").output
     assert "2 candidate(s) to adjudicate" in out
     db = open_db(db_path)
-    final = {(r[0], r[1]): r[2:] for r in db.con.execute(
-        "SELECT query_id, item_id, grade, safety, status FROM final_judgements WHERE set_id = 1")}
+    final = {
+        (r[0], r[1]): r[2:]
+        for r in db.con.execute(
+            "SELECT query_id, item_id, grade, safety, status FROM final_judgements WHERE set_id = 1"
+        )
+    }
     adjudicated = sorted(v for k, v in final.items() if k in (c2, c3))
     assert adjudicated == [(0.0, "unsafe", "adjudicated"), (1.0, "safe", "adjudicated")]
     ag = agreement(db, 1)
@@ -274,36 +337,72 @@ def test_graders_outside_the_tool_then_an_adjudicator(bench_lib, tmp_path: Path)
     invoke("--db", db_path, "bench", "export-batch", "1", "-o", batch)
     tasks = [json.loads(x) for x in batch.read_text().splitlines()]
     script = REPO / "benchdata" / "grading.py"
-    run = subprocess.run([sys.executable, script, "shards", batch, "--shards", "2", "--out", tmp_path / "shards"],
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, script, "shards", batch, "--shards", "2", "--out", tmp_path / "shards"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert run.stdout.count("candidates") == 2
     shard_text = (tmp_path / "shards" / "shard-1.txt").read_text() + (tmp_path / "shards" / "shard-2.txt").read_text()
     assert shard_text.count("\n- t") == len(tasks) and "preview" not in shard_text and "bm25" not in shard_text
     # Grader a: 2 everywhere; grader b: 2, except 0 on the first task and another safety class on the second.
     (tmp_path / "a.tsv").write_text("".join(f"{t['task']}\t2\tsafe\t\n" for t in tasks))
-    (tmp_path / "b.tsv").write_text("".join(
-        f"{t['task']}\t{0 if i == 0 else 2}\t{'sensitive' if i == 1 else 'safe'}\tshares a word only\n"
-        for i, t in enumerate(tasks)))
+    (tmp_path / "b.tsv").write_text(
+        "".join(
+            f"{t['task']}\t{0 if i == 0 else 2}\t{'sensitive' if i == 1 else 'safe'}\tshares a word only\n"
+            for i, t in enumerate(tasks)
+        )
+    )
     for g in ("a", "b"):
-        subprocess.run([sys.executable, script, "merge", batch, tmp_path / f"{g}.tsv", "-o", tmp_path / f"{g}.jsonl"],
-                       capture_output=True, text=True, check=True)
-        out = invoke("--db", db_path, "bench", "import-judgements", "1", tmp_path / f"{g}.jsonl", "--annotator",
-                     f"grader-{g}-session", "--kind", "model").output
+        subprocess.run(
+            [sys.executable, script, "merge", batch, tmp_path / f"{g}.tsv", "-o", tmp_path / f"{g}.jsonl"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out = invoke(
+            "--db",
+            db_path,
+            "bench",
+            "import-judgements",
+            "1",
+            tmp_path / f"{g}.jsonl",
+            "--annotator",
+            f"grader-{g}-session",
+            "--kind",
+            "model",
+        ).output
         assert f"{len(tasks)} judgement(s)" in out
     # A merge with a missing answer is refused, naming the gap.
     (tmp_path / "short.tsv").write_text("".join(f"{t['task']}\t1\tsafe\n" for t in tasks[1:]))
-    short = subprocess.run([sys.executable, script, "merge", batch, tmp_path / "short.tsv", "-o", tmp_path / "x"],
-                           capture_output=True, text=True)
+    short = subprocess.run(
+        [sys.executable, script, "merge", batch, tmp_path / "short.tsv", "-o", tmp_path / "x"],
+        capture_output=True,
+        text=True,
+    )
     assert short.returncode == 1 and "1 task(s) have no answer" in short.stderr
     assert "adjudication batch 2" in invoke("--db", db_path, "bench", "adjudication", "dev").output
     adj = tmp_path / "batch2.jsonl"
     invoke("--db", db_path, "bench", "export-batch", "2", "-o", adj)
     second = [json.loads(x) for x in adj.read_text().splitlines()]
     assert len(second) == 2  # the first two tasks: a grade two apart, and a safety class
-    adj.write_text("".join(json.dumps({"task": t["task"], "answer": {"grade": 1, "safety": "safe"}}) + "\n"
-                           for t in second))
-    invoke("--db", db_path, "bench", "import-judgements", "2", adj, "--annotator", "adjudicator-session",
-           "--kind", "model", "--adjudicator")
+    adj.write_text(
+        "".join(json.dumps({"task": t["task"], "answer": {"grade": 1, "safety": "safe"}}) + "\n" for t in second)
+    )
+    invoke(
+        "--db",
+        db_path,
+        "bench",
+        "import-judgements",
+        "2",
+        adj,
+        "--annotator",
+        "adjudicator-session",
+        "--kind",
+        "model",
+        "--adjudicator",
+    )
     db = open_db(db_path)
     statuses = dict(db.con.execute("SELECT status, count(*) FROM final_judgements WHERE set_id = 1 GROUP BY status"))
     assert statuses == {"agreed": len(tasks) - 2, "adjudicated": 2}
@@ -314,9 +413,14 @@ def test_graders_outside_the_tool_then_an_adjudicator(bench_lib, tmp_path: Path)
 def pool_keys(db_path: Path, set_id: int = 1) -> dict[tuple[str, str], str]:
     """{(qid, sha256): origin} of a judgement set's candidates."""
     db = open_db(db_path)
-    keys = {(q, sha): origin for q, sha, origin in db.con.execute(
-        "SELECT q.qid, i.sha256, c.origin FROM judgement_candidates c JOIN bench_queries q USING (query_id) "
-        "JOIN items i ON i.item_id = c.item_id WHERE c.set_id = ?", (set_id,))}
+    keys = {
+        (q, sha): origin
+        for q, sha, origin in db.con.execute(
+            "SELECT q.qid, i.sha256, c.origin FROM judgement_candidates c JOIN bench_queries q USING (query_id) "
+            "JOIN items i ON i.item_id = c.item_id WHERE c.set_id = ?",
+            (set_id,),
+        )
+    }
     db.close()
     return keys
 
@@ -333,8 +437,12 @@ def test_keyed_answers_load_into_another_pool(bench_lib, tmp_path: Path) -> None
     invoke("--db", db_path, "bench", "export-batch", "1", "-o", batch)
     tasks = [json.loads(x)["task"] for x in batch.read_text().splitlines()]
     answers = tmp_path / "grader.jsonl"
-    answers.write_text("".join(json.dumps({"task": t, "answer": {"grade": i % 4, "safety": "safe"}, "reason": f"r{i}"})
-                               + "\n" for i, t in enumerate(tasks)))
+    answers.write_text(
+        "".join(
+            json.dumps({"task": t, "answer": {"grade": i % 4, "safety": "safe"}, "reason": f"r{i}"}) + "\n"
+            for i, t in enumerate(tasks)
+        )
+    )
     keyed = tmp_path / "keyed.jsonl"
     out = invoke("--db", db_path, "bench", "key-answers", "1", answers, "-o", keyed).output
     assert f"{len(tasks)} answer(s) keyed" in out
@@ -343,14 +451,19 @@ def test_keyed_answers_load_into_another_pool(bench_lib, tmp_path: Path) -> None
     assert [tuple(r) for r in rows] == [("qid", "sha256", "path", "task", "answer", "reason")] * len(tasks)
     assert [(r["qid"], r["path"]) for r in rows] == sorted((r["qid"], r["path"]) for r in rows)
     db = open_db(db_path)
-    truth = {t: (q, sha, path) for t, q, sha, path in db.con.execute(
-        "SELECT t.task, q.qid, i.sha256, (SELECT min(rel_path) FROM files f WHERE f.item_id = t.item_id) "
-        "FROM batch_tasks t JOIN bench_queries q USING (query_id) JOIN items i ON i.item_id = t.item_id "
-        "WHERE t.batch_id = 1")}
+    truth = {
+        t: (q, sha, path)
+        for t, q, sha, path in db.con.execute(
+            "SELECT t.task, q.qid, i.sha256, (SELECT min(rel_path) FROM files f WHERE f.item_id = t.item_id) "
+            "FROM batch_tasks t JOIN bench_queries q USING (query_id) JOIN items i ON i.item_id = t.item_id "
+            "WHERE t.batch_id = 1"
+        )
+    }
     db.close()
     assert {r["task"]: (r["qid"], r["sha256"], r["path"]) for r in rows} == truth
     assert {r["task"]: (r["answer"], r["reason"]) for r in rows} == {
-        t: ({"grade": i % 4, "safety": "safe"}, f"r{i}") for i, t in enumerate(tasks)}
+        t: ({"grade": i % 4, "safety": "safe"}, f"r{i}") for i, t in enumerate(tasks)
+    }
     # Keying twice changes nothing (keyed lines are kept as they are).
     again = tmp_path / "again.jsonl"
     invoke("--db", db_path, "bench", "key-answers", "1", keyed, "-o", again)
@@ -359,24 +472,35 @@ def test_keyed_answers_load_into_another_pool(bench_lib, tmp_path: Path) -> None
     # Another pool: bm25 alone, seed 7. No task id of the first batch names the same pair there.
     invoke("--db", other, "bench", "pool", "dev", "--system", "bm25", "--seed", "7")
     db = open_db(other)
-    there = {t: pair for t, *pair in db.con.execute(
-        "SELECT t.task, q.qid, i.sha256 FROM batch_tasks t JOIN bench_queries q USING (query_id) "
-        "JOIN items i ON i.item_id = t.item_id WHERE t.batch_id = 1")}
+    there = {
+        t: pair
+        for t, *pair in db.con.execute(
+            "SELECT t.task, q.qid, i.sha256 FROM batch_tasks t JOIN bench_queries q USING (query_id) "
+            "JOIN items i ON i.item_id = t.item_id WHERE t.batch_id = 1"
+        )
+    }
     db.close()
     assert not any(there.get(r["task"]) == [r["qid"], r["sha256"]] for r in rows)
     before = pool_keys(other)
     lacking = {(r["qid"], r["sha256"]) for r in rows} - set(before)
     assert lacking and set(before) - {(r["qid"], r["sha256"]) for r in rows}  # the pools differ both ways
-    out = invoke("--db", other, "bench", "import-judgements", "1", keyed, "--annotator", "grader-a", "--kind",
-                 "model").output
-    assert (f"{len(rows)} judgement(s) by grader-a (model) recorded in judgement set v1 (0 by task id, {len(rows)} "
-            f"by query id + SHA-256; {len(lacking)} pair(s) not in the pool added as earlier-pool candidates)") in out
+    out = invoke(
+        "--db", other, "bench", "import-judgements", "1", keyed, "--annotator", "grader-a", "--kind", "model"
+    ).output
+    assert (
+        f"{len(rows)} judgement(s) by grader-a (model) recorded in judgement set v1 (0 by task id, {len(rows)} "
+        f"by query id + SHA-256; {len(lacking)} pair(s) not in the pool added as earlier-pool candidates)"
+    ) in out
     after = pool_keys(other)
     assert {k: v for k, v in after.items() if k not in before} == dict.fromkeys(lacking, "earlier-pool")
     db = open_db(other)
-    graded = {(q, sha): g for q, sha, g in db.con.execute(
-        "SELECT q.qid, i.sha256, j.grade FROM judgements j JOIN bench_queries q USING (query_id) "
-        "JOIN items i ON i.item_id = j.item_id WHERE j.set_id = 1")}
+    graded = {
+        (q, sha): g
+        for q, sha, g in db.con.execute(
+            "SELECT q.qid, i.sha256, j.grade FROM judgements j JOIN bench_queries q USING (query_id) "
+            "JOIN items i ON i.item_id = j.item_id WHERE j.set_id = 1"
+        )
+    }
     db.close()
     assert graded == {(r["qid"], r["sha256"]): r["answer"]["grade"] for r in rows}
     # A second grader's keyed answers make every answered pair final; the labels name the new origin.
@@ -397,35 +521,51 @@ def test_a_keyed_answer_wins_over_a_task_id_and_unknown_keys_are_errors(bench_li
     db = open_db(db_path)
     (t1, q1, s1), (_t2, q2, s2) = db.con.execute(
         "SELECT t.task, q.qid, i.sha256 FROM batch_tasks t JOIN bench_queries q USING (query_id) "
-        "JOIN items i ON i.item_id = t.item_id WHERE t.batch_id = 1 ORDER BY t.position LIMIT 2").fetchall()
+        "JOIN items i ON i.item_id = t.item_id WHERE t.batch_id = 1 ORDER BY t.position LIMIT 2"
+    ).fetchall()
     db.close()
     # The key names the second task's pair; the task id on the line (provenance) the first one's.
     f = tmp_path / "a.jsonl"
     f.write_text(json.dumps({"qid": q2, "sha256": s2, "task": t1, "answer": {"grade": 3, "safety": "safe"}}) + "\n")
     invoke("--db", db_path, "bench", "import-judgements", "1", f, "--annotator", "k", "--kind", "person")
     db = open_db(db_path)
-    assert db.con.execute("SELECT q.qid, i.sha256, j.grade FROM judgements j JOIN bench_queries q USING (query_id) "
-                          "JOIN items i ON i.item_id = j.item_id").fetchall() == [(q2, s2, 3)]
+    assert db.con.execute(
+        "SELECT q.qid, i.sha256, j.grade FROM judgements j JOIN bench_queries q USING (query_id) "
+        "JOIN items i ON i.item_id = j.item_id"
+    ).fetchall() == [(q2, s2, 3)]
     db.close()
     good = json.dumps({"qid": q1, "sha256": s1, "answer": {"grade": 1, "safety": "safe"}})
-    for line, says in ((json.dumps({"qid": q1, "sha256": "0" * 64, "path": "gone.png",
-                                    "answer": {"grade": 1, "safety": "safe"}}), f"no item with SHA-256 {'0' * 64}"),
-                       (json.dumps({"qid": "dev-999", "sha256": s1, "answer": {"grade": 1, "safety": "safe"}}),
-                        "query 'dev-999' is not in the partition of batch 1"),
-                       (json.dumps({"task": "t000000000000", "answer": {"grade": 1, "safety": "safe"}}),
-                        "task 't000000000000' is not in batch 1"),
-                       (json.dumps({"qid": q1, "answer": {"grade": 1, "safety": "safe"}}),
-                        "needs task (or qid and sha256) and answer.grade/answer.safety")):
+    for line, says in (
+        (
+            json.dumps({"qid": q1, "sha256": "0" * 64, "path": "gone.png", "answer": {"grade": 1, "safety": "safe"}}),
+            f"no item with SHA-256 {'0' * 64}",
+        ),
+        (
+            json.dumps({"qid": "dev-999", "sha256": s1, "answer": {"grade": 1, "safety": "safe"}}),
+            "query 'dev-999' is not in the partition of batch 1",
+        ),
+        (
+            json.dumps({"task": "t000000000000", "answer": {"grade": 1, "safety": "safe"}}),
+            "task 't000000000000' is not in batch 1",
+        ),
+        (
+            json.dumps({"qid": q1, "answer": {"grade": 1, "safety": "safe"}}),
+            "needs task (or qid and sha256) and answer.grade/answer.safety",
+        ),
+    ):
         f.write_text(good + "\n" + line + "\n")
-        for cmd in (("import-judgements", "1", f, "--annotator", "k2", "--kind", "person"),
-                    ("key-answers", "1", f, "-o", tmp_path / "out.jsonl")):
+        for cmd in (
+            ("import-judgements", "1", f, "--annotator", "k2", "--kind", "person"),
+            ("key-answers", "1", f, "-o", tmp_path / "out.jsonl"),
+        ):
             if cmd[0] == "key-answers" and "sha256" in line and "task" not in line:
                 continue  # key-answers keeps keyed lines as they are
             out = invoke("--db", db_path, "bench", *cmd, expect=2).output
             assert out.strip().count("\n") == 0 and f"a.jsonl:2: {says}" in out, out
     db = open_db(db_path)
-    assert db.scalar("SELECT count(*) FROM judgements j JOIN annotators a USING (annotator_id) "
-                     "WHERE a.name = 'k2'") == 0
+    assert (
+        db.scalar("SELECT count(*) FROM judgements j JOIN annotators a USING (annotator_id) WHERE a.name = 'k2'") == 0
+    )
     db.close()
 
 
@@ -437,13 +577,15 @@ def test_keyed_answers_after_scoring_make_a_new_judgement_set(bench_lib, tmp_pat
     db = open_db(db_path)
     q, sha = db.con.execute(
         "SELECT q.qid, i.sha256 FROM bench_queries q, items i WHERE NOT EXISTS (SELECT 1 FROM judgement_candidates c "
-        "WHERE c.query_id = q.query_id AND c.item_id = i.item_id) ORDER BY q.qid, i.item_id LIMIT 1").fetchone()
+        "WHERE c.query_id = q.query_id AND c.item_id = i.item_id) ORDER BY q.qid, i.item_id LIMIT 1"
+    ).fetchone()
     judged = db.scalar("SELECT count(*) FROM judgements WHERE set_id = 1")
     db.close()
     f = tmp_path / "late.jsonl"
     f.write_text(json.dumps({"qid": q, "sha256": sha, "answer": {"grade": 2, "safety": "safe"}}) + "\n")
-    out = invoke("--db", db_path, "bench", "import-judgements", "1", f, "--annotator", "late", "--kind",
-                 "person").output
+    out = invoke(
+        "--db", db_path, "bench", "import-judgements", "1", f, "--annotator", "late", "--kind", "person"
+    ).output
     assert "recorded in judgement set v2" in out and "1 pair(s) not in the pool added" in out
     db = open_db(db_path)
     assert db.con.execute("SELECT run_id, scored_on, newest_set FROM runs_needing_rescore").fetchall() == [(1, 1, 2)]
@@ -458,7 +600,8 @@ def test_kappa_on_known_values() -> None:
     assert cohen_kappa([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)
     # Linear weights |i-j|/2 over 0..2: do = 0.25, de = 0.4375 -> 1 - 0.25/0.4375.
     assert cohen_kappa([0, 1, 2, 2], [0, 2, 2, 1], weighted=True, categories=[0, 1, 2]) == pytest.approx(
-        1 - 0.25 / 0.4375)
+        1 - 0.25 / 0.4375
+    )
     # Two categories: weighted and unweighted agree; perfect agreement is 1; independence ~ 0.
     a, b = [0, 1, 1, 0, 1, 1], [0, 1, 0, 0, 1, 1]
     assert cohen_kappa(a, b) == pytest.approx(cohen_kappa(a, b, weighted=True, categories=[0, 1]))
@@ -481,7 +624,8 @@ def test_new_candidates_after_judging_make_a_new_judgement_set(bench_lib) -> Non
     assert db.con.execute("SELECT run_id, scored_on, newest_set FROM runs_needing_rescore").fetchall() == [(1, 1, 2)]
     # The old judgements were carried over; only the new candidates need grades.
     assert db.scalar("SELECT count(*) FROM judgements WHERE set_id = 2") == db.scalar(
-        "SELECT count(*) FROM judgements WHERE set_id = 1")
+        "SELECT count(*) FROM judgements WHERE set_id = 1"
+    )
     db.close()
 
 
@@ -492,15 +636,21 @@ def independent_metrics(labels: dict[int, float], exact: set[int], ranked: list[
     """Textbook formulas, written separately from the SQL views."""
     gains = [2 ** labels.get(i, 0) - 1 for i in ranked[:10]]
     dcg = sum(g / math.log2(r + 2) for r, g in enumerate(gains))
-    ideal = sorted((2 ** g - 1 for g in labels.values() if g > 0), reverse=True)[:10]
+    ideal = sorted((2**g - 1 for g in labels.values() if g > 0), reverse=True)[:10]
     idcg = sum(g / math.log2(r + 2) for r, g in enumerate(ideal))
     rel = [labels.get(i, 0) >= 2 for i in ranked[:10]]
     n_rel = sum(1 for g in labels.values() if g >= 2)
     first_exact = next((r + 1 for r, i in enumerate(ranked[:10]) if i in exact), None)
     first_rel = next((r + 1 for r, x in enumerate(rel) if x), None)
-    return {"ndcg10": dcg / idcg if idcg else 0.0, "exact_rr": 1 / first_exact if first_exact else 0.0,
-            "hit1": float(any(rel[:1])), "hit5": float(any(rel[:5])), "hit10": float(any(rel)),
-            "recall10": sum(rel) / n_rel if n_rel else 0.0, "rr": 1 / first_rel if first_rel else 0.0}
+    return {
+        "ndcg10": dcg / idcg if idcg else 0.0,
+        "exact_rr": 1 / first_exact if first_exact else 0.0,
+        "hit1": float(any(rel[:1])),
+        "hit5": float(any(rel[:5])),
+        "hit10": float(any(rel)),
+        "recall10": sum(rel) / n_rel if n_rel else 0.0,
+        "rr": 1 / first_rel if first_rel else 0.0,
+    }
 
 
 def test_metric_views_match_an_independent_implementation(bench_lib) -> None:
@@ -522,10 +672,15 @@ def test_metric_views_match_an_independent_implementation(bench_lib) -> None:
         labels.setdefault(q, {})[i] = g
     checked = 0
     for m in db.rows("run_query_metrics", {"run_id": 1}):
-        ranked = [r[0] for r in db.con.execute("SELECT item_id FROM run_results WHERE run_id = 1 AND query_id = ? "
-                                               "ORDER BY rank", (m["query_id"],))]
-        exact = {r[0] for r in db.con.execute("SELECT item_id FROM bench_exact_targets WHERE query_id = ?",
-                                              (m["query_id"],))}
+        ranked = [
+            r[0]
+            for r in db.con.execute(
+                "SELECT item_id FROM run_results WHERE run_id = 1 AND query_id = ? ORDER BY rank", (m["query_id"],)
+            )
+        ]
+        exact = {
+            r[0] for r in db.con.execute("SELECT item_id FROM bench_exact_targets WHERE query_id = ?", (m["query_id"],))
+        }
         want = independent_metrics(labels.get(m["query_id"], {}), exact, ranked)
         for k, v in want.items():
             assert float(m[k]) == pytest.approx(v, abs=1e-9), (m["qid"], k)
@@ -547,18 +702,54 @@ def test_ndcg_hand_computed_case(bench_lib) -> None:
         for item, g in zip(items, (3, 0, 2, 2), strict=True):
             db.q("insert_candidate", {"set_id": sid, "query_id": q, "item_id": item, "origin": "gold"})
             for ann in (a, b):
-                db.q("insert_judgement", {"set_id": sid, "query_id": q, "item_id": item, "annotator_id": ann,
-                                          "role": "grader", "grade": g, "safety": "safe", "batch_id": None})
+                db.q(
+                    "insert_judgement",
+                    {
+                        "set_id": sid,
+                        "query_id": q,
+                        "item_id": item,
+                        "annotator_id": ann,
+                        "role": "grader",
+                        "grade": g,
+                        "safety": "safe",
+                        "batch_id": None,
+                    },
+                )
     cv = snapshot_corpus(db)
     with db.write():
-        run = int(db.q1("insert_run", {"system_id": sys_id, "partition_id": pid, "set_id": sid, "cv": cv,
-                                       "config": "{}", "code_commit": "x", "model_manifest": "[]",
-                                       "environment": "{}", "seed": 0})[0])
+        run = int(
+            db.q1(
+                "insert_run",
+                {
+                    "system_id": sys_id,
+                    "partition_id": pid,
+                    "set_id": sid,
+                    "cv": cv,
+                    "config": "{}",
+                    "code_commit": "x",
+                    "model_manifest": "[]",
+                    "environment": "{}",
+                    "seed": 0,
+                },
+            )[0]
+        )
         db.q("insert_run_query", {"run_id": run, "query_id": q, "ms": 1.0, "error": None, "returned": 3})
         for rank, item in enumerate(items[:3], 1):  # grades 3, 0, 2 at ranks 1-3
-            db.q("insert_run_result", {"run_id": run, "query_id": q, "rank": rank, "item_id": item, "score": 1.0,
-                                       "lex": rank, "fuzzy": None, "dense": None, "has_preview": 1,
-                                       "attribution": ""})
+            db.q(
+                "insert_run_result",
+                {
+                    "run_id": run,
+                    "query_id": q,
+                    "rank": rank,
+                    "item_id": item,
+                    "score": 1.0,
+                    "lex": rank,
+                    "fuzzy": None,
+                    "dense": None,
+                    "has_preview": 1,
+                    "attribution": "",
+                },
+            )
     m = [r for r in db.rows("run_query_metrics", {"run_id": run}) if r["query_id"] == q][0]
     # DCG = 7/1 + 0 + 3/2 = 8.5; ideal = 7 + 3/log2(3) + 3/2.
     assert m["ndcg10"] == pytest.approx(8.5 / (7 + 3 / math.log2(3) + 1.5))
@@ -569,12 +760,31 @@ def test_ndcg_hand_computed_case(bench_lib) -> None:
 # ── Score, gates, cap, critical violations, report, compare, publish ──────────
 
 
-def qm(slice_: str, ndcg: float, *, hit: bool = True, exact: float = 1.0, empty: bool = False, safe: bool = True,
-       family: str = "f", error: str | None = None, safety: bool = False) -> dict:
-    return {"slice": slice_, "ndcg10": ndcg, "hit10": hit, "exact_rr": exact,
-            "has_exact": slice_ in ("entity", "quote"), "empty": empty, "safe_list": safe,
-            "in_safety_subset": safety, "error": error, "family": family,
-            "critical_shown": 0}
+def qm(
+    slice_: str,
+    ndcg: float,
+    *,
+    hit: bool = True,
+    exact: float = 1.0,
+    empty: bool = False,
+    safe: bool = True,
+    family: str = "f",
+    error: str | None = None,
+    safety: bool = False,
+) -> dict:
+    return {
+        "slice": slice_,
+        "ndcg10": ndcg,
+        "hit10": hit,
+        "exact_rr": exact,
+        "has_exact": slice_ in ("entity", "quote"),
+        "empty": empty,
+        "safe_list": safe,
+        "in_safety_subset": safety,
+        "error": error,
+        "family": family,
+        "critical_shown": 0,
+    }
 
 
 def good_rows() -> list[dict]:
@@ -676,10 +886,18 @@ def test_score_report_tampered_manifest_compare_publish_rollback(scored, tmp_pat
     assert "cannot be published" in invoke("--db", db_path, "score", "publish", "1", expect=2).output
     db = open_db(db_path)
     with db.write():
-        a = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": SCORE_VERSION,
-                                           "report_json": "{}", "report_md": "a"})[0])
-        b = int(db.q1("insert_scorecard", {"partition_id": 1, "score_version": SCORE_VERSION,
-                                           "report_json": "{}", "report_md": "b"})[0])
+        a = int(
+            db.q1(
+                "insert_scorecard",
+                {"partition_id": 1, "score_version": SCORE_VERSION, "report_json": "{}", "report_md": "a"},
+            )[0]
+        )
+        b = int(
+            db.q1(
+                "insert_scorecard",
+                {"partition_id": 1, "score_version": SCORE_VERSION, "report_json": "{}", "report_md": "b"},
+            )[0]
+        )
     db.close()
     invoke("--db", db_path, "score", "publish", a)
     invoke("--db", db_path, "score", "publish", b)
@@ -723,11 +941,27 @@ def test_interaction_report_from_opt_in_events(library_copy) -> None:
     invoke("--db", db_path, "settings", "interaction_events", "on")
     db = open_db(db_path)
     with db.write():
-        for kind, rank, ms in (("render", None, None), ("preview", 2, 500.0), ("choose", 2, 900.0),
-                               ("render", None, None), ("render", None, None)):
-            db.q("insert_interaction_event", {"session": "s1", "kind": kind, "query": "cat", "item_id": None,
-                                              "rank": rank, "ms_since_render": ms, "system": "bm25",
-                                              "system_version": 1, "interface_version": "t"})
+        for kind, rank, ms in (
+            ("render", None, None),
+            ("preview", 2, 500.0),
+            ("choose", 2, 900.0),
+            ("render", None, None),
+            ("render", None, None),
+        ):
+            db.q(
+                "insert_interaction_event",
+                {
+                    "session": "s1",
+                    "kind": kind,
+                    "query": "cat",
+                    "item_id": None,
+                    "rank": rank,
+                    "ms_since_render": ms,
+                    "system": "bm25",
+                    "system_version": 1,
+                    "interface_version": "t",
+                },
+            )
     db.close()
     r = json.loads(invoke("--db", db_path, "interactions").output.splitlines()[0])
     assert r["renders"] == 3 and r["choose_rate_top10"] == pytest.approx(1 / 3, abs=1e-4)
@@ -741,9 +975,20 @@ def test_events_without_opt_in_are_a_privacy_violation(scored, tmp_path: Path) -
     db_path, _images, _ = scored
     db = open_db(db_path)
     with db.write():
-        db.q("insert_interaction_event", {"session": "s", "kind": "render", "query": "q", "item_id": None,
-                                          "rank": None, "ms_since_render": None, "system": "bm25",
-                                          "system_version": 1, "interface_version": "t"})
+        db.q(
+            "insert_interaction_event",
+            {
+                "session": "s",
+                "kind": "render",
+                "query": "q",
+                "item_id": None,
+                "rank": None,
+                "ms_since_render": None,
+                "system": "bm25",
+                "system_version": 1,
+                "interface_version": "t",
+            },
+        )
     db.close()
     out = tmp_path / "r"
     invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--out", out)
@@ -791,8 +1036,11 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
     db_path, _images, _ = scored
     rep = score_report(db_path, tmp_path / "r", "--bare", bare_library)
     bare = rep["bare"]
-    assert bare["measured"] and bare["model_manifest_matches"] and [s["system"] for s in bare["systems"]] == [
-        "bm25", "hybrid"]
+    assert (
+        bare["measured"]
+        and bare["model_manifest_matches"]
+        and [s["system"] for s in bare["systems"]] == ["bm25", "hybrid"]
+    )
     bdb = open_db(bare_library)
     sha_of_bare = dict(bdb.con.execute("SELECT item_id, sha256 FROM items").fetchall())
     # The bare library is named by its own manifest (the images' checksums and paths, sha256sum format).
@@ -818,11 +1066,21 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
         unjudged = results = 0
         for q in db.rows("partition_queries", {"partition_id": 1}):
             # Search the bare library independently, map by SHA-256, score with textbook formulas.
-            ranked = [i for i in (item_of_sha[sha_of_bare[r.item_id]]
-                                  for r in searcher.search(q["query"], json.loads(run[2]), 10 + len(left_out)))
-                      if i not in left_out][:10]
-            stored = [r[0] for r in db.con.execute("SELECT item_id FROM run_results WHERE run_id = ? AND "
-                                                   "query_id = ? ORDER BY rank", (s["bare_run_id"], q["query_id"]))]
+            ranked = [
+                i
+                for i in (
+                    item_of_sha[sha_of_bare[r.item_id]]
+                    for r in searcher.search(q["query"], json.loads(run[2]), 10 + len(left_out))
+                )
+                if i not in left_out
+            ][:10]
+            stored = [
+                r[0]
+                for r in db.con.execute(
+                    "SELECT item_id FROM run_results WHERE run_id = ? AND query_id = ? ORDER BY rank",
+                    (s["bare_run_id"], q["query_id"]),
+                )
+            ]
             assert stored == ranked, q["qid"]
             if q["slice"] != "no-match":
                 judged = {i: g for i, g in labels.get(q["query_id"], {}).items() if i not in left_out}
@@ -834,15 +1092,20 @@ def test_bare_runs_are_stored_marked_and_scored_from_mapped_ids(scored, bare_lib
         assert s["bare"]["slices"] == pytest.approx(slices, abs=1e-4)
         assert s["bare"]["Q"] == pytest.approx(sum(slices.values()) / len(slices), abs=1e-4)
         assert s["gap"]["Q"] == pytest.approx(s["annotated"]["Q"] - s["bare"]["Q"], abs=2e-4)
-        assert s["unjudged_top10"]["bare"] == {"results": results, "unjudged": unjudged,
-                                               "share": round(unjudged / results, 4)}
+        assert s["unjudged_top10"]["bare"] == {
+            "results": results,
+            "unjudged": unjudged,
+            "share": round(unjudged / results, 4),
+        }
         # What the annotated library knows (judged safety, else its sidecar class; rights; privacy)
         # about the mapped items the bare library showed.
         assert s["bare"]["critical_shown"] == db.scalar(
             "SELECT count(*) FROM run_results rr JOIN items i USING (item_id) LEFT JOIN final_judgements f "
             "ON f.set_id = 1 AND f.query_id = rr.query_id AND f.item_id = rr.item_id WHERE rr.run_id = ? "
             "AND rr.rank <= 10 AND (coalesce(f.safety, i.safety) = 'critical' OR i.rights = 'withdrawn' "
-            "OR i.private = 1)", (s["bare_run_id"],))
+            "OR i.private = 1)",
+            (s["bare_run_id"],),
+        )
     # Without the sidecars some of what the fixture answers from its metadata is lost.
     assert any(s["gap"]["Q"] > 0 for s in bare["systems"])
     db.close()
@@ -874,7 +1137,8 @@ def test_bare_runs_leave_the_annotated_score_unchanged(scored, bare_library: Pat
     assert scores(before) == scores(with_bare) == scores(after)
     assert {s["bare_run_id"] for s in with_bare["bare"]["systems"]}.isdisjoint(s["run_id"] for s in after["systems"])
     assert [s["annotated"]["Q"] for s in with_bare["bare"]["systems"]] == [
-        round(s["components"]["Q"], 4) for s in before["systems"]]
+        round(s["components"]["Q"], 4) for s in before["systems"]
+    ]
     # Comparing two reports compares the annotated scores only: nothing changed.
     out = invoke("score", "--compare", tmp_path / "r1" / "report.json", tmp_path / "r2" / "report.json").output
     assert "bm25: " in out and "(+0.0)" in out and "  Q:" not in out
@@ -892,11 +1156,13 @@ def test_bare_runs_leave_the_annotated_score_unchanged(scored, bare_library: Pat
     db.close()
 
 
-def test_pooling_both_conditions_leaves_no_unjudged_result_in_either_top_10(bench_lib, bare_library: Path,
-                                                                            tmp_path: Path) -> None:
+def test_pooling_both_conditions_leaves_no_unjudged_result_in_either_top_10(
+    bench_lib, bare_library: Path, tmp_path: Path
+) -> None:
     db_path, _images, _ = bench_lib
-    out = invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25", "--system", "hybrid",
-                 "--bare", bare_library).output
+    out = invoke(
+        "--db", db_path, "bench", "pool", "dev", "--system", "bm25", "--system", "hybrid", "--bare", bare_library
+    ).output
     assert "judgement set 1" in out
     grade_all(db_path, 1)
     invoke("--db", db_path, "bench", "freeze", "dev")
@@ -925,10 +1191,19 @@ def test_a_bare_library_of_another_corpus_is_refused(scored, tmp_path: Path) -> 
             db.close()
 
     n_runs = runs()
-    for bare, says in ((wrong, ["is not a bare copy of this library's corpus", "1 image(s) are not in this library",
-                                "(e.g. green.png)", "missing from it"]),
-                       (db_path, ["names the annotated library itself"]),
-                       (tmp_path / "none.sqlite", ["no bare library at"])):
+    for bare, says in (
+        (
+            wrong,
+            [
+                "is not a bare copy of this library's corpus",
+                "1 image(s) are not in this library",
+                "(e.g. green.png)",
+                "missing from it",
+            ],
+        ),
+        (db_path, ["names the annotated library itself"]),
+        (tmp_path / "none.sqlite", ["no bare library at"]),
+    ):
         out = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", bare, expect=2).output
         line = out.strip()
         assert "\n" not in line and "Traceback" not in line, out
@@ -937,7 +1212,8 @@ def test_a_bare_library_of_another_corpus_is_refused(scored, tmp_path: Path) -> 
     # The annotated library itself, copied elsewhere, holds its sidecars' metadata: not bare.
     annotated_copy = tmp_path / "copy.sqlite"
     shutil.copy(db_path, annotated_copy)
-    out = invoke("--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", annotated_copy,
-                 expect=2).output.strip()
+    out = invoke(
+        "--db", db_path, "score", "--system", "bm25", "--no-latency", "--bare", annotated_copy, expect=2
+    ).output.strip()
     assert "is not bare" in out and "hold sidecar metadata" in out and "\n" not in out
     assert runs() == n_runs  # refused before anything ran

@@ -26,8 +26,12 @@ def quokka_folder(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
     root = tmp_path / "memes"
     nested = (root / "x\n").joinpath(*root.parts[1:])  # root/x\n/<root without its leading />
     nested.mkdir(parents=True)
-    files = {"esc": root / ESC_NAME, "private_esc": root / "escred.png",
-             "newline": nested / "private.png", "private_newline": root / "private.png"}
+    files = {
+        "esc": root / ESC_NAME,
+        "private_esc": root / "escred.png",
+        "newline": nested / "private.png",
+        "private_newline": root / "private.png",
+    }
     sources = ["cena-01.png", "cena-02.png", "cena-03.png", "duck-01.png"]
     for (key, path), src in zip(files.items(), sources, strict=True):
         shutil.copy(IMAGES / src, path)
@@ -84,9 +88,15 @@ def test_a_pipe_to_xargs_gets_the_chosen_files(quokkas: tuple[Path, dict[str, Pa
     db, files = quokkas
     out = tmp_path / "picked"
     out.mkdir()
-    cmd = ('"$PY" "$MAMBO" --db "$DB" search -s bm25 -l -0 quokka | xargs -r -0 cp -t "$OUT"')
-    env = {**os.environ, "PY": sys.executable, "MAMBO": str(REPO / "mambo.py"), "DB": str(db), "OUT": str(out),
-           "PYTHONPATH": str(REPO)}
+    cmd = '"$PY" "$MAMBO" --db "$DB" search -s bm25 -l -0 quokka | xargs -r -0 cp -t "$OUT"'
+    env = {
+        **os.environ,
+        "PY": sys.executable,
+        "MAMBO": str(REPO / "mambo.py"),
+        "DB": str(db),
+        "OUT": str(out),
+        "PYTHONPATH": str(REPO),
+    }
     subprocess.run(["bash", "-c", cmd], check=True, env=env, timeout=300)
     copied = sorted(p.name for p in out.iterdir())
     assert copied == sorted([ESC_NAME, "private.png"])  # the public private.png, under x\n/...
@@ -95,8 +105,9 @@ def test_a_pipe_to_xargs_gets_the_chosen_files(quokkas: tuple[Path, dict[str, Pa
 
 
 @pytest.mark.slow
-def test_the_picker_prints_exact_bytes_and_refuses_a_newline_without_0(quokkas: tuple[Path, dict[str, Path]],
-                                                                       tmp_path: Path) -> None:
+def test_the_picker_prints_exact_bytes_and_refuses_a_newline_without_0(
+    quokkas: tuple[Path, dict[str, Path]], tmp_path: Path
+) -> None:
     """The screen's choice, printed to a file (not a terminal): with -0 each marked path's bytes
     and a NUL; without it, a path holding a newline is an error (exit 2) and nothing is printed."""
     db, files = quokkas
@@ -122,7 +133,7 @@ def test_the_picker_prints_exact_bytes_and_refuses_a_newline_without_0(quokkas: 
 def test_a_damaged_library_is_an_error_not_no_match(fixture_library: Path, tmp_path: Path, mode: list[str]) -> None:
     cut = tmp_path / "cut.sqlite"
     data = fixture_library.read_bytes()
-    cut.write_bytes(data[:len(data) // 2])
+    cut.write_bytes(data[: len(data) // 2])
     res = run_process("--db", cut, "search", "-s", "bm25", *mode, "john", "cena")
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert res.stdout == "" and res.stderr.count("\n") == 1 and "damaged" in res.stderr

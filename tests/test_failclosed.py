@@ -47,8 +47,10 @@ def test_invalid_values_keep_private_withdrawn_and_a_bom_is_read(tmp_path: Path)
     res = invoke("--db", db, "add", "-q", folder)
     assert "d.png" in res.stderr and "'tags'" in res.stderr
     assert not served(db, "d.png")
-    assert open_db(db).scalar("SELECT title FROM items i JOIN files f USING (item_id) WHERE rel_path = 'd.png'") \
-        == "Private duck"  # the rest of the sidecar is still read
+    assert (
+        open_db(db).scalar("SELECT title FROM items i JOIN files f USING (item_id) WHERE rel_path = 'd.png'")
+        == "Private duck"
+    )  # the rest of the sidecar is still read
 
 
 # ── 2. Two manifest lines for one file ───────────────────────────────────────────────────────────
@@ -56,8 +58,12 @@ def test_invalid_values_keep_private_withdrawn_and_a_bom_is_read(tmp_path: Path)
 
 def test_two_manifest_lines_for_one_file_keep_the_stricter_and_say_so(tmp_path: Path) -> None:
     folder = folder_with(tmp_path, {"c.png": PICS[0]})
-    (folder / "mambo.jsonl").write_text(json.dumps({"file": "c.png", "title": "Secret", "private": True}) + "\n"
-                                        + json.dumps({"file": "./c.png", "title": "Public", "private": False}) + "\n")
+    (folder / "mambo.jsonl").write_text(
+        json.dumps({"file": "c.png", "title": "Secret", "private": True})
+        + "\n"
+        + json.dumps({"file": "./c.png", "title": "Public", "private": False})
+        + "\n"
+    )
     db = tmp_path / "lib.sqlite"
     res = invoke("--db", db, "add", "-q", folder)
     assert not served(db, "c.png")
@@ -107,8 +113,10 @@ def test_a_reencoded_copy_of_a_private_item_is_held_unless_its_own_sidecar_says(
 def test_a_foreign_sqlite_database_is_refused_untouched(tmp_path: Path, version: int) -> None:
     path = tmp_path / "other-app.sqlite"
     con = apsw.Connection(str(path))
-    con.execute(f"CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes(body) VALUES ('hi');"
-                f"PRAGMA user_version = {version};")
+    con.execute(
+        f"CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes(body) VALUES ('hi');"
+        f"PRAGMA user_version = {version};"
+    )
     con.close()
     before = path.read_bytes()
     for args in (["search", "-s", "bm25", "cat"], ["status"], ["add", "-q", IMAGES / "cat-01.png"]):
@@ -217,9 +225,9 @@ def test_check_finds_a_flipped_byte_in_a_vector_and_reports_a_list(tmp_path: Pat
     # A damaged JSON value (one byte of the item's row) stops no step: every problem is a line.
     data = db.read_bytes()
     # The item's own column (its file's metadata holds the list too, inside a JSON object).
-    column = [m.start() for m in re.finditer(rb'\["qwertyzork"\]', data) if data[m.start() - 2:m.start()] != b": "]
+    column = [m.start() for m in re.finditer(rb'\["qwertyzork"\]', data) if data[m.start() - 2 : m.start()] != b": "]
     assert len(column) == 1
-    db.write_bytes(data[:column[0]] + b'["qwertyzork"}' + data[column[0] + 14:])
+    db.write_bytes(data[: column[0]] + b'["qwertyzork"}' + data[column[0] + 14 :])
     res = invoke("--db", db, "check", "--no-files", expect=2)
     problems = [line for line in res.output.splitlines() if line.startswith("problem:")]
     assert any("malformed JSON" in p for p in problems) and any("stored checksum" in p for p in problems)
@@ -230,13 +238,23 @@ def test_check_finds_a_flipped_byte_in_a_vector_and_reports_a_list(tmp_path: Pat
 
 @pytest.mark.slow
 def test_processes_creating_one_new_library_at_once_all_succeed(tmp_path: Path) -> None:
-    code = ("import sys, time; from mambomeme.library import DB\n"
-            "t = float(sys.argv[2])\nwhile time.time() < t: pass\nDB(sys.argv[1]).close()\n")
+    code = (
+        "import sys, time; from mambomeme.library import DB\n"
+        "t = float(sys.argv[2])\nwhile time.time() < t: pass\nDB(sys.argv[1]).close()\n"
+    )
     for attempt in range(4):
         path = tmp_path / f"new-{attempt}.sqlite"
         start = time.time() + 1.5
-        procs = [subprocess.Popen([sys.executable, "-c", code, str(path), str(start)], cwd=REPO,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, str(path), str(start)],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
         for p in procs:
             _out, err = p.communicate(timeout=120)
             assert p.returncode == 0, err
@@ -247,8 +265,7 @@ def test_processes_creating_one_new_library_at_once_all_succeed(tmp_path: Path) 
 
 
 def test_piped_queries_honour_json(fixture_library: Path) -> None:
-    res = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="anvil\nzzqqxxnothing\n",
-                 expect=1)
+    res = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", input="anvil\nzzqqxxnothing\n", expect=1)
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     assert lines and all(x["query"] in ("anvil", "zzqqxxnothing") for x in lines)
     assert any("asset_id" in x for x in lines) and {"query": "zzqqxxnothing", "no_match": True} in lines
@@ -278,10 +295,22 @@ def test_the_damaged_message_does_not_send_you_in_a_circle() -> None:
 
 # ── The property: no sidecar or manifest mutation serves a hidden item ──────────────────────────
 
-HIDDEN = [{"private": True}, {"rights": "withdrawn"}, {"safety": "unsafe"}, {"safety": "critical"},
-          {"private": True, "rights": "withdrawn"}]
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8),
-                 st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+HIDDEN = [
+    {"private": True},
+    {"rights": "withdrawn"},
+    {"safety": "unsafe"},
+    {"safety": "critical"},
+    {"private": True, "rights": "withdrawn"},
+]
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
 KEYS = ["title", "template", "entities", "tags", "description", "source_url", "creator", "licence", "license"]
 
 
@@ -289,9 +318,19 @@ def _mutations() -> st.SearchStrategy:
     """(kind, argument) pairs: corruptions of the metadata, never a readable change of its meaning."""
     return st.one_of(
         st.tuples(st.just("junk-field"), st.tuples(st.sampled_from(KEYS), JUNK)),
-        st.tuples(st.just("bad-strict-value"), JUNK.filter(lambda v: v not in (True, False) and not (
-            isinstance(v, str) and v.strip().casefold() in ("safe", "sensitive", "unsafe", "critical", "cleared",
-                                                             "unknown", "withdrawn")))),
+        st.tuples(
+            st.just("bad-strict-value"),
+            JUNK.filter(
+                lambda v: (
+                    v not in (True, False)
+                    and not (
+                        isinstance(v, str)
+                        and v.strip().casefold()
+                        in ("safe", "sensitive", "unsafe", "critical", "cleared", "unknown", "withdrawn")
+                    )
+                )
+            ),
+        ),
         st.tuples(st.just("bom"), st.none()),
         st.tuples(st.just("truncate"), st.integers(1, 60)),
         st.tuples(st.just("bad-utf8"), st.integers(0, 40)),
@@ -305,12 +344,14 @@ def _mutations() -> st.SearchStrategy:
 _STATE: dict[str, object] = {}
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @pytest.mark.slow
 @given(base=st.sampled_from(HIDDEN), mutations=st.lists(_mutations(), min_size=1, max_size=3))
-def test_no_sidecar_or_manifest_mutation_serves_a_hidden_item(tmp_path_factory: pytest.TempPathFactory,
-                                                               base: dict, mutations: list) -> None:
+def test_no_sidecar_or_manifest_mutation_serves_a_hidden_item(
+    tmp_path_factory: pytest.TempPathFactory, base: dict, mutations: list
+) -> None:
     if not _STATE:  # one library for every example: each example is a metadata-only re-ingest
         root = tmp_path_factory.mktemp("property")
         folder = folder_with(root, {"a.png": PICS[0]})
@@ -341,7 +382,7 @@ def test_no_sidecar_or_manifest_mutation_serves_a_hidden_item(tmp_path_factory: 
         if kind == "bom":
             side = b"\xef\xbb\xbf" + side
         elif kind == "truncate":
-            side = side[:max(1, len(side) - arg)]
+            side = side[: max(1, len(side) - arg)]
         elif kind == "bad-utf8":
             at = min(arg, len(side))
             side = side[:at] + b"\xff\xfe" + side[at:]

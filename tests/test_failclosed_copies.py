@@ -94,13 +94,23 @@ def test_a_bare_run_keeps_what_the_sidecars_said(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_key_given_twice_is_an_error_and_the_stricter_reading(tmp_path: Path) -> None:
-    folder = folder_with(tmp_path, {"p.png": "cat-01.png", "s.png": "duck-01.png", "r.png": "mug-01.png",
-                                    "m.png": "bot-01.png", "f1.png": "chef-03.png", "f2.png": "cat-03.png"})
+    folder = folder_with(
+        tmp_path,
+        {
+            "p.png": "cat-01.png",
+            "s.png": "duck-01.png",
+            "r.png": "mug-01.png",
+            "m.png": "bot-01.png",
+            "f1.png": "chef-03.png",
+            "f2.png": "cat-03.png",
+        },
+    )
     (folder / "p.json").write_text('{"private": true, "private": false}')
     (folder / "s.json").write_text('{"safety": "critical", "safety": "safe"}')
     (folder / "r.json").write_text('{"rights": "withdrawn", "rights": "cleared"}')
-    (folder / "mambo.jsonl").write_text('{"file": "m.png", "private": true, "private": false}\n'
-                                        '{"file": "f1.png", "file": "f2.png", "private": true}\n')
+    (folder / "mambo.jsonl").write_text(
+        '{"file": "m.png", "private": true, "private": false}\n{"file": "f1.png", "file": "f2.png", "private": true}\n'
+    )
     db = tmp_path / "lib.sqlite"
     res = add(db, folder)
     for name in ("p.png", "s.png", "r.png", "m.png", "f1.png", "f2.png"):
@@ -121,14 +131,16 @@ def test_a_parent_manifest_line_for_a_file_in_a_subfolder_is_applied(tmp_path: P
     folder = folder_with(tmp_path, {"top.png": "duck-01.png"})
     (folder / "sub").mkdir()
     shutil.copy(IMAGES / "cat-01.png", folder / "sub" / "x.png")
-    (folder / "mambo.jsonl").write_text(json.dumps({"file": "sub/x.png", "title": "Nested cat", "private": True})
-                                        + "\n")
+    (folder / "mambo.jsonl").write_text(
+        json.dumps({"file": "sub/x.png", "title": "Nested cat", "private": True}) + "\n"
+    )
     db = tmp_path / "lib.sqlite"
     add(db, folder)
     assert not served(db, "sub/x.png") and served(db, "top.png")
     d = open_db(db)
-    assert d.scalar("SELECT title FROM items i JOIN files f USING (item_id) WHERE rel_path = 'sub/x.png'") \
-        == "Nested cat"
+    assert (
+        d.scalar("SELECT title FROM items i JOIN files f USING (item_id) WHERE rel_path = 'sub/x.png'") == "Nested cat"
+    )
 
 
 # ── Names and keys that almost match ─────────────────────────────────────────────────────────────
@@ -156,9 +168,13 @@ def test_file_names_that_match_only_loosely_hold_the_image(tmp_path: Path) -> No
     pics = {"photo.png": "cat-01.png", "spaced.png": "duck-01.png", nfd: "mug-01.png", "img.png": "bot-01.png"}
     folder = folder_with(tmp_path, pics)
     (folder / "mambo.jsonl").write_text(
-        json.dumps({"file": "Photo.png", "private": True}) + "\n"
-        + json.dumps({"file": "spaced.png ", "private": True}) + "\n"
-        + json.dumps({"file": unicodedata.normalize("NFC", "café.png"), "private": True}, ensure_ascii=False) + "\n")
+        json.dumps({"file": "Photo.png", "private": True})
+        + "\n"
+        + json.dumps({"file": "spaced.png ", "private": True})
+        + "\n"
+        + json.dumps({"file": unicodedata.normalize("NFC", "café.png"), "private": True}, ensure_ascii=False)
+        + "\n"
+    )
     (folder / "img.PNG.json").write_text(json.dumps({"private": True}))
     db = tmp_path / "lib.sqlite"
     add(db, folder)

@@ -39,16 +39,23 @@ VARIANTS: list[tuple[str, frozenset[str], frozenset[str]]] = [
     ('"rights": "withdrawn", "rights": "cleared"', frozenset({"rights"}), frozenset()),
     ('"rights": "withdrawn"', frozenset({"rights"}), frozenset({"rights"})),
     ('"private": "yes"', frozenset({"private"}), frozenset()),
-    ('"safety": "safe", "rights": "cleared", "private": false', frozenset(),
-     frozenset({"safety", "rights", "private"})),
+    (
+        '"safety": "safe", "rights": "cleared", "private": false',
+        frozenset(),
+        frozenset({"safety", "rights", "private"}),
+    ),
 ]
 BROKEN = len(VARIANTS)  # a sidecar that is not JSON: held private, states nothing
 EXACT_SLOTS = ["a.png", "b.png"]
 NEAR_SLOT = "n.jpg"
 RENAMED = "c.png"  # where a rename moves an exact copy (its sidecar stays behind, naming no file)
-DERIVED_EDITS = ["UPDATE items SET private = 0", "UPDATE items SET safety = 'safe', rights = 'cleared'",
-                 "UPDATE files SET private = 0, safety = NULL, rights = NULL", "DELETE FROM privacy_decisions",
-                 "DELETE FROM safety_decisions"]
+DERIVED_EDITS = [
+    "UPDATE items SET private = 0",
+    "UPDATE items SET safety = 'safe', rights = 'cleared'",
+    "UPDATE files SET private = 0, safety = NULL, rights = NULL",
+    "DELETE FROM privacy_decisions",
+    "DELETE FROM safety_decisions",
+]
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +66,12 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     src = Image.open(IMAGES / "cat-01.png").convert("RGB")
     src.resize((src.width * 9 // 10, src.height * 9 // 10)).save(d / "n.jpg", quality=70)
     Image.open(IMAGES / "cat-01.png").save(d / "r.png", compress_level=1)
-    return {"X": (IMAGES / "cat-01.png").read_bytes(), "Y": (IMAGES / "duck-01.png").read_bytes(),
-            "N": (d / "n.jpg").read_bytes(), "R": (d / "r.png").read_bytes()}
+    return {
+        "X": (IMAGES / "cat-01.png").read_bytes(),
+        "Y": (IMAGES / "duck-01.png").read_bytes(),
+        "N": (d / "n.jpg").read_bytes(),
+        "R": (d / "r.png").read_bytes(),
+    }
 
 
 def test_nothing_marked_is_ever_shown(tmp_path_factory: pytest.TempPathFactory, sources: dict[str, bytes]) -> None:
@@ -148,8 +159,11 @@ def test_nothing_marked_is_ever_shown(tmp_path_factory: pytest.TempPathFactory, 
             self.sidecars.pop(slot, None)
             self.run_add()
 
-        @rule(slot=st.sampled_from([*EXACT_SLOTS, NEAR_SLOT]), variant=st.integers(0, len(VARIANTS) - 1),
-              present=st.booleans())
+        @rule(
+            slot=st.sampled_from([*EXACT_SLOTS, NEAR_SLOT]),
+            variant=st.integers(0, len(VARIANTS) - 1),
+            present=st.booleans(),
+        )
         def manifest_line(self, slot: str, variant: int, present: bool) -> None:
             if present:
                 self.lines[slot] = variant
@@ -197,8 +211,10 @@ def test_nothing_marked_is_ever_shown(tmp_path_factory: pytest.TempPathFactory, 
             assert res.exit_code in (0, 2) and "Traceback" not in res.output
             self.follow(set(self.groups()) - before)
             # A file gone from the folder stays in the library, with what it said, until `prune`.
-            self.indexed = {**{s: v for s, v in self.indexed.items() if s not in self.files},
-                            **{s: (src, self.sidecars.get(s), self.lines.get(s)) for s, src in self.files.items()}}
+            self.indexed = {
+                **{s: v for s, v in self.indexed.items() if s not in self.files},
+                **{s: (src, self.sidecars.get(s), self.lines.get(s)) for s, src in self.files.items()},
+            }
             self.check()
 
         @rule()
@@ -299,9 +315,13 @@ def test_nothing_marked_is_ever_shown(tmp_path_factory: pytest.TempPathFactory, 
         def check(self) -> None:
             d = open_db(self.db)
             try:
-                rows = {s: (i, g, bool(v)) for s, i, g, v in d.con.execute(
-                    "SELECT i.sha256, i.item_id, i.perceptual_group, "
-                    "i.item_id IN (SELECT item_id FROM servable_items) FROM items i")}
+                rows = {
+                    s: (i, g, bool(v))
+                    for s, i, g, v in d.con.execute(
+                        "SELECT i.sha256, i.item_id, i.perceptual_group, "
+                        "i.item_id IN (SELECT item_id FROM servable_items) FROM items i"
+                    )
+                }
                 vec_servable = dict(d.con.execute("SELECT item_id, servable FROM item_vectors"))
                 servable = {i for i, _g, v in rows.values() if v}
                 vocabulary = {t for (t,) in d.con.execute("SELECT term FROM vocabulary")}
@@ -318,35 +338,55 @@ def test_nothing_marked_is_ever_shown(tmp_path_factory: pytest.TempPathFactory, 
                     assert not (hidden and shown), (source, hidden, self.indexed, self.decisions)
                     if hidden:
                         assert not vec_servable.get(item), (source, "vector servable")
-                        words = {w for w in re.findall(r"[a-z]{4,}", (d.scalar(
-                            "SELECT ocr_text FROM items WHERE item_id = ?", (item,)) or "").lower())}
+                        words = {
+                            w
+                            for w in re.findall(
+                                r"[a-z]{4,}",
+                                (d.scalar("SELECT ocr_text FROM items WHERE item_id = ?", (item,)) or "").lower(),
+                            )
+                        }
                         for w in words & vocabulary:
-                            holders = [r[0] for r in d.con.execute(
-                                "SELECT rowid FROM items_fts WHERE items_fts MATCH ?", (f'"{w}"',))]
+                            holders = [
+                                r[0]
+                                for r in d.con.execute(
+                                    "SELECT rowid FROM items_fts WHERE items_fts MATCH ?", (f'"{w}"',)
+                                )
+                            ]
                             assert any(h in servable for h in holders), (source, w)
-                    elif all(not self.marks(o)[0] and not self.marks(o)[1] for o in groups[group]) \
-                            and not any(o in self.decisions for o in groups[group]):
+                    elif all(not self.marks(o)[0] and not self.marks(o)[1] for o in groups[group]) and not any(
+                        o in self.decisions for o in groups[group]
+                    ):
                         assert shown, (source, "nothing marks it, yet it is hidden")
-                paths_of = {i: {str(self.folder / rel) for (rel,) in d.con.execute(
-                    "SELECT rel_path FROM files WHERE item_id = ?", (i,))} for i, _g, _v in rows.values()}
+                paths_of = {
+                    i: {
+                        str(self.folder / rel)
+                        for (rel,) in d.con.execute("SELECT rel_path FROM files WHERE item_id = ?", (i,))
+                    }
+                    for i, _g, _v in rows.values()
+                }
             finally:
                 d.close()
             # Search itself: a hidden meme is never in the list for its own caption, nor its path in -l.
             for source, caption in caption_of.items():
                 same_caption = {"X", "N", "R"} if source == "X" else {source}
-                hidden_items = [(i, paths_of[i]) for s, (i, _g, v) in rows.items()
-                                if not v and source_of[s] in same_caption]
+                hidden_items = [
+                    (i, paths_of[i]) for s, (i, _g, v) in rows.items() if not v and source_of[s] in same_caption
+                ]
                 if not hidden_items:
                     continue
                 out = invoke("--db", self.db, "search", "--json", "-s", "bm25", caption, expect=None).output
                 listed = invoke("--db", self.db, "search", "-l", "-s", "bm25", caption, expect=None).stdout
                 for item, paths in hidden_items:
-                    assert all(json.loads(line).get("asset_id") != item for line in out.splitlines()
-                               if line.startswith("{") and "asset_id" in line)
+                    assert all(
+                        json.loads(line).get("asset_id") != item
+                        for line in out.splitlines()
+                        if line.startswith("{") and "asset_id" in line
+                    )
                     assert not paths & set(listed.splitlines()), (item, listed)
 
-    Library.TestCase.settings = settings(max_examples=4, stateful_step_count=14, deadline=None,
-                                         suppress_health_check=list(HealthCheck))
+    Library.TestCase.settings = settings(
+        max_examples=4, stateful_step_count=14, deadline=None, suppress_health_check=list(HealthCheck)
+    )
     try:
         Library.TestCase().runTest()
     finally:

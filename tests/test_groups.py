@@ -34,23 +34,42 @@ def _sign_meme(joke: str):
     return img
 
 
-@pytest.mark.parametrize(("distance", "a", "b", "known", "same"), [
-    # a recognised template's known text is left out: what is left must agree
-    (2, "LOST AND FOUND", "RINGTONES\nLOST AND FOUND", ("Lost and Found",), False),
-    (2, "Marked safe from cardio\nToday", "Marked safe from tuesdays\nToday", ("marked safe from",), False),
-    (2, "Marked safe from cardio\nToday", "-\nMarked safe from cardio\nToday", ("marked safe from",), True),
-    # copies: OCR slips, a watermark, a crop that lost the top label
-    (0, "THE FRIDGE\nLGHT LES\nWET PAINT\nTHIS IS MY\nFINAL ANSWER",
-     "THE FRIDGE\nLIGHT LIES\nWET PAINT\nTHIS IS MY\nFINAL ANSWER", (), True),
-    (2, "EMAILS CAN WAT\nOUT OF ORDER", "EMAILS CAN WAIT\nOUT OF ORDER", (), True),
-    (2, "cereal is soup this is my final\nanswer\nHOT TAKE OF THE DAY",
-     "cereal is soup this is my final\nanswer\nHOT TAKE OF THE DAY\nmemevault.example", (), True),
-    (12, "stairs are a trap my cat signed\nthe petition",
-     "WARNING LABEL\nstairs are a trap my cat signed\nthe petition", (), True),
-    (0, "HOTTAKE OF THEDAY", "HOT TAKE OF THE DAY", ("hot take of the day",), True),
-])
-def test_near_identity_reads_the_words_that_vary(distance: int, a: str, b: str, known: tuple[str, ...],
-                                                 same: bool) -> None:
+@pytest.mark.parametrize(
+    ("distance", "a", "b", "known", "same"),
+    [
+        # a recognised template's known text is left out: what is left must agree
+        (2, "LOST AND FOUND", "RINGTONES\nLOST AND FOUND", ("Lost and Found",), False),
+        (2, "Marked safe from cardio\nToday", "Marked safe from tuesdays\nToday", ("marked safe from",), False),
+        (2, "Marked safe from cardio\nToday", "-\nMarked safe from cardio\nToday", ("marked safe from",), True),
+        # copies: OCR slips, a watermark, a crop that lost the top label
+        (
+            0,
+            "THE FRIDGE\nLGHT LES\nWET PAINT\nTHIS IS MY\nFINAL ANSWER",
+            "THE FRIDGE\nLIGHT LIES\nWET PAINT\nTHIS IS MY\nFINAL ANSWER",
+            (),
+            True,
+        ),
+        (2, "EMAILS CAN WAT\nOUT OF ORDER", "EMAILS CAN WAIT\nOUT OF ORDER", (), True),
+        (
+            2,
+            "cereal is soup this is my final\nanswer\nHOT TAKE OF THE DAY",
+            "cereal is soup this is my final\nanswer\nHOT TAKE OF THE DAY\nmemevault.example",
+            (),
+            True,
+        ),
+        (
+            12,
+            "stairs are a trap my cat signed\nthe petition",
+            "WARNING LABEL\nstairs are a trap my cat signed\nthe petition",
+            (),
+            True,
+        ),
+        (0, "HOTTAKE OF THEDAY", "HOT TAKE OF THE DAY", ("hot take of the day",), True),
+    ],
+)
+def test_near_identity_reads_the_words_that_vary(
+    distance: int, a: str, b: str, known: tuple[str, ...], same: bool
+) -> None:
     assert near_identical(distance, a, b, known) is same
     assert near_identical(distance, b, a, known) is same
 
@@ -93,13 +112,18 @@ def test_other_jokes_on_a_fixed_words_template_are_other_memes(tmp_path: Path) -
 
     images = tmp_path / "images"
     images.mkdir()
-    memes = {"short": "cereal is soup", "long": "cereal is soup and milk is just cold gravy",
-             "word": "naps", "word2": "taxes"}
+    memes = {
+        "short": "cereal is soup",
+        "long": "cereal is soup and milk is just cold gravy",
+        "word": "naps",
+        "word2": "taxes",
+    }
     for name, joke in memes.items():
         _sign_meme(joke).save(images / f"{name}.png")
     marked = _sign_meme(memes["short"])
-    ImageDraw.Draw(marked).text((488, 492), "memevault.example", font=ImageFont.truetype(FONT, 14),
-                                fill=(250, 250, 250), anchor="rb")
+    ImageDraw.Draw(marked).text(
+        (488, 492), "memevault.example", font=ImageFont.truetype(FONT, 14), fill=(250, 250, 250), anchor="rb"
+    )
     marked.save(images / "short-watermark.png")
     _sign_meme(memes["short"]).save(images / "short-reencode.jpg", quality=60)
     _sign_meme(memes["long"]).crop((35, 35, 465, 465)).save(images / "long-crop.png")
@@ -109,8 +133,10 @@ def test_other_jokes_on_a_fixed_words_template_are_other_memes(tmp_path: Path) -
     db = open_db(db_path)
     try:
         group = dict(db.con.execute("SELECT f.rel_path, i.perceptual_group FROM files f JOIN items i USING (item_id)"))
-        private = {rel for (rel,) in db.con.execute(
-            "SELECT f.rel_path FROM files f JOIN items i USING (item_id) WHERE i.private")}
+        private = {
+            rel
+            for (rel,) in db.con.execute("SELECT f.rel_path FROM files f JOIN items i USING (item_id) WHERE i.private")
+        }
     finally:
         db.close()
     assert group["short.png"] == group["short-watermark.png"] == group["short-reencode.jpg"], group

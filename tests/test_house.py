@@ -22,10 +22,12 @@ def _files(*patterns: str) -> list[Path]:
 def test_no_line_names_a_session_or_an_issue() -> None:
     # Every line, not only comments: no string literal of these files (test data included) needs
     # such a number either, so the simplest check is also the strictest.
-    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}"
-             for p in _files("mambomeme/*.py", "mambomeme/*.sql", "mambo.py", "tests/*.py", "schema.sql",
-                             "migrations/*.sql")
-             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if HISTORY.search(line)]
+    found = [
+        f"{p.relative_to(REPO)}:{n}: {line.strip()}"
+        for p in _files("mambomeme/*.py", "mambomeme/*.sql", "mambo.py", "tests/*.py", "schema.sql", "migrations/*.sql")
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if HISTORY.search(line)
+    ]
     assert not found, "\n".join(found)
 
 
@@ -46,8 +48,9 @@ def comment_blocks_above_constants(path: Path) -> list[tuple[int, int]]:
 def test_comment_blocks_above_constants_stay_short() -> None:
     blocks = {p: comment_blocks_above_constants(p) for p in _files("mambomeme/*.py", "mambo.py")}
     assert sum(len(b) for b in blocks.values()) > 100  # the measure sees the constants
-    long = [f"{p.relative_to(REPO)}:{line}: {n} comment lines" for p, b in blocks.items()
-            for line, n in b if n >= MAX_BLOCK]
+    long = [
+        f"{p.relative_to(REPO)}:{line}: {n} comment lines" for p, b in blocks.items() for line, n in b if n >= MAX_BLOCK
+    ]
     assert not long, "\n".join(long)
 
 

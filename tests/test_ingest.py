@@ -280,13 +280,17 @@ def test_interrupted_ingest_is_consistent_and_resumes(tmp_path: Path, sig: int) 
     images = tmp_path / "images"
     shutil.copytree(IMAGES, images)
     db_path = tmp_path / "lib.sqlite"
-    proc = subprocess.Popen([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q",
-                             "--batch-size", "4", str(images)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=os.environ | {"PYTHONUNBUFFERED": "1"},
-                            # Ctrl-C as a terminal delivers it, even when these tests run as a background
-                            # job of a shell without job control, which starts them ignoring SIGINT
-                            # (a process that starts so inherits it, and Python then never raises it)
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", "--batch-size", "4", str(images)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        # Ctrl-C as a terminal delivers it, even when these tests run as a background
+        # job of a shell without job control, which starts them ignoring SIGINT
+        # (a process that starts so inherits it, and Python then never raises it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     _wait_for_items(db_path, 4, proc)
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=240)  # Ctrl-C waits for the OCR in flight: slow on a loaded machine
@@ -334,18 +338,25 @@ def test_manifest_bad_lines_and_escaping_paths_are_refused(tmp_path: Path) -> No
     shutil.copy(IMAGES / "cat-01.png", folder / "a.png")
     shutil.copy(IMAGES / "duck-01.png", folder / "b.png")
     (tmp_path / "outside.png").write_bytes((IMAGES / "mug-01.png").read_bytes())
-    (folder / "mambo.jsonl").write_text("\n".join([
-        json.dumps({"file": "a.png", "title": "Manifest cat", "safety": "sensitive"}),
-        "{not json",
-        json.dumps({"file": "../outside.png", "title": "escape"}),
-        json.dumps({"file": "b.png", "safety": "dangerous"}),
-    ]) + "\n")
+    (folder / "mambo.jsonl").write_text(
+        "\n".join(
+            [
+                json.dumps({"file": "a.png", "title": "Manifest cat", "safety": "sensitive"}),
+                "{not json",
+                json.dumps({"file": "../outside.png", "title": "escape"}),
+                json.dumps({"file": "b.png", "safety": "dangerous"}),
+            ]
+        )
+        + "\n"
+    )
     db_path = tmp_path / "lib.sqlite"
     result = invoke("--db", db_path, "add", "-q", folder)
     assert "line 2" in result.stderr and "outside the folder" in result.stderr and "'safety' must be" in result.stderr
     db = open_db(db_path)
-    rows = {Path(p).name: (t, s) for p, t, s in db.con.execute(
-        "SELECT f.rel_path, i.title, i.safety FROM files f JOIN items i USING (item_id)")}
+    rows = {
+        Path(p).name: (t, s)
+        for p, t, s in db.con.execute("SELECT f.rel_path, i.title, i.safety FROM files f JOIN items i USING (item_id)")
+    }
     # An invalid safety is held at the stricter reading (unsafe), never read as "safe".
     assert rows == {"a.png": ("Manifest cat", "sensitive"), "b.png": ("", "unsafe")}
     assert db.scalar("SELECT count(*) FROM ingest_errors WHERE kind = 'sidecar'") == 3
@@ -356,8 +367,16 @@ def test_bench_ingest_reports_throughput_stages_and_machine() -> None:
     assert report["added"] == 6 and report["errors"] == 0 and report["files_per_second"] > 0
     assert report["machine"]["cores"] >= 1 and "apsw" in report["machine"]["packages"]
     stages = report["stage_cpu_seconds_per_file"]
-    for stage in ("decode", "hashes and preview", "picture safety", "OCR detection", "OCR recognition",
-                  "template recognition", "embedding", "writes"):
+    for stage in (
+        "decode",
+        "hashes and preview",
+        "picture safety",
+        "OCR detection",
+        "OCR recognition",
+        "template recognition",
+        "embedding",
+        "writes",
+    ):
         assert stages[stage] > 0, (stage, stages)
     assert "caption meaning safety" in stages  # the caption-meaning signal: ~0.2 ms a file, no encoding
     # the stages account for the CPU the run used, workers included
@@ -370,8 +389,7 @@ def test_bench_ingest_measures_a_folder_it_is_given(tmp_path: Path) -> None:
     for name in ("cat-01.png", "coin-03.png"):
         shutil.copy(IMAGES / name, folder / name)
     kept = tmp_path / "kept.sqlite"
-    report = json.loads(invoke("bench", "ingest", "--folder", folder, "--no-sidecars", "--keep", kept,
-                               "--json").stdout)
+    report = json.loads(invoke("bench", "ingest", "--folder", folder, "--no-sidecars", "--keep", kept, "--json").stdout)
     assert report["added"] == 2 and report["folder"] == str(folder) and report["sidecars"] is False
     assert sorted(p.name for p in folder.iterdir()) == ["cat-01.png", "coin-03.png"]  # only read
     assert open_db(kept).scalar("SELECT count(*) FROM items WHERE ocr_text != ''") == 2
@@ -387,8 +405,11 @@ def test_personal_data_in_the_caption_is_critical_without_a_sidecar(tmp_path: Pa
     db_path = tmp_path / "lib.sqlite"
     invoke("--db", db_path, "add", "-q", folder)
     db = open_db(db_path)
-    rows = dict(db.con.execute("SELECT f.rel_path, i.safety || ' ' || i.safety_source FROM files f JOIN items i "
-                               "USING (item_id)"))
+    rows = dict(
+        db.con.execute(
+            "SELECT f.rel_path, i.safety || ' ' || i.safety_source FROM files f JOIN items i USING (item_id)"
+        )
+    )
     assert rows == {"IMG_0001.png": "critical detector:personal-data", "IMG_0002.png": "safe default"}
     out = invoke("--db", db_path, "search", "-s", "bm25", "owes me lives at cell", expect=None).output
     assert "IMG_0001" not in out
@@ -400,8 +421,7 @@ def test_kill_9_at_twenty_random_moments_loses_nothing_and_resumes() -> None:
     resuming the last (the soak benchmark, small): after every kill the file passes
     integrity_check, no item is half-written (in some routes but not all), nothing indexed or
     judged before is lost, and a final run completes the folder."""
-    result = run_process("bench", "soak", "--kills", "20", "--images", "20", "--max-delay", "4", "--json",
-                         timeout=900)
+    result = run_process("bench", "soak", "--kills", "20", "--images", "20", "--max-delay", "4", "--json", timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
     assert report["failures"] == [] and report["ok"]
@@ -435,8 +455,12 @@ def test_regrouping_splits_different_memes_and_labels_stay_with_their_item(tmp_p
         db.q("set_setting", {"key": "regroup_perceptual", "value": "near-identical-2"})
     db.close()
     invoke("--db", path, "label", images / "think-02.jpg", "--group", "perceptual", "--entity", "Zed Fridgewatcher")
-    found = {Path(r["path"]).name for r in map(json.loads, invoke(
-        "--db", path, "search", "--json", "-s", "bm25", "fridgewatcher").output.splitlines())}
+    found = {
+        Path(r["path"]).name
+        for r in map(
+            json.loads, invoke("--db", path, "search", "--json", "-s", "bm25", "fridgewatcher").output.splitlines()
+        )
+    }
     assert found == {"think-01.png", "think-01-small.png", "think-02.jpg"}  # the old group spread it
     out = invoke("--db", path, "add", images)
     assert "groups made again" in out.output
@@ -444,12 +468,17 @@ def test_regrouping_splits_different_memes_and_labels_stay_with_their_item(tmp_p
     groups = _groups_by_name(db)
     assert groups["think-01.png"] == groups["think-01-small.png"] != groups["think-02.jpg"]
     assert db.q1("setting", {"key": "regroup_perceptual"}) is None
-    label = db.rows("labels_for_item", {"item_id": None, "perceptual_group": groups["think-02.jpg"],
-                                        "template_group": None})
+    label = db.rows(
+        "labels_for_item", {"item_id": None, "perceptual_group": groups["think-02.jpg"], "template_group": None}
+    )
     assert [lab["value"] for lab in label] == ['["Zed Fridgewatcher"]']
     db.close()
-    found = {Path(r["path"]).name for r in map(json.loads, invoke(
-        "--db", path, "search", "--json", "-s", "bm25", "fridgewatcher").output.splitlines())}
+    found = {
+        Path(r["path"]).name
+        for r in map(
+            json.loads, invoke("--db", path, "search", "--json", "-s", "bm25", "fridgewatcher").output.splitlines()
+        )
+    }
     assert found == {"think-02.jpg"}
 
 
@@ -464,9 +493,15 @@ def test_add_on_a_terminal_says_so_at_once_and_draws_the_bar_from_the_first_file
     for name in ("cena-01.png", "cat-01.png", "bot-01.png"):
         shutil.copy(IMAGES / name, images / name)
     db = tmp_path / "lib.sqlite"
-    child = pexpect.spawn(sys.executable, [str(REPO / "mambo.py"), "--db", str(db), "add", str(images)],
-                          env={**os.environ, "TERM": "xterm-256color"}, dimensions=(24, 100), encoding="utf-8",
-                          timeout=240, cwd=str(REPO))
+    child = pexpect.spawn(
+        sys.executable,
+        [str(REPO / "mambo.py"), "--db", str(db), "add", str(images)],
+        env={**os.environ, "TERM": "xterm-256color"},
+        dimensions=(24, 100),
+        encoding="utf-8",
+        timeout=240,
+        cwd=str(REPO),
+    )
     child.expect(r"mambo: adding \S*images to \S*lib\.sqlite\r\n")
     assert child.before.strip() == ""  # the first thing said
     child.expect(r"\r\x1b\[2K\[-{24}\] 0/3  starting the OCR engine and the model")

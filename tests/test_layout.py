@@ -14,23 +14,53 @@ from helpers import REPO
 # The rooms of docs/architecture.md's module map, lowest first. A module may import from its own layer or
 # below, never above; a new module must be given a room here (and a row in that map).
 LAYERS: dict[str, int] = {
-    "mambomeme": 0, "mambomeme.library": 0, "mambomeme.output": 0,
-    "mambomeme.images": 1, "mambomeme.safety_text": 1, "mambomeme.safety_meaning": 1, "mambomeme.sidecars": 1,
-    "mambomeme.ocr": 1, "mambomeme.search_config": 1,
-    "mambomeme.embed": 1, "mambomeme.dense_index": 1, "mambomeme.templates": 1, "mambomeme.ingest": 1,
-    "mambomeme.ingest.walk": 1, "mambomeme.ingest.analyse": 1, "mambomeme.ingest.groups": 1,
-    "mambomeme.ingest.write": 1, "mambomeme.ingest.stats": 1, "mambomeme.ingest.pipeline": 1,
-    "mambomeme.progress": 1, "mambomeme.vocabulary": 1,
-    "mambomeme.upkeep": 1, "mambomeme.search": 1, "mambomeme.query_plan": 1, "mambomeme.dense_memory": 1,
-    "mambomeme.safety_review": 1, "mambomeme.safety_picture": 1, "mambomeme.state": 1, "mambomeme.labels": 1,
-    "mambomeme.tui": 2, "mambomeme.tui_shell": 2, "mambomeme.sqlshell": 2, "mambomeme.cli_base": 2,
+    "mambomeme": 0,
+    "mambomeme.library": 0,
+    "mambomeme.output": 0,
+    "mambomeme.images": 1,
+    "mambomeme.safety_text": 1,
+    "mambomeme.safety_meaning": 1,
+    "mambomeme.sidecars": 1,
+    "mambomeme.ocr": 1,
+    "mambomeme.search_config": 1,
+    "mambomeme.embed": 1,
+    "mambomeme.dense_index": 1,
+    "mambomeme.templates": 1,
+    "mambomeme.ingest": 1,
+    "mambomeme.ingest.walk": 1,
+    "mambomeme.ingest.analyse": 1,
+    "mambomeme.ingest.groups": 1,
+    "mambomeme.ingest.write": 1,
+    "mambomeme.ingest.stats": 1,
+    "mambomeme.ingest.pipeline": 1,
+    "mambomeme.progress": 1,
+    "mambomeme.vocabulary": 1,
+    "mambomeme.upkeep": 1,
+    "mambomeme.search": 1,
+    "mambomeme.query_plan": 1,
+    "mambomeme.dense_memory": 1,
+    "mambomeme.safety_review": 1,
+    "mambomeme.safety_picture": 1,
+    "mambomeme.state": 1,
+    "mambomeme.labels": 1,
+    "mambomeme.tui": 2,
+    "mambomeme.tui_shell": 2,
+    "mambomeme.sqlshell": 2,
+    "mambomeme.cli_base": 2,
     "mambomeme.safety_batch": 2,
     # the lab: benchmarks, evaluation, calibration (the product never imports it)
-    "mambomeme.lab": 2, "mambomeme.lab.bench": 2, "mambomeme.lab.calibrate": 2, "mambomeme.lab.nomatch": 2,
-    "mambomeme.lab.scale": 2, "mambomeme.lab.evaluation": 2, "mambomeme.lab.scoring": 2,
-    "mambomeme.lab.evaluation_commands": 2, "mambomeme.lab.pty": 2,
+    "mambomeme.lab": 2,
+    "mambomeme.lab.bench": 2,
+    "mambomeme.lab.calibrate": 2,
+    "mambomeme.lab.nomatch": 2,
+    "mambomeme.lab.scale": 2,
+    "mambomeme.lab.evaluation": 2,
+    "mambomeme.lab.scoring": 2,
+    "mambomeme.lab.evaluation_commands": 2,
+    "mambomeme.lab.pty": 2,
     "mambomeme.lab.product": 2,
-    "mambo": 3, "mambomeme.cli": 3,
+    "mambo": 3,
+    "mambomeme.cli": 3,
 }
 COMMAND_LINE = ("mambo", "mambomeme.cli")  # the script and the module that holds its commands
 LAYER_NAMES = ("library", "search / ingest / templates", "features", "command line")
@@ -39,8 +69,13 @@ MAX_LINES = 1200
 
 def modules() -> dict[str, Path]:
     found = {"mambo": REPO / "mambo.py"}
-    for path in sorted([*(REPO / "mambomeme").glob("*.py"), *(REPO / "mambomeme" / "ingest").glob("*.py"),
-                        *(REPO / "mambomeme" / "lab").glob("*.py")]):
+    for path in sorted(
+        [
+            *(REPO / "mambomeme").glob("*.py"),
+            *(REPO / "mambomeme" / "ingest").glob("*.py"),
+            *(REPO / "mambomeme" / "lab").glob("*.py"),
+        ]
+    ):
         package = ".".join(path.relative_to(REPO).parent.parts)
         found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
     return found
@@ -72,8 +107,12 @@ def test_every_module_has_a_room() -> None:
 
 
 def test_imports_never_run_upward() -> None:
-    upward = [f"{m} ({LAYER_NAMES[LAYERS[m]]}) imports {i} ({LAYER_NAMES[LAYERS[i]]})"
-              for m, targets in import_graph().items() for i in sorted(targets) if LAYERS[i] > LAYERS[m]]
+    upward = [
+        f"{m} ({LAYER_NAMES[LAYERS[m]]}) imports {i} ({LAYER_NAMES[LAYERS[i]]})"
+        for m, targets in import_graph().items()
+        for i in sorted(targets)
+        if LAYERS[i] > LAYERS[m]
+    ]
     assert not upward, upward
 
 
@@ -86,7 +125,7 @@ def test_the_import_graph_has_no_cycle() -> None:
         state[m] = 1
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                cycles.append(path[path.index(n):] + [n])
+                cycles.append(path[path.index(n) :] + [n])
             elif n not in state:
                 visit(n, path + [n])
         state[m] = 2
@@ -118,8 +157,11 @@ def test_the_graph_reader_sees_real_imports() -> None:
 
 
 def test_no_file_is_too_long_to_read_in_one_sitting() -> None:
-    long = {str(p.relative_to(REPO)): n for p in [*modules().values(), *(REPO / "tests").glob("*.py")]
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in [*modules().values(), *(REPO / "tests").glob("*.py")]
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert not long, f"split these files (over {MAX_LINES} lines): {long}"
 
 
@@ -156,8 +198,10 @@ RUNS_SQL = BY_NAME | {"execute", "executemany", "scalar"}
 SQL_START = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|DROP|ALTER|REPLACE|PRAGMA)\b", re.I)
 
 # A module that runs another module's query, and why it may (module, query): reason.
-SCALE = ("the lab's synthetic library (`mambo bench search`) writes memes and vectors with the product's own "
-         "statements, so its rows are those ingest writes")
+SCALE = (
+    "the lab's synthetic library (`mambo bench search`) writes memes and vectors with the product's own "
+    "statements, so its rows are those ingest writes"
+)
 SHARED_QUERIES: dict[tuple[str, str], str] = {
     ("mambomeme.lab.scale", "insert_item"): SCALE,
     ("mambomeme.lab.scale", "insert_file"): SCALE,
@@ -254,8 +298,11 @@ def queries_run() -> list[tuple[str, str, int, str]]:
                     if callee in forwarders() and isinstance(a, ast.Constant) and a.value in names:
                         found.append((a.value, forwarders()[callee], node.lineno, module))
         for fn in dynamic:
-            found += [(c.value, module, c.lineno, module) for c in ast.walk(fn)
-                      if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in names]
+            found += [
+                (c.value, module, c.lineno, module)
+                for c in ast.walk(fn)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in names
+            ]
     return found
 
 
@@ -263,10 +310,13 @@ def test_a_module_runs_only_the_queries_of_its_own_sql_file() -> None:
     # mambomeme/foo.py runs the queries of mambomeme/foo.sql: who owns a query is never a search.
     # Another module that needs one calls a function of its owner.
     names, paths = query_files(), modules()
-    wrong = sorted({f"{m} runs {q!r} of {names[q].name if q in names else 'no file'} ({src} line {line})"
-                    for q, m, line, src in queries_run()
-                    if (q not in names or names[q] not in query_homes(paths[m]))
-                    and (m, q) not in SHARED_QUERIES})
+    wrong = sorted(
+        {
+            f"{m} runs {q!r} of {names[q].name if q in names else 'no file'} ({src} line {line})"
+            for q, m, line, src in queries_run()
+            if (q not in names or names[q] not in query_homes(paths[m])) and (m, q) not in SHARED_QUERIES
+        }
+    )
     assert not wrong, wrong
 
 
@@ -296,8 +346,12 @@ def _sql_passed(path: Path) -> list[tuple[int, str]]:
 def test_sql_lives_in_sql_files() -> None:
     # A statement in a Python string is one no test of the .sql files sees, that `mambo sql`'s
     # `.queries` does not list, and that drifts from the schema unseen.
-    inline = [f"{m} line {line}: {sql}" for m, p in modules().items() for line, sql in _sql_passed(p)
-              if (m, sql) not in INLINE_SQL]
+    inline = [
+        f"{m} line {line}: {sql}"
+        for m, p in modules().items()
+        for line, sql in _sql_passed(p)
+        if (m, sql) not in INLINE_SQL
+    ]
     assert not inline, inline
     used = {(m, sql) for m, p in modules().items() for _line, sql in _sql_passed(p)}
     assert not [k for k in INLINE_SQL if k not in used], "remove these entries of INLINE_SQL"
@@ -307,10 +361,14 @@ def test_the_query_readers_see_real_queries() -> None:
     # The checks above would pass on code they cannot read: they must see queries run by literal
     # name, through a forwarder, and through a variable, and SQL written inline.
     run = {(q, m) for q, m, _line, _src in queries_run()}
-    assert {("first_read", "mambomeme.library"), ("candidates_to_adjudicate", "mambomeme.lab.evaluation"),
-            ("items_fts_integrity", "mambomeme.upkeep")} <= run
+    assert {
+        ("first_read", "mambomeme.library"),
+        ("candidates_to_adjudicate", "mambomeme.lab.evaluation"),
+        ("items_fts_integrity", "mambomeme.upkeep"),
+    } <= run
     assert ("mambomeme.library", "PRAGMA user_version = {}") in {
-        (m, sql) for m, p in modules().items() for _line, sql in _sql_passed(p)}
+        (m, sql) for m, p in modules().items() for _line, sql in _sql_passed(p)
+    }
 
 
 def test_no_named_query_is_dead() -> None:
@@ -355,13 +413,15 @@ def test_mambo_eval_without_the_lab_is_one_line_and_exit_2(tmp_path: Path) -> No
         shutil.rmtree(tmp_path / rel)
     assert not list(tmp_path.rglob("lab")) and (tmp_path / "mambomeme" / "search.py").exists()
     for args in (["eval", "score"], ["score"], ["eval", "bench", "cold"], ["eval", "--help"]):
-        proc = subprocess.run([sys.executable, "mambo.py", *args], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "mambo.py", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stdout == "" and proc.stderr.count("\n") == 1, (args, proc.stderr)
         assert "mambo eval needs a checkout of MamboMeme (the evaluation lab is not installed)" in proc.stderr
-    proc = subprocess.run([sys.executable, "mambo.py", "--help"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "mambo.py", "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and "eval" in proc.stdout, proc.stderr
 
 
@@ -374,7 +434,8 @@ def test_benchdata_reaches_the_product_only_through_the_lab() -> None:
     # (mambomeme/lab/product.py is the one door), so renaming a product module mends one file.
     def outside(module: str) -> bool:
         return (module == "mambo" or module.startswith("mambomeme")) and not (
-            module == "mambomeme.lab" or module.startswith("mambomeme.lab."))
+            module == "mambomeme.lab" or module.startswith("mambomeme.lab.")
+        )
 
     wrong: list[str] = []
     for path in benchdata_scripts():
@@ -384,13 +445,15 @@ def test_benchdata_reaches_the_product_only_through_the_lab() -> None:
                 wrong += [f"{where}:{node.lineno} import {a.name}" for a in node.names if outside(a.name)]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 if node.module == "mambomeme":  # `from mambomeme import lab` is the lab; any other name is not
-                    wrong += [f"{where}:{node.lineno} from mambomeme import {a.name}" for a in node.names
-                              if a.name != "lab"]
+                    wrong += [
+                        f"{where}:{node.lineno} from mambomeme import {a.name}" for a in node.names if a.name != "lab"
+                    ]
                 elif outside(node.module):
                     wrong.append(f"{where}:{node.lineno} from {node.module}")
                 elif node.module.startswith("mambomeme"):
-                    wrong += [f"{where}:{node.lineno} {node.module}.{a.name}" for a in node.names
-                              if a.name.startswith("_")]
+                    wrong += [
+                        f"{where}:{node.lineno} {node.module}.{a.name}" for a in node.names if a.name.startswith("_")
+                    ]
     assert len(benchdata_scripts()) >= 26
     assert not wrong, wrong
 
@@ -399,8 +462,13 @@ def test_the_door_holds_what_benchdata_uses() -> None:
     # Each name mambomeme/lab/product.py passes on is imported by some script, and each is the product's.
     from mambomeme.lab import product
 
-    used = {a.name for path in benchdata_scripts() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.ImportFrom) and node.module == "mambomeme.lab.product" for a in node.names}
+    used = {
+        a.name
+        for path in benchdata_scripts()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "mambomeme.lab.product"
+        for a in node.names
+    }
     assert set(product.__all__) == used
     assert not [n for n in product.__all__ if n.startswith("_")]
 
@@ -415,8 +483,9 @@ def defined_names(path: Path) -> set[str]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
             if isinstance(node, ast.ClassDef):
-                names |= {f"{node.name}.{m.name}" for m in node.body
-                          if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
+                names |= {
+                    f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+                }
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
@@ -432,8 +501,12 @@ def test_the_architecture_page_names_only_what_exists() -> None:
     for name in mods:
         by_stem.setdefault(name.rsplit(".", 1)[-1], []).append(name)
     code = re.findall(r"`([^`\n]+)`", page)
-    missing = [p for c in code for p in re.findall(r"(?:mambomeme|benchdata|tests|migrations)/[\w/.-]*\w", c)
-               if not any(ch.isupper() for ch in p) and not (REPO / p).exists()]
+    missing = [
+        p
+        for c in code
+        for p in re.findall(r"(?:mambomeme|benchdata|tests|migrations)/[\w/.-]*\w", c)
+        if not any(ch.isupper() for ch in p) and not (REPO / p).exists()
+    ]
     defined = {m: defined_names(p) for m, p in mods.items()}
     everywhere = set().union(*defined.values())
     wrong = []
@@ -450,8 +523,11 @@ def test_the_architecture_page_names_only_what_exists() -> None:
                 wrong.append(f"{stem}.{name}")
     assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
     assert not wrong, f"docs/architecture.md names what its module does not define: {wrong}"
-    unmapped = [str(p.relative_to(REPO)) for m, p in mods.items() if m != "mambomeme"
-                and not p.name == "__init__.py" and str(p.relative_to(REPO)) not in page]
+    unmapped = [
+        str(p.relative_to(REPO))
+        for m, p in mods.items()
+        if m != "mambomeme" and not p.name == "__init__.py" and str(p.relative_to(REPO)) not in page
+    ]
     assert not unmapped, f"give these modules a row in docs/architecture.md's map: {unmapped}"
 
 
@@ -464,8 +540,11 @@ def test_search_and_ingest_go_in_steps() -> None:
     long = []
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        scopes = tree.body if path.parent.name == "ingest" else [
-            n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Searcher"]
+        scopes = (
+            tree.body
+            if path.parent.name == "ingest"
+            else [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Searcher"]
+        )
         for node in scopes:
             for fn in ast.walk(node):
                 if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -16,8 +16,7 @@ from mambomeme.search import DEFAULT_SYSTEMS, sync_systems, system_config
 
 
 def schema_of(db: DB) -> list[tuple]:
-    return sorted(db.con.execute(
-        "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"))
+    return sorted(db.con.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"))
 
 
 def test_new_file_has_current_schema_and_settings(tmp_path: Path) -> None:
@@ -28,8 +27,18 @@ def test_new_file_has_current_schema_and_settings(tmp_path: Path) -> None:
     assert db.con.get_busy_timeout() if hasattr(db.con, "get_busy_timeout") else True
     assert db.scalar("SELECT vec_version()").startswith("v")
     names = {r[0] for r in db.con.execute("SELECT name FROM sqlite_schema")}
-    assert {"items", "files", "previews", "items_fts", "item_vectors", "embedding_models", "ocr_engines",
-            "systems", "library", "servable_items"} <= names
+    assert {
+        "items",
+        "files",
+        "previews",
+        "items_fts",
+        "item_vectors",
+        "embedding_models",
+        "ocr_engines",
+        "systems",
+        "library",
+        "servable_items",
+    } <= names
 
 
 def test_migrations_from_empty_give_exactly_schema_sql(tmp_path: Path) -> None:
@@ -67,12 +76,14 @@ def test_013_keeps_judgement_candidates_and_allows_earlier_pool(tmp_path: Path) 
     the views that read it still work, and the origin 'earlier-pool' is allowed."""
     path = tmp_path / "v12.sqlite"
     con = library_at(path, 12)
-    con.execute("INSERT INTO bench_partitions(benchmark, version, partition, meta, source_sha256) "
-                "VALUES ('b', '1', 'dev', '{}', 'x');"
-                "INSERT INTO bench_queries(partition_id, qid, family, slice, query) "
-                "VALUES (1, 'q1', 'f', 'topic', 'c');"
-                "INSERT INTO judgement_sets(partition_id, version) VALUES (1, 1);"
-                "INSERT INTO judgement_candidates VALUES (1, 1, 7, 'gold'), (1, 1, 8, 'pool');")
+    con.execute(
+        "INSERT INTO bench_partitions(benchmark, version, partition, meta, source_sha256) "
+        "VALUES ('b', '1', 'dev', '{}', 'x');"
+        "INSERT INTO bench_queries(partition_id, qid, family, slice, query) "
+        "VALUES (1, 'q1', 'f', 'topic', 'c');"
+        "INSERT INTO judgement_sets(partition_id, version) VALUES (1, 1);"
+        "INSERT INTO judgement_candidates VALUES (1, 1, 7, 'gold'), (1, 1, 8, 'pool');"
+    )
     with pytest.raises(apsw.ConstraintError):
         con.execute("INSERT INTO judgement_candidates VALUES (1, 1, 9, 'earlier-pool')")
     con.close()
@@ -80,9 +91,15 @@ def test_013_keeps_judgement_candidates_and_allows_earlier_pool(tmp_path: Path) 
     assert db.user_version() == SCHEMA_VERSION
     db.con.execute("INSERT INTO judgement_candidates VALUES (1, 1, 9, 'earlier-pool')")
     assert db.con.execute("SELECT item_id, origin FROM judgement_candidates ORDER BY item_id").fetchall() == [
-        (7, "gold"), (8, "pool"), (9, "earlier-pool")]
+        (7, "gold"),
+        (8, "pool"),
+        (9, "earlier-pool"),
+    ]
     assert db.con.execute("SELECT item_id, status FROM final_judgements ORDER BY item_id").fetchall() == [
-        (7, "needs-grades"), (8, "needs-grades"), (9, "needs-grades")]
+        (7, "needs-grades"),
+        (8, "needs-grades"),
+        (9, "needs-grades"),
+    ]
     assert db.scalar("PRAGMA legacy_alter_table") == 0
     assert not db.con.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'judgement_candidates_%'").fetchall()
 
@@ -96,8 +113,10 @@ def test_older_file_is_migrated_on_open(tmp_path: Path, monkeypatch: pytest.Monk
     shutil.copytree(REPO / "migrations", mig)
     (mig / f"{nxt:03d}_add_note.sql").write_text("ALTER TABLE items ADD COLUMN note TEXT;\n")
     schema = tmp_path / "schema.sql"
-    schema.write_text((REPO / "schema.sql").read_text().replace(f"PRAGMA user_version = {SCHEMA_VERSION};", "")
-                      + f"\nALTER TABLE items ADD COLUMN note TEXT;\nPRAGMA user_version = {nxt};\n")
+    schema.write_text(
+        (REPO / "schema.sql").read_text().replace(f"PRAGMA user_version = {SCHEMA_VERSION};", "")
+        + f"\nALTER TABLE items ADD COLUMN note TEXT;\nPRAGMA user_version = {nxt};\n"
+    )
     monkeypatch.setattr("mambomeme.library.MIGRATIONS_DIR", mig)
     monkeypatch.setattr("mambomeme.library.SCHEMA_FILE", schema)
     monkeypatch.setattr("mambomeme.library.SCHEMA_VERSION", nxt)
@@ -161,9 +180,11 @@ def test_015_makes_the_vector_tables_again_for_768_dimensions(tmp_path: Path) ->
     path = tmp_path / "v14.sqlite"
     con = library_at(path, 14)
     old = (np.ones(384) / np.sqrt(384)).astype(np.float32)
-    con.execute("INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe) "
-                "VALUES ('sentence-transformers/all-MiniLM-L6-v2', 'r', 'w', 384, 'v3');"
-                "INSERT INTO item_embeddings(item_id, model_id, text_sha256) VALUES (1, 1, 't');")
+    con.execute(
+        "INSERT INTO embedding_models(name, revision, weights_sha256, dim, text_recipe) "
+        "VALUES ('sentence-transformers/all-MiniLM-L6-v2', 'r', 'w', 384, 'v3');"
+        "INSERT INTO item_embeddings(item_id, model_id, text_sha256) VALUES (1, 1, 't');"
+    )
     con.execute("INSERT INTO item_vectors(item_id, embedding, servable) VALUES (1, ?, 1)", (old.tobytes(),))
     con.close()
     db = DB(path)
@@ -174,6 +195,5 @@ def test_015_makes_the_vector_tables_again_for_768_dimensions(tmp_path: Path) ->
     with db.write():
         db.con.execute("INSERT INTO item_vectors(item_id, embedding, servable) VALUES (1, ?, 1)", (new.tobytes(),))
         with pytest.raises(apsw.SQLError):
-            db.con.execute("INSERT INTO item_vectors(item_id, embedding, servable) VALUES (2, ?, 1)",
-                           (old.tobytes(),))
+            db.con.execute("INSERT INTO item_vectors(item_id, embedding, servable) VALUES (2, ?, 1)", (old.tobytes(),))
     assert db.scalar("SELECT vec_length(embedding) FROM item_vectors") == 768

@@ -47,19 +47,28 @@ def rows(path: Path, sql: str) -> list[tuple]:
 
 def stale_embeddings(path: Path) -> list[int]:
     """Items whose all-fields text is not the text their vector was computed from (its SHA-256)."""
-    found = rows(path, "SELECT e.item_id, e.text_sha256, x.title, x.template_text, x.entities, x.tags, "
-                       "x.description, x.ocr_text FROM item_embeddings e JOIN item_effective x USING (item_id) "
-                       f"JOIN embedding_models m USING (model_id) WHERE m.name = '{EMBED_MODEL_NAME}'")
+    found = rows(
+        path,
+        "SELECT e.item_id, e.text_sha256, x.title, x.template_text, x.entities, x.tags, "
+        "x.description, x.ocr_text FROM item_embeddings e JOIN item_effective x USING (item_id) "
+        f"JOIN embedding_models m USING (model_id) WHERE m.name = '{EMBED_MODEL_NAME}'",
+    )
     assert found
-    return [item for item, sha, title, template, entities, tags, description, ocr in found
-            if hashlib.sha256(embed_text(title, template, json.loads(entities), json.loads(tags), description,
-                                         ocr).encode()).hexdigest() != sha]
+    return [
+        item
+        for item, sha, title, template, entities, tags, description, ocr in found
+        if hashlib.sha256(
+            embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr).encode()
+        ).hexdigest()
+        != sha
+    ]
 
 
 def one_item(path: Path) -> int:
     """A meme shown by search whose sidecar gives no tags (a sidecar's own value beats a label's)."""
-    return rows(path, "SELECT min(item_id) FROM items WHERE tags = '[]' AND item_id IN (SELECT item_id FROM "
-                      "servable_items)")[0][0]
+    return rows(
+        path, "SELECT min(item_id) FROM items WHERE tags = '[]' AND item_id IN (SELECT item_id FROM servable_items)"
+    )[0][0]
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -72,8 +81,22 @@ def test_a_label_killed_mid_write_is_searchable_in_every_route_or_none(library_c
     db, _images = library_copy
     item = one_item(db)
     assert stale_embeddings(db) == []
-    proc = subprocess.Popen([sys.executable, str(REPO / "mambo.py"), "--db", str(db), "label", str(item),
-                             "--tag", "zebracorn", "--group", "item"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "mambo.py"),
+            "--db",
+            str(db),
+            "label",
+            str(item),
+            "--tag",
+            "zebracorn",
+            "--group",
+            "item",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     seen = False
     try:
         # kill -9 the moment the label is committed: its embedding must be in that same commit
@@ -115,8 +138,9 @@ def test_check_finds_a_stale_vocabulary_and_add_makes_it_again(library_copy: tup
     invoke("--db", db, "sql", "--write", "DELETE FROM vocabulary WHERE term = (SELECT max(term) FROM vocabulary)")
     result = invoke("--db", db, "check", "--no-files", expect=2)
     assert [line for line in result.output.splitlines() if "vocabulary" in line] == [
-        "problem: the vocabulary (typo corrections, \"no match\") is not the word index's: `mambo add` on the "
-        "library's folder makes it again"], result.output
+        'problem: the vocabulary (typo corrections, "no match") is not the word index\'s: `mambo add` on the '
+        "library's folder makes it again"
+    ], result.output
     invoke("--db", db, "add", "-q", images)
     assert rows(db, "SELECT term, docs FROM vocabulary ORDER BY term") == before
     assert invoke("--db", db, "check", "--no-files").output.strip().splitlines()[-1] == "ok"
@@ -130,29 +154,39 @@ def test_check_finds_a_stale_vocabulary_and_add_makes_it_again(library_copy: tup
 def test_check_reports_each_missing_extra_or_altered_schema_object(library_copy: tuple[Path, Path]) -> None:
     db, _images = library_copy
     assert invoke("--db", db, "check", "--no-files").output.strip().splitlines()[-1] == "ok"
-    invoke("--db", db, "sql", "--write", input="DROP VIEW hidden_items;\nDROP TRIGGER item_vectors_servable;\n"
-           "CREATE TABLE scratch(x);\nDROP INDEX items_template_group;\n"
-           "CREATE INDEX items_template_group ON items(template_group, item_id);\n")
+    invoke(
+        "--db",
+        db,
+        "sql",
+        "--write",
+        input="DROP VIEW hidden_items;\nDROP TRIGGER item_vectors_servable;\n"
+        "CREATE TABLE scratch(x);\nDROP INDEX items_template_group;\n"
+        "CREATE INDEX items_template_group ON items(template_group, item_id);\n",
+    )
     result = invoke("--db", db, "check", "--no-files", expect=2)
     schema = [line for line in result.output.splitlines() if line.startswith("problem: schema:")]
     assert schema == [
         "problem: schema: view hidden_items is missing: restore the library from a backup",
         "problem: schema: trigger item_vectors_servable is missing: restore the library from a backup",
         "problem: schema: table scratch is not part of the library's schema: unless you made it on purpose, drop "
-        "it (mambo sql --write \"DROP TABLE scratch\")",
+        'it (mambo sql --write "DROP TABLE scratch")',
         "problem: schema: index items_template_group differs from the one schema.sql makes: restore the library "
-        "from a backup"], result.output
+        "from a backup",
+    ], result.output
     # (steps that read the dropped view report that too: each problem is a line, none stops the check)
     assert result.output.splitlines()[-1].endswith("problem(s) found")
 
 
-def test_check_compares_with_schema_sql_as_it_is_when_it_runs(library_copy: tuple[Path, Path], tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_compares_with_schema_sql_as_it_is_when_it_runs(
+    library_copy: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db, _images = library_copy
     # A schema.sql that gained an index the library lacks (as a new migration would add one).
     schema = tmp_path / "schema.sql"
-    schema.write_text((REPO / "schema.sql").read_text(encoding="utf-8")
-                      + "\nCREATE INDEX items_by_title ON items(title);\n", encoding="utf-8")
+    schema.write_text(
+        (REPO / "schema.sql").read_text(encoding="utf-8") + "\nCREATE INDEX items_by_title ON items(title);\n",
+        encoding="utf-8",
+    )
     monkeypatch.setattr("mambomeme.upkeep.SCHEMA_FILE", schema)
     result = invoke("--db", db, "check", "--no-files", expect=2)
     assert "problem: schema: index items_by_title is missing: restore the library from a backup" in result.output
@@ -189,8 +223,14 @@ def test_sql_fits_wide_rows_to_the_terminal(fixture_library: Path, monkeypatch: 
 @pytest.mark.slow
 def test_the_interactive_shell_fits_wide_rows(fixture_library: Path, tmp_path: Path) -> None:
     env = {**os.environ, "TERM": "xterm-256color", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    child = pexpect.spawn(sys.executable, [str(REPO / "mambo.py"), "--db", str(fixture_library), "sql"], env=env,
-                          dimensions=(24, 100), encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        sys.executable,
+        [str(REPO / "mambo.py"), "--db", str(fixture_library), "sql"],
+        env=env,
+        dimensions=(24, 100),
+        encoding="utf-8",
+        timeout=30,
+    )
     child.delaybeforesend = None
     try:
         child.expect("mambo sql> ")
@@ -219,8 +259,13 @@ def test_read_commands_leave_no_side_files(library_copy: tuple[Path, Path]) -> N
     db, _images = library_copy
     folder = db.parent
     assert side_files(folder) == []
-    for args in (["sql", "SELECT count(*) FROM items"], ["status"], ["search", "robot"], ["check", "--no-files"],
-                 ["systems"]):
+    for args in (
+        ["sql", "SELECT count(*) FROM items"],
+        ["status"],
+        ["search", "robot"],
+        ["check", "--no-files"],
+        ["systems"],
+    ):
         result = run_process("--db", db, *args)
         assert result.returncode == 0, result.stderr
         assert side_files(folder) == [], args
@@ -267,9 +312,15 @@ def test_reading_works_on_a_full_disk(library_copy: tuple[Path, Path], tmp_path:
         shutil.copy(source, db)
         fill(disk)
         before = hashlib.sha256(db.read_bytes()).hexdigest()
-        for args in (["search", "robot"], ["search", "--json", "-s", "dense", "a robot"], ["status"],
-                     ["sql", "SELECT count(*) FROM items"], ["check", "--no-files"], ["roots", "list"],
-                     ["templates", "list"]):
+        for args in (
+            ["search", "robot"],
+            ["search", "--json", "-s", "dense", "a robot"],
+            ["status"],
+            ["sql", "SELECT count(*) FROM items"],
+            ["check", "--no-files"],
+            ["roots", "list"],
+            ["templates", "list"],
+        ):
             result = run_process("--db", db, *args)
             assert result.returncode == 0, (args, result.stderr)
             assert result.stdout.strip(), args
@@ -278,8 +329,14 @@ def test_reading_works_on_a_full_disk(library_copy: tuple[Path, Path], tmp_path:
         assert shell.returncode == 0 and shell.stdout.strip().isdigit()
         # The search screen, in a real terminal.
         env = {**os.environ, "TERM": "xterm-256color", "BLESSED_QUERY_TIMEOUT_SECONDS": "0", "PYTHONPATH": str(REPO)}
-        child = pexpect.spawn(sys.executable, [str(REPO / "mambo.py"), "--db", str(db), "search", "--wait-ready"],
-                              env=env, dimensions=(24, 80), encoding="utf-8", timeout=60)
+        child = pexpect.spawn(
+            sys.executable,
+            [str(REPO / "mambo.py"), "--db", str(db), "search", "--wait-ready"],
+            env=env,
+            dimensions=(24, 80),
+            encoding="utf-8",
+            timeout=60,
+        )
         try:
             child.expect("Search:")
             child.send("robot\x13")  # Ctrl-S: search without choosing
@@ -294,8 +351,12 @@ def test_reading_works_on_a_full_disk(library_copy: tuple[Path, Path], tmp_path:
         for args in (["add", disk], ["label", "1", "--tag", "x"], ["sql", "--write", "DELETE FROM settings"]):
             result = run_process("--db", db, *args)
             lines = result.stderr.strip().splitlines()
-            assert result.returncode == 2 and len(lines) == 1 and "the disk is full" in lines[0] \
-                and "free some space" in lines[0], (args, result.stderr)
+            assert (
+                result.returncode == 2
+                and len(lines) == 1
+                and "the disk is full" in lines[0]
+                and "free some space" in lines[0]
+            ), (args, result.stderr)
         assert hashlib.sha256(db.read_bytes()).hexdigest() == before
         assert sorted(p.name for p in disk.iterdir()) == ["filler", "library.sqlite"]
 
@@ -311,10 +372,12 @@ def test_a_device_is_not_a_library_file(monkeypatch: pytest.MonkeyPatch) -> None
         result = invoke(*args, expect=2)  # an error is 2 for every command (1 is "no match")
         assert result.output.strip().splitlines() == [
             "Error: /dev/null is a device or other special file, not a library file: give a library file with --db "
-            "(or $MAMBO_DB), or a new file name to create one there"], args
+            "(or $MAMBO_DB), or a new file name to create one there"
+        ], args
     result = invoke("sql", "SELECT 1", expect=2)
     assert result.output.strip().splitlines() == [
-        "Error: /dev/null is a device or other special file, not a library file: give the library's path with --db"]
+        "Error: /dev/null is a device or other special file, not a library file: give the library's path with --db"
+    ]
 
 
 def test_a_library_cannot_be_made_in_a_read_only_folder(tmp_path: Path) -> None:
@@ -329,5 +392,6 @@ def test_a_library_cannot_be_made_in_a_read_only_folder(tmp_path: Path) -> None:
         result = invoke("--db", ro / "library.sqlite", "add", "-q", images, expect=2)
         assert result.output.strip().splitlines() == [
             f"Error: cannot create a library in {ro}: the folder is not writable; choose a writable folder with "
-            "--db (or $MAMBO_DB), or make it writable"]
+            "--db (or $MAMBO_DB), or make it writable"
+        ]
         assert list(ro.iterdir()) == []

@@ -16,7 +16,7 @@ from mambomeme.lab.evaluation import SLICES, read_partition
 REAL = REPO / "benchdata" / "real"
 _spec = importlib.util.spec_from_file_location("real_snapshot", REAL / "snapshot.py")
 snapshot = importlib.util.module_from_spec(_spec)
-sys.modules["real_snapshot"] = snapshot   # its dataclass looks its module up there
+sys.modules["real_snapshot"] = snapshot  # its dataclass looks its module up there
 _spec.loader.exec_module(snapshot)
 
 
@@ -42,14 +42,17 @@ def test_reserved_captions_are_skipped_before_their_boxes_are_read() -> None:
     assert [pid for pid, _ in snapshot.dev_entries(data.encode())] == [dev]
 
 
-@pytest.mark.parametrize(("boxes", "kept"), [
-    (["top", "bottom"], ["top", "bottom"]),
-    (["don\u2019t  stop", ""], ["don't stop", ""]),
-    (["", " "], None),
-    (["see www.example.invalid"], None),
-    (["x" * 201], None),
-    (["caf\u00e9"], None),
-])
+@pytest.mark.parametrize(
+    ("boxes", "kept"),
+    [
+        (["top", "bottom"], ["top", "bottom"]),
+        (["don\u2019t  stop", ""], ["don't stop", ""]),
+        (["", " "], None),
+        (["see www.example.invalid"], None),
+        (["x" * 201], None),
+        (["caf\u00e9"], None),
+    ],
+)
 def test_caption_filter(boxes: list[str], kept: list[str] | None) -> None:
     assert snapshot.clean_boxes(boxes) == kept
 

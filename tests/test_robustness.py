@@ -35,8 +35,13 @@ def _files(db_path: Path) -> int:
 
 
 def _start_add(db_path: Path, folder: Path, *extra: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", *extra,
-                             str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", *extra, str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def test_tui_and_search_keep_answering_while_add_ingests(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
@@ -108,9 +113,25 @@ def test_disk_full_during_add_is_one_line_and_loses_nothing(library_copy: tuple[
     def small_disk() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    res = subprocess.run([sys.executable, str(REPO / "mambo.py"), "--db", str(db_path), "add", "-q", "--workers", "1",
-                          "--batch-size", "3", str(new)], capture_output=True, text=True, timeout=300,
-                         preexec_fn=small_disk)
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "mambo.py"),
+            "--db",
+            str(db_path),
+            "add",
+            "-q",
+            "--workers",
+            "1",
+            "--batch-size",
+            "3",
+            str(new),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=small_disk,
+    )
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
@@ -156,8 +177,14 @@ def _as_user(*args: str, home: Path, timeout: float = 120) -> subprocess.Complet
         drop = "-dac_override,-dac_read_search"
         prefix = [setpriv, "--bounding-set", drop, "--inh-caps", drop]
     env = os.environ | {"HOME": str(home), "XDG_DATA_HOME": str(home)}
-    return subprocess.run([*prefix, sys.executable, str(REPO / "mambo.py"), *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env=env, cwd=str(home))
+    return subprocess.run(
+        [*prefix, sys.executable, str(REPO / "mambo.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=str(home),
+    )
 
 
 @pytest.mark.parametrize("where", ["read-only file", "read-only folder"])
@@ -176,9 +203,11 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
         assert res.returncode == 0 and "cena" in res.stdout.lower(), res.stderr
         res = _as_user("--db", db_path, "status", home=base)
         assert res.returncode == 0 and "items" in res.stdout, res.stderr
-        for args, says in [(["add", "-q", IMAGES / "cat-01.png"], "read-only"),
-                           (["settings", "interaction_events", "on"], "read-only"),
-                           (["roots", "move", "images", base], "read-only")]:
+        for args, says in [
+            (["add", "-q", IMAGES / "cat-01.png"], "read-only"),
+            (["settings", "interaction_events", "on"], "read-only"),
+            (["roots", "move", "images", base], "read-only"),
+        ]:
             res = _as_user("--db", db_path, *args, home=base)
             lines = [x for x in res.stderr.splitlines() if x.strip()]
             assert res.returncode == 2 and len(lines) == 1 and says in lines[0], (args, res.stderr)
@@ -194,6 +223,7 @@ def test_read_only_library_searches_and_refuses_changes_clearly(fixture_library:
 
 
 # -- hostile input ---------------------------------------------------------------------------------
+
 
 # What must never reach a terminal from mambo's output: C0/C1 controls but newline and tab
 # (`roots list` is tab-separated), and the invisible format characters (bidi overrides) that
@@ -214,12 +244,27 @@ HOSTILE_TEXT = st.one_of(
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(query=HOSTILE_TEXT, system=st.sampled_from(["bm25", "dense", "hybrid", "no-such-system\x1b[2J"]),
-       n=st.integers(-3, 150), as_json=st.booleans())
-def test_fuzz_search_cli_never_crashes_or_leaks_escapes(fixture_library: Path, query: str, system: str, n: int,
-                                                         as_json: bool) -> None:
-    args = ["--db", fixture_library, "search", "-s", system, "-n", str(n), *(["--json"] if as_json else []),
-            "--", query]
+@given(
+    query=HOSTILE_TEXT,
+    system=st.sampled_from(["bm25", "dense", "hybrid", "no-such-system\x1b[2J"]),
+    n=st.integers(-3, 150),
+    as_json=st.booleans(),
+)
+def test_fuzz_search_cli_never_crashes_or_leaks_escapes(
+    fixture_library: Path, query: str, system: str, n: int, as_json: bool
+) -> None:
+    args = [
+        "--db",
+        fixture_library,
+        "search",
+        "-s",
+        system,
+        "-n",
+        str(n),
+        *(["--json"] if as_json else []),
+        "--",
+        query,
+    ]
     result = invoke(*args, expect=None)
     assert result.exit_code in (0, 1, 2), result.output
     assert_terminal_safe(result.stdout)
@@ -231,31 +276,74 @@ def test_fuzz_search_cli_never_crashes_or_leaks_escapes(fixture_library: Path, q
         assert result.stdout.strip()  # results
     elif result.exit_code == 1:  # ripgrep's "no match": said on stderr, nothing but the JSON marker on stdout
         assert "no match" in result.stderr and "Traceback" not in result.stderr
-        assert all(json.loads(line)["no_match"] for line in result.stdout.splitlines()) if as_json \
+        assert (
+            all(json.loads(line)["no_match"] for line in result.stdout.splitlines())
+            if as_json
             else not result.stdout.strip()
+        )
     else:
         assert "Error:" in result.stderr and "Traceback" not in result.stderr
 
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | HOSTILE_TEXT,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(HOSTILE_TEXT, inner, max_size=4), max_leaves=12)
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(HOSTILE_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
 SIDECAR_OBJECTS = st.one_of(
-    st.fixed_dictionaries({}, optional={k: JSON_VALUES | st.sampled_from(["safe", "unsafe", "critical", "cleared"])
-                                        for k in ["title", "template", "entities", "tags", "description", "safety",
-                                                  "rights", "private", "licence", "license", "file"]}),
-    JSON_VALUES)
-MANIFEST_FILES = st.one_of(HOSTILE_TEXT, st.sampled_from(
-    ["a.png", "./a.png", "../outside.png", "/etc/passwd", "sub/../../outside.png", "link-out/x.png", "loop/a.png",
-     "a.png\x00", "~/a.png", "%2e%2e/outside.png", "a" * 5000]))
+    st.fixed_dictionaries(
+        {},
+        optional={
+            k: JSON_VALUES | st.sampled_from(["safe", "unsafe", "critical", "cleared"])
+            for k in [
+                "title",
+                "template",
+                "entities",
+                "tags",
+                "description",
+                "safety",
+                "rights",
+                "private",
+                "licence",
+                "license",
+                "file",
+            ]
+        },
+    ),
+    JSON_VALUES,
+)
+MANIFEST_FILES = st.one_of(
+    HOSTILE_TEXT,
+    st.sampled_from(
+        [
+            "a.png",
+            "./a.png",
+            "../outside.png",
+            "/etc/passwd",
+            "sub/../../outside.png",
+            "link-out/x.png",
+            "loop/a.png",
+            "a.png\x00",
+            "~/a.png",
+            "%2e%2e/outside.png",
+            "a" * 5000,
+        ]
+    ),
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(sidecar=st.one_of(SIDECAR_OBJECTS.map(json.dumps), st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
-                         st.integers(1, 200_000).map(lambda d: "[" * d)),
-       lines=st.lists(st.tuples(MANIFEST_FILES, SIDECAR_OBJECTS), max_size=4))
-def test_fuzz_sidecars_and_manifests_give_metadata_or_one_clear_error(tmp_path_factory: pytest.TempPathFactory,
-                                                                       sidecar: str, lines: list) -> None:
+@given(
+    sidecar=st.one_of(
+        SIDECAR_OBJECTS.map(json.dumps),
+        st.binary(max_size=64).map(lambda b: b.decode("latin-1")),
+        st.integers(1, 200_000).map(lambda d: "[" * d),
+    ),
+    lines=st.lists(st.tuples(MANIFEST_FILES, SIDECAR_OBJECTS), max_size=4),
+)
+def test_fuzz_sidecars_and_manifests_give_metadata_or_one_clear_error(
+    tmp_path_factory: pytest.TempPathFactory, sidecar: str, lines: list
+) -> None:
     base = tmp_path_factory.mktemp("fuzz")
     folder = base / "memes"
     folder.mkdir()
@@ -297,8 +385,11 @@ def test_hostile_files_names_and_sidecars_end_to_end(tmp_path: Path) -> None:
     png = (IMAGES / "cat-01.png").read_bytes()
     jpeg = Image.open(IMAGES / "duck-01.png").convert("RGB")
     (folder / "new\nline.png").write_bytes(png)
-    (folder / "new\nline.json").write_text(json.dumps({
-        "title": "\x1b]0;pwned\x07Evil \x1b[2J title \u202eroolf", "entities": ["\x9b31mred"], "tags": "x\x00y"}))
+    (folder / "new\nline.json").write_text(
+        json.dumps(
+            {"title": "\x1b]0;pwned\x07Evil \x1b[2J title \u202eroolf", "entities": ["\x9b31mred"], "tags": "x\x00y"}
+        )
+    )
     (folder / "bidi\u202egnp.png").write_bytes((IMAGES / "mug-01.png").read_bytes())
     (folder / os.fsdecode(b"latin-\xe9.png")).write_bytes((IMAGES / "bot-01.png").read_bytes())
     (folder / "png-named.jpg").write_bytes((IMAGES / "coin-01.png").read_bytes())
@@ -310,8 +401,11 @@ def test_hostile_files_names_and_sidecars_end_to_end(tmp_path: Path) -> None:
     Image.new("1", (9000, 9000)).save(folder / "bomb-81mp.png")
     (folder / "loop").symlink_to("loop")
     (folder / "mambo.jsonl").write_text(
-        json.dumps({"file": "bidi\u202egnp.png", "title": "Mug \u202e of \x1b[5mblink"}) + "\n"
-        + json.dumps({"file": "../../../../etc/passwd", "title": "escape"}) + "\n")
+        json.dumps({"file": "bidi\u202egnp.png", "title": "Mug \u202e of \x1b[5mblink"})
+        + "\n"
+        + json.dumps({"file": "../../../../etc/passwd", "title": "escape"})
+        + "\n"
+    )
     db_path = tmp_path / "lib.sqlite"
     res = invoke("--db", db_path, "add", "-q", folder, expect=2)  # files skipped, the rest indexed
     assert_terminal_safe(res.stdout)
@@ -328,9 +422,15 @@ def test_hostile_files_names_and_sidecars_end_to_end(tmp_path: Path) -> None:
     assert db.scalar("SELECT count(*) FROM files WHERE rel_path LIKE '%passwd%'") == 0
     assert db.rows("consistency")[0] == dict.fromkeys(db.rows("consistency")[0], 0)
     db.close()
-    for args in (["search", "-s", "bm25", "evil title"], ["search", "-s", "bm25", "--json", "evil title"],
-                 ["search", "-s", "bm25", "mug blink"], ["status"], ["status", "--json"], ["roots", "list"],
-                 ["check", "--no-files"]):
+    for args in (
+        ["search", "-s", "bm25", "evil title"],
+        ["search", "-s", "bm25", "--json", "evil title"],
+        ["search", "-s", "bm25", "mug blink"],
+        ["status"],
+        ["status", "--json"],
+        ["roots", "list"],
+        ["check", "--no-files"],
+    ):
         out = invoke("--db", db_path, *args, expect=None)
         assert out.exit_code == 0, (args, out.output)
         assert_terminal_safe(out.stdout)

@@ -42,9 +42,12 @@ def test_detector_hides_at_most_one_percent_of_the_harmless_captions() -> None:
 def test_detector_recall_on_the_development_pool_harmful_captions(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in (REPO / "benchdata" / "v1" / "corpus.jsonl").read_text().splitlines() if x]
     by_id = {ln["id"]: ln for ln in lines}
-    captions = [" / ".join(by_id.get(ln.get("variant", {}).get("of"), ln)["captions"]) for ln in lines
-                if by_id.get(ln.get("variant", {}).get("of"), ln)["template"]["pool"] == "dev"
-                and ln["truth"]["safety"] in HIDDEN]
+    captions = [
+        " / ".join(by_id.get(ln.get("variant", {}).get("of"), ln)["captions"])
+        for ln in lines
+        if by_id.get(ln.get("variant", {}).get("of"), ln)["template"]["pool"] == "dev"
+        and ln["truth"]["safety"] in HIDDEN
+    ]
     (tmp_path / "dev-harmful.txt").write_text("\n".join(captions) + "\n")
     rows = detect_file(tmp_path / "dev-harmful.txt")
     assert len(rows) == len(captions) >= 25
@@ -52,9 +55,14 @@ def test_detector_recall_on_the_development_pool_harmful_captions(tmp_path: Path
 
 
 def test_detect_names_the_rule_and_the_words_that_fired() -> None:
-    out = invoke("safety", "detect", "--json", "every cyclist on my road deserves to get run over",
-                 "statistically speaking / people and animals both hate mondays",
-                 "he lives at 17 orchard hollow rd. his cell is 555-0193").output.splitlines()
+    out = invoke(
+        "safety",
+        "detect",
+        "--json",
+        "every cyclist on my road deserves to get run over",
+        "statistically speaking / people and animals both hate mondays",
+        "he lives at 17 orchard hollow rd. his cell is 555-0193",
+    ).output.splitlines()
     violence, stats, dox = (json.loads(x) for x in out if x.startswith("{"))
     assert (violence["safety"], violence["rule"]) == ("unsafe", "violence")
     assert "deserves to get run over" in violence["words"][0]
@@ -78,14 +86,20 @@ def test_review_list_and_decision_survive_reingest_and_rerecognition(library_cop
     assert "text unsafe: gore ('chunks of finger')" in invoke("--db", db, "safety").output
 
     duck = images / "duck-01.png"
-    (item,) = [i for i in searched(db, "explained the bug to the duck") if i == int(
-        open_db(db).scalar("SELECT item_id FROM library WHERE path = 'duck-01.png'"))]
+    (item,) = [
+        i
+        for i in searched(db, "explained the bug to the duck")
+        if i == int(open_db(db).scalar("SELECT item_id FROM library WHERE path = 'duck-01.png'"))
+    ]
     out = invoke("--db", db, "safety", "set", duck, "unsafe", "--by", "alex", "--note", "not for work").output
     assert f"meme {item}: unsafe (was safe" in out and "decided by alex (person)" in out
     assert item not in searched(db, "explained the bug to the duck")
     assert "1 decided by a person" in invoke("--db", db, "status").output
-    row = next(json.loads(x) for x in invoke("--db", db, "safety", "--json").output.splitlines()
-               if json.loads(x)["item_id"] == item)
+    row = next(
+        json.loads(x)
+        for x in invoke("--db", db, "safety", "--json").output.splitlines()
+        if json.loads(x)["item_id"] == item
+    )
     assert (row["safety"], row["decided_by"], row["automatic_safety"]) == ("unsafe", "alex", "safe")
 
     # A sidecar written later says "safe": the person's decision still wins.
@@ -100,7 +114,8 @@ def test_review_list_and_decision_survive_reingest_and_rerecognition(library_cop
     d = open_db(db)
     new_item, safety, source = d.con.execute(
         "SELECT item_id, safety, safety_source FROM library JOIN items USING (item_id, safety) "
-        "WHERE path = 'duck-01.png'").fetchone()
+        "WHERE path = 'duck-01.png'"
+    ).fetchone()
     d.close()
     assert (safety, source) == ("unsafe", "person:alex")
     assert new_item not in searched(db, "explained the bug to the duck")
@@ -165,8 +180,10 @@ def test_decision_is_honoured_by_runs(library_copy: tuple[Path, Path], tmp_path:
     invoke("--db", db, "bench", "import", write_partition(tmp_path / "part", images, fixture_queries()))
     invoke("--db", db, "run", "--system", "bm25")
     d = open_db(db)
-    item, sha = d.con.execute("SELECT item_id, sha256 FROM items WHERE item_id = (SELECT item_id FROM run_results "
-                              "WHERE run_id = 1 GROUP BY item_id ORDER BY count(*) DESC LIMIT 1)").fetchone()
+    item, sha = d.con.execute(
+        "SELECT item_id, sha256 FROM items WHERE item_id = (SELECT item_id FROM run_results "
+        "WHERE run_id = 1 GROUP BY item_id ORDER BY count(*) DESC LIMIT 1)"
+    ).fetchone()
     d.close()
     invoke("--db", db, "safety", "set", str(item), "unsafe", "--by", "alex")
     invoke("--db", db, "run", "--system", "bm25")
@@ -181,10 +198,12 @@ def test_recheck_applies_new_rules_but_keeps_decisions(library_copy: tuple[Path,
     d = open_db(db)
     # A bare library classed by an older detector: a harmless caption hidden by a word-level rule.
     with d.write():
-        d.con.execute("UPDATE items SET ocr_text = 'statistically speaking people and animals both hate mondays', "
-                      "safety = 'unsafe', safety_source = 'detector:hate-speech', metadata_source = 'none' "
-                      "WHERE item_id = "
-                      "(SELECT item_id FROM library WHERE path = 'cat-01.png')")
+        d.con.execute(
+            "UPDATE items SET ocr_text = 'statistically speaking people and animals both hate mondays', "
+            "safety = 'unsafe', safety_source = 'detector:hate-speech', metadata_source = 'none' "
+            "WHERE item_id = "
+            "(SELECT item_id FROM library WHERE path = 'cat-01.png')"
+        )
         d.con.execute("DELETE FROM settings WHERE key = 'safety_text_rules'")
     d.close()
     invoke("--db", db, "safety", "set", images / "duck-01.png", "sensitive", "--by", "alex")
@@ -265,8 +284,7 @@ def test_review_decides_one_key_at_a_time_in_a_real_terminal(library_copy: tuple
     rc, out = finish(child)
     assert rc == 0, out
     assert re.search(r"review: 1 decided \(safe 1\), 1 skipped(, \d+ followed a copy's decision)?(, \d+ left)?", out)
-    assert [p.name for p in opened.iterdir()] == [Path(next(r["path"] for r in listed
-                                                            if r["item_id"] == second)).name]
+    assert [p.name for p in opened.iterdir()] == [Path(next(r["path"] for r in listed if r["item_id"] == second)).name]
 
     rows = [json.loads(x) for x in invoke("--db", db, "safety", "--json").output.splitlines()]
     after = {r["item_id"]: r for r in rows}

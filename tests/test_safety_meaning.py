@@ -53,9 +53,13 @@ def test_unseen_violence_withheld_same_words_shown_and_a_person_wins(tmp_path: P
     db = tmp_path / "lib.sqlite"
     invoke("--db", db, "add", "-q", "--no-sidecars", folder)
     d = open_db(db)
-    signals = {Path(p).name: (s, r, sc) for p, s, r, sc in d.con.execute(
-        "SELECT f.rel_path, m.safety, m.rule, m.score FROM safety_signals m JOIN files f USING (item_id) "
-        "WHERE m.signal = 'meaning'")}
+    signals = {
+        Path(p).name: (s, r, sc)
+        for p, s, r, sc in d.con.execute(
+            "SELECT f.rel_path, m.safety, m.rule, m.score FROM safety_signals m JOIN files f USING (item_id) "
+            "WHERE m.signal = 'meaning'"
+        )
+    }
     d.close()
     assert signals["violent.png"][:2] == ("unsafe", "violence"), signals
     assert signals["violent.png"][2] >= meaning_model().unsafe_bar
@@ -63,13 +67,14 @@ def test_unseen_violence_withheld_same_words_shown_and_a_person_wins(tmp_path: P
     assert signals["idiom.png"][2] < meaning_model().unsafe_bar, signals
     assert not served(db, "violent.png")
     assert served(db, "harmless.png") and served(db, "idiom.png")
-    assert "1 meme that holds these words is withheld" in invoke(
-        "--db", db, "search", "ribs stomped", expect=1).output
+    assert "1 meme that holds these words is withheld" in invoke("--db", db, "search", "ribs stomped", expect=1).output
     # The review list shows the signal, its score and the bars.
     out = invoke("--db", db, "safety", "--json").output
     listed = {Path(r["path"]).name: r for r in map(json.loads, out.splitlines())}
-    assert listed["violent.png"]["meaning_rule"] == "violence" and listed["violent.png"]["safety_source"] == \
-        "meaning:violence"
+    assert (
+        listed["violent.png"]["meaning_rule"] == "violence"
+        and listed["violent.png"]["safety_source"] == "meaning:violence"
+    )
     text = invoke("--db", db, "safety").output
     assert "meaning unsafe: violence, score" in text and "withholds" in text
     # A person's "safe" wins, and survives a recheck of every signal.
@@ -97,7 +102,9 @@ def test_recheck_gives_an_existing_library_the_meaning_signal(library_copy: tupl
     hidden_harmless = d.scalar(
         "SELECT count(*) FROM safety_signals m JOIN items i USING (item_id) WHERE m.signal = 'meaning' "
         "AND m.safety IN ('unsafe', 'critical') AND i.item_id IN (SELECT item_id FROM files WHERE rel_path IN "
-        "(SELECT value FROM json_each(?)))", (json.dumps(_fixture_shown()),))
+        "(SELECT value FROM json_each(?)))",
+        (json.dumps(_fixture_shown()),),
+    )
     d.close()
     assert len(scores) == items and all(0.0 <= s <= 1.0 for s in scores)
     assert hidden_harmless <= 0.01 * len(_fixture_shown())  # false hides on the fixture
@@ -113,8 +120,12 @@ def test_shipped_weights_name_their_model_and_bars() -> None:
     from mambomeme.embed import EMBED_DIM, EMBED_MODEL_NAME, WEIGHTS_SHA256
 
     m = meaning_model()
-    assert m.model == {"name": EMBED_MODEL_NAME, "weights_sha256": WEIGHTS_SHA256, "vector": "caption",
-                       "dimensions": EMBED_DIM}
+    assert m.model == {
+        "name": EMBED_MODEL_NAME,
+        "weights_sha256": WEIGHTS_SHA256,
+        "vector": "caption",
+        "dimensions": EMBED_DIM,
+    }
     # the vector, then one prototype similarity a class
     assert m.weights.shape == (len(m.classes), EMBED_DIM + len(m.classes)) and m.classes[0] == "harmless"
     assert 0 < m.sensitive_bar <= m.unsafe_bar < 1

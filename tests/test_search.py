@@ -56,8 +56,10 @@ def names(results: list[Result]) -> list[str]:
 
 
 def file_names(db: DB, results: list[Result]) -> list[set[str]]:
-    return [{Path(p).name for (p,) in db.con.execute("SELECT rel_path FROM files WHERE item_id = ?", (r.item_id,))}
-            for r in results]
+    return [
+        {Path(p).name for (p,) in db.con.execute("SELECT rel_path FROM files WHERE item_id = ?", (r.item_id,))}
+        for r in results
+    ]
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -74,12 +76,19 @@ HYBRID_MISS = pytest.mark.xfail(strict=True, reason="hybrid: 'u cant c me' is ca
 
 
 @pytest.mark.parametrize("system", ["bm25", "hybrid"])
-@pytest.mark.parametrize("query,expected", [
-    ("jon ceena", "cena-"), ("MOTIVATON NOT FOUDN!!!", "bot-01"), ("u cant c me", "cena-01"),
-    ("pinapple pizza debate", "pizza-03"), ("CoFfEe LoAdInG sCrEeN", "mug-01"),
-])
-def test_typos_slang_and_casing_still_find_the_meme(request: pytest.FixtureRequest, searcher: Searcher, query: str,
-                                                    expected: str, system: str) -> None:
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("jon ceena", "cena-"),
+        ("MOTIVATON NOT FOUDN!!!", "bot-01"),
+        ("u cant c me", "cena-01"),
+        ("pinapple pizza debate", "pizza-03"),
+        ("CoFfEe LoAdInG sCrEeN", "mug-01"),
+    ],
+)
+def test_typos_slang_and_casing_still_find_the_meme(
+    request: pytest.FixtureRequest, searcher: Searcher, query: str, expected: str, system: str
+) -> None:
     if (system, query) == ("hybrid", "u cant c me"):
         request.node.add_marker(HYBRID_MISS)
     top = file_names(searcher.db, searcher.search(query, system))[:3]
@@ -91,10 +100,13 @@ def test_semantic_query_needs_the_dense_route(searcher: Searcher) -> None:
     assert any(n.startswith("cat-") for n in top), top
 
 
-@pytest.mark.parametrize("system,query", [
-    *[(s, q) for s in SYSTEMS for q in ("quantum physics lecture", "zzqxv wqpz", "volcano eruption")],
-    ("dense", "taylor swift concert"),
-])
+@pytest.mark.parametrize(
+    "system,query",
+    [
+        *[(s, q) for s in SYSTEMS for q in ("quantum physics lecture", "zzqxv wqpz", "volcano eruption")],
+        ("dense", "taylor swift concert"),
+    ],
+)
 def test_absent_things_get_nothing_matches(searcher: Searcher, system: str, query: str) -> None:
     """(Rules are calibrated per system: CorrectEmpty is 0.70-0.85 on benchmark v1 development data.)"""
     assert searcher.search(query, system) == []
@@ -102,9 +114,16 @@ def test_absent_things_get_nothing_matches(searcher: Searcher, system: str, quer
 
 def test_no_hidden_item_ever_appears(searcher: Searcher) -> None:
     queries = [q["query"] for q in load_dev_queries(FIXTURE / "queries.jsonl")]
-    queries += ["darlene vext", "quillfeather lane 555-0147", "rats burn that town", "knife slipped blood finger",
-                "morris tandlewick owes me", "turning it off never back on", "group chats need an answer",
-                "cyclist run over floor it"]
+    queries += [
+        "darlene vext",
+        "quillfeather lane 555-0147",
+        "rats burn that town",
+        "knife slipped blood finger",
+        "morris tandlewick owes me",
+        "turning it off never back on",
+        "group chats need an answer",
+        "cyclist run over floor it",
+    ]
     shown = 0
     for q in queries:
         for system in SYSTEMS:
@@ -152,8 +171,10 @@ def test_bit_quantized_dense_index_agrees_on_the_top(searcher: Searcher) -> None
     db = searcher.db
     cfg = DEFAULT_SYSTEMS["dense"] | {"dense_index": "bit-rescore"}
     with db.write():
-        db.q("insert_system", {"name": "dense-bit-test", "config": json.dumps(cfg), "notes": "test",
-                               "config_sha256": config_sha(cfg)})
+        db.q(
+            "insert_system",
+            {"name": "dense-bit-test", "config": json.dumps(cfg), "notes": "test", "config_sha256": config_sha(cfg)},
+        )
     for q in ("john cena", "a yellow rubber duck", "coffee"):
         exact = searcher.search(q, "dense", empty_rule=False)
         approx = searcher.search(q, "dense-bit-test", empty_rule=False)
@@ -208,10 +229,33 @@ def test_dev_queries_quality_floor(fixture_library: Path) -> None:
 
 HOSTILE = st.one_of(
     st.text(max_size=200),
-    st.sampled_from(['"', '""', "'", "AND", "OR NOT", "NEAR(a b, 2)", "*", "-", ":", "title:cat", "(", ")",
-                     "^cat", "a + b", "\x00", "\u202e\u202dtxet", "😀🔥", "\x1b[31mred", "col:*", "{a b}"]),
-    st.lists(st.sampled_from(["AND", "OR", "NOT", "NEAR", '"', "*", "(", ")", "cat", "-", ":", "\x00"]),
-             max_size=12).map(" ".join),
+    st.sampled_from(
+        [
+            '"',
+            '""',
+            "'",
+            "AND",
+            "OR NOT",
+            "NEAR(a b, 2)",
+            "*",
+            "-",
+            ":",
+            "title:cat",
+            "(",
+            ")",
+            "^cat",
+            "a + b",
+            "\x00",
+            "\u202e\u202dtxet",
+            "😀🔥",
+            "\x1b[31mred",
+            "col:*",
+            "{a b}",
+        ]
+    ),
+    st.lists(
+        st.sampled_from(["AND", "OR", "NOT", "NEAR", '"', "*", "(", ")", "cat", "-", ":", "\x00"]), max_size=12
+    ).map(" ".join),
 )
 
 
@@ -239,8 +283,21 @@ def test_systems_command_lists_configurations(fixture_library: Path) -> None:
 
 
 def test_bench_search_reports_routes_floor_and_recall(fixture_library: Path) -> None:
-    out = invoke("bench", "search", "--items", "300", "--searches", "20", "--real-vectors", "100",
-                 "--oversample", "4", "--base", fixture_library, "--json").output
+    out = invoke(
+        "bench",
+        "search",
+        "--items",
+        "300",
+        "--searches",
+        "20",
+        "--real-vectors",
+        "100",
+        "--oversample",
+        "4",
+        "--base",
+        fixture_library,
+        "--json",
+    ).output
     row = json.loads(out)["sizes"]["300"]
     for name in ("bm25", "dense-float", "dense-bit", "hybrid-float", "hybrid-bit", "dense-bit-x4", "numpy_floor"):
         assert row[name]["n"] == 20 and row[name]["p95"] >= row[name]["p50"] > 0
@@ -258,8 +315,9 @@ def test_hybrid_fusion_depends_on_lexical_evidence(searcher: Searcher) -> None:
     weak = searcher.search("zeppelin quartermaster john", "hybrid", 10, empty_rule=False)
     assert weak and all(r.lexical_rank is None for r in weak)
     plain = DEFAULT_SYSTEMS["hybrid"] | {"lexical_evidence": None}
-    assert any(r.lexical_rank is not None for r in searcher.search("zeppelin quartermaster john", plain, 10,
-                                                                 empty_rule=False))
+    assert any(
+        r.lexical_rank is not None for r in searcher.search("zeppelin quartermaster john", plain, 10, empty_rule=False)
+    )
 
 
 def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
@@ -282,31 +340,40 @@ def test_coarse_vector_index(library_copy: tuple[Path, Path]) -> None:
     assert all([r.item_id for r in searcher.search(q, ivf, empty_rule=False)] == exact[q] for q in queries)
 
     assert "4 clusters" in maintain_vector_index(db, clusters=4)
-    assert db.q1("vector_index")[:2] == (4, db.scalar("SELECT count(*) FROM items")
-                                         + db.scalar("SELECT count(*) FROM item_field_vectors"))
+    assert db.q1("vector_index")[:2] == (
+        4,
+        db.scalar("SELECT count(*) FROM items") + db.scalar("SELECT count(*) FROM item_field_vectors"),
+    )
     assert library_status(db)["vector_index"]["clusters"] == 4
     rows = db.con.execute("SELECT item_id, cluster, embedding FROM item_vectors").fetchall()
-    centroids = np.stack([np.frombuffer(c, dtype=np.float32) for (c,) in
-                          db.con.execute("SELECT centroid FROM vector_centroids ORDER BY cluster")])
-    for _item, cluster, emb in rows + db.con.execute("SELECT vector_id, cluster, embedding FROM item_field_vectors"
-                                                     ).fetchall():
+    centroids = np.stack(
+        [
+            np.frombuffer(c, dtype=np.float32)
+            for (c,) in db.con.execute("SELECT centroid FROM vector_centroids ORDER BY cluster")
+        ]
+    )
+    for _item, cluster, emb in (
+        rows + db.con.execute("SELECT vector_id, cluster, embedding FROM item_field_vectors").fetchall()
+    ):
         assert cluster == 1 + int(np.argmax(centroids @ np.frombuffer(emb, dtype=np.float32)))
     assert len({r[1] for r in rows}) == 4
     every = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
     wide = every | {"dense_index": "ivf", "ivf_probe": 4}
     for q in queries:  # probing every partition, evidence vectors included, is exact too
-        assert ([r.item_id for r in searcher.search(q, wide, empty_rule=False)]
-                == [r.item_id for r in searcher.search(q, every, empty_rule=False)])
+        assert [r.item_id for r in searcher.search(q, wide, empty_rule=False)] == [
+            r.item_id for r in searcher.search(q, every, empty_rule=False)
+        ]
     assert db.rows("consistency")[0]["vectors_outside_the_coarse_index"] == 0
     for q in queries:
         assert [r.item_id for r in searcher.search(q, ivf | {"ivf_probe": 4}, empty_rule=False)] == exact[q]
         # one probe: the nearest centroid's partition only, ranked exactly within it
         qvec = get_embedder().encode([" ".join(plan_query(db, q).expanded)])[0]
         nearest = 1 + int(np.argmax(centroids @ qvec))
-        inside = [i for i in exact[q] if db.scalar("SELECT cluster FROM item_vectors WHERE item_id = ?", (i,))
-                  == nearest]
+        inside = [
+            i for i in exact[q] if db.scalar("SELECT cluster FROM item_vectors WHERE item_id = ?", (i,)) == nearest
+        ]
         got = [r.item_id for r in searcher.search(q, ivf | {"ivf_probe": 1}, empty_rule=False)]
-        assert got[:len(inside)] == inside and got
+        assert got[: len(inside)] == inside and got
         assert {db.scalar("SELECT cluster FROM item_vectors WHERE item_id = ?", (i,)) for i in got} == {nearest}
     # a vector written after training joins its nearest centroid's partition
     item = exact["coffee"][0]
@@ -364,8 +431,9 @@ def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: py
     # over the candidates' codes) answers with the same top
     default = DEFAULT_SYSTEMS["dense"] | {"dense_index": "ivf"}
     for q in queries:
-        assert [r.item_id for r in searcher.search(q, every, empty_rule=False)] == \
-               [r.item_id for r in searcher.search(q, default, empty_rule=False)]
+        assert [r.item_id for r in searcher.search(q, every, empty_rule=False)] == [
+            r.item_id for r in searcher.search(q, default, empty_rule=False)
+        ]
     top = searcher.search("john cena", default, empty_rule=False)
     assert top and top[0].item_id == exact["john cena"][0].item_id
     assert searcher.search("john cena", "hybrid")[0].item_id == top[0].item_id
@@ -399,8 +467,10 @@ def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: py
     code[0] = (code[0] + 1) % 128
     with db.write():  # (vec0 updates no int8 column in place)
         db.con.execute("DELETE FROM vector_codes WHERE vector_id = ?", (first << 2,))
-        db.q("insert_vector_code", {"vector_id": first << 2, "cluster": codes[first << 2][0], "code": bytes(code),
-                                    "servable": 1})
+        db.q(
+            "insert_vector_code",
+            {"vector_id": first << 2, "cluster": codes[first << 2][0], "code": bytes(code), "servable": 1},
+        )
     problems, _notes = check_library(db, verify_files=False)
     assert any(p.startswith("1 int8 code(s) differ from their stored checksum (items " + str(first)) for p in problems)
 
@@ -426,19 +496,21 @@ def test_quantized_coarse_index(library_copy: tuple[Path, Path], monkeypatch: py
     assert db.scalar("SELECT count(*) FROM vector_codes") == 0 and db.q1("large_vector_index") is None
     assert db.scalar("SELECT count(*) FROM item_vectors") == len([v for v in floats if v & 3 == 0]) - 1
     again = searcher.search("a yellow rubber duck", every, empty_rule=False)
-    assert len(again) == 10 and again[0].item_id == next(r.item_id for r in exact["a yellow rubber duck"]
-                                                         if r.item_id != first)
+    assert len(again) == 10 and again[0].item_id == next(
+        r.item_id for r in exact["a yellow rubber duck"] if r.item_id != first
+    )
 
 
 def test_the_dense_route_runs_on_a_second_connection_with_the_same_answer(fixture_library: Path) -> None:
     db = open_db(fixture_library)
-    parallel, serial = Searcher(db, get_embedder()), Searcher(db, get_embedder(),
-                                                                              parallel=False)
-    for q, system in itertools.product(("john cena", "pets acting like they own the house", "coffee", "u cant c me",
-                                        "zzzz qqqq"), ("hybrid", "dense")):
+    parallel, serial = Searcher(db, get_embedder()), Searcher(db, get_embedder(), parallel=False)
+    for q, system in itertools.product(
+        ("john cena", "pets acting like they own the house", "coffee", "u cant c me", "zzzz qqqq"), ("hybrid", "dense")
+    ):
         a, b = parallel.search(q, system), serial.search(q, system)
-        assert [(r.item_id, r.lexical_rank, r.dense_rank, r.similarity) for r in a] == \
-               [(r.item_id, r.lexical_rank, r.dense_rank, r.similarity) for r in b]
+        assert [(r.item_id, r.lexical_rank, r.dense_rank, r.similarity) for r in a] == [
+            (r.item_id, r.lexical_rank, r.dense_rank, r.similarity) for r in b
+        ]
     reader = db.reader()
     # one reader connection and one thread per library, however many searchers and searches (the
     # TUI makes a Searcher per query: a connection each once mapped the file 1,100 times over)
@@ -511,8 +583,11 @@ def test_words_in_most_of_the_library_stay_out_of_the_match(searcher: Searcher) 
     db = searcher.db
     documents = db.scalar("SELECT documents FROM vocabulary_size")
     assert documents == db.scalar("SELECT count(*) FROM servable_items")  # what a search may show
-    common = [t for (t, n) in db.con.execute("SELECT term, docs FROM vocabulary ORDER BY docs DESC")
-              if n * 2 > documents and t.isalpha() and t not in STOPWORDS]
+    common = [
+        t
+        for (t, n) in db.con.execute("SELECT term, docs FROM vocabulary ORDER BY docs DESC")
+        if n * 2 > documents and t.isalpha() and t not in STOPWORDS
+    ]
     rare = db.scalar("SELECT term FROM vocabulary WHERE docs = 1 AND term GLOB '[a-z][a-z][a-z]*' LIMIT 1")
     assert common and rare
     plan = plan_query(db, f"{common[0]} {rare}")
@@ -577,7 +652,7 @@ def test_corrections_prefer_frequent_words_over_once_seen_noise(library_copy: tu
 
 
 def test_two_typos_in_a_long_word_english_does_not_know_are_corrected(library_copy: tuple[Path, Path]) -> None:
-    """"motvaton" (two letters dropped) is two edits from the fixture's "motivation" and one from
+    """ "motvaton" (two letters dropped) is two edits from the fixture's "motivation" and one from
     nothing: it is corrected, and the default system finds the meme by it. English words the user
     meant, words under 7 letters and another first letter are left alone (queries.corrections)."""
     db_path, _images = library_copy
@@ -609,10 +684,14 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     meme is labelled with that template, the same query finds it, and hidden, it is absent again."""
     db_path, images = library_copy
     db = open_db(db_path)
-    for query, named in (("distracted boyfriend meme", ["Distracted Boyfriend"]),
-                         ("drake meme", ["Drake Hotline Bling", "Tuxedo Winnie The Pooh"]),  # a name-like word
-                         ("hide the pain harold pic", ["Hide the Pain Harold"]),
-                         ("sad meme", []), ("brain meme", []), ("john cena", [])):  # common words name nothing
+    for query, named in (
+        ("distracted boyfriend meme", ["Distracted Boyfriend"]),
+        ("drake meme", ["Drake Hotline Bling", "Tuxedo Winnie The Pooh"]),  # a name-like word
+        ("hide the pain harold pic", ["Hide the Pain Harold"]),
+        ("sad meme", []),
+        ("brain meme", []),
+        ("john cena", []),
+    ):  # common words name nothing
         assert plan_query(db, query).absent_templates == named, query
     # Without the rule the list is not empty: the evidence model, not an empty ranking, says "no match".
     searcher = Searcher(db, get_embedder())
@@ -620,8 +699,7 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     assert raw and raw[0].query is not None and raw[0].query.absent_template
     db.close()
     assert invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1).stderr.strip() == "no match"
-    invoke("--db", db_path, "label", images / "think-03.png", "--template", "Distracted Boyfriend",
-           "--group", "item")
+    invoke("--db", db_path, "label", images / "think-03.png", "--template", "Distracted Boyfriend", "--group", "item")
     db = open_db(db_path)
     assert plan_query(db, "distracted boyfriend meme").absent_templates == []
     db.close()
@@ -631,8 +709,11 @@ def test_a_known_template_the_folder_lacks_is_no_match_until_it_holds_one(librar
     invoke("--db", db_path, "safety", "set", str(rows[0]["meme_id"]), "unsafe", "--by", "test")
     # withheld: "no match" says how many memes the policy keeps back, never which
     said = invoke("--db", db_path, "search", "distracted boyfriend meme", expect=1)
-    assert said.stdout == "" and said.stderr.strip() == \
-        "no match (1 meme that holds these words is withheld: private, withdrawn or unsafe; see `mambo safety`)"
+    assert (
+        said.stdout == ""
+        and said.stderr.strip()
+        == "no match (1 meme that holds these words is withheld: private, withdrawn or unsafe; see `mambo safety`)"
+    )
     assert "think-03" not in said.output
 
 
@@ -665,7 +746,8 @@ def test_a_bare_library_answers_no_match_by_the_bare_model(fixture_library: Path
         assert condition_model(rule, q) is model
         # the list is emptied exactly when the condition's model says so
         assert (searcher.search("zorblax meme", "hybrid") == []) == (
-            evidence_score(model, evidence_features(raw)) < model["threshold"])
+            evidence_score(model, evidence_features(raw)) < model["threshold"]
+        )
         db.close()
     assert "bare (described < 0.5)" in invoke("--db", bare, "systems", "-v").output
 
@@ -695,7 +777,8 @@ def test_an_item_is_as_similar_as_its_best_evidence_vector(fixture_library: Path
         vecs[vid >> 2].append(np.frombuffer(emb, dtype=np.float32))
         kinds.setdefault(vid >> 2, set()).add(vid & 3)
     for item, title, template, entities, tags, description, ocr in db.con.execute(
-            "SELECT item_id, title, template_text, entities, tags, description, ocr_text FROM item_effective"):
+        "SELECT item_id, title, template_text, entities, tags, description, ocr_text FROM item_effective"
+    ):
         texts = field_texts(template, json.loads(tags), description, ocr)
         whole = embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr)
         assert kinds.get(item, set()) == {k for k in (CAPTION, PICTURE) if texts[k] and texts[k] != whole}
@@ -726,30 +809,39 @@ def test_a_library_embedded_by_an_older_recipe_is_embedded_again(library_copy: t
     assert "cena" in hits.lower()
     invoke("--db", db_path, "add", "-q", images)
     assert db.scalar("SELECT count(*) FROM item_field_vectors") == before > 0
-    recipes = {r for (r,) in db.con.execute(
-        "SELECT DISTINCT m.text_recipe FROM item_embeddings e JOIN embedding_models m USING (model_id)")}
+    recipes = {
+        r
+        for (r,) in db.con.execute(
+            "SELECT DISTINCT m.text_recipe FROM item_embeddings e JOIN embedding_models m USING (model_id)"
+        )
+    }
     assert len(recipes) == 1 and recipes.pop().startswith("v3")
     assert not any(db.rows("consistency")[0].values())
 
 
-@pytest.mark.parametrize(("query", "stem"), [("a man hammering metal in a forge", "cena-"),
-                                             ("a bird from antarctica with orange feet", "peng-"),
-                                             ("a monkey with a cross for an eye", "monkey-")])
+@pytest.mark.parametrize(
+    ("query", "stem"),
+    [
+        ("a man hammering metal in a forge", "cena-"),
+        ("a bird from antarctica with orange feet", "peng-"),
+        ("a monkey with a cross for an eye", "monkey-"),
+    ],
+)
 def test_a_paraphrased_picture_is_found_by_its_picture_vector(searcher: Searcher, query: str, stem: str) -> None:
     """The picture vector (template, labels, description without the caption) gives a paraphrase
     of what a meme shows a clearly higher similarity than the all-fields vector, where the caption
     dilutes the description: the template's memes fill the dense top 3."""
     cfg = DEFAULT_SYSTEMS["dense"]
     best = searcher.search(query, cfg, empty_rule=False)
-    alone = {r.item_id: r.similarity for r in searcher.search(query, cfg | {"field_vectors": False},
-                                                              empty_rule=False)}
+    alone = {r.item_id: r.similarity for r in searcher.search(query, cfg | {"field_vectors": False}, empty_rule=False)}
     assert all(n.startswith(stem) for n in names(best[:3]))
     assert all(r.similarity >= alone.get(r.item_id, -1.0) + 0.04 for r in best[:3])
     assert names(searcher.search(query, "hybrid", empty_rule=False)[:1])[0].startswith(stem)
 
 
 def test_a_library_whose_vectors_another_model_made_says_so_and_is_embedded_again(
-        library_copy: tuple[Path, Path]) -> None:
+    library_copy: tuple[Path, Path],
+) -> None:
     """After migration 015 (all-mpnet-base-v2) an older library has no vectors: `mambo status` and
     `mambo search` say how many memes wait, search still finds them by their words, and the next
     `mambo add` embeds every one with the current model."""
@@ -767,8 +859,9 @@ def test_a_library_whose_vectors_another_model_made_says_so_and_is_embedded_agai
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
-@pytest.mark.parametrize("typing,word", [("c", ""), ("ca", "cat"), ("jo", "cena"), ("joh", "cena"),
-                                         ("john c", "cena"), ("john ce", "cena")])
+@pytest.mark.parametrize(
+    "typing,word", [("c", ""), ("ca", "cat"), ("jo", "cena"), ("joh", "cena"), ("john c", "cena"), ("john ce", "cena")]
+)
 def test_while_typing_the_last_word_is_a_prefix(searcher: Searcher, system: str, typing: str, word: str) -> None:
     """The live list (search screen, as you type) never says "no match" for the start of a word
     the library holds: "ca" and "jo" show memes of "cat" and "john cena", as fzf would."""
@@ -789,7 +882,8 @@ def test_a_submitted_prefix_keeps_the_no_match_rule(searcher: Searcher, system: 
     assert searcher.search("zzqxv", system, 10, live=True) == []
     # a word no word of the library starts with is read as typed (a typo, a name it lacks)
     assert names(searcher.search("distracted boyf", system, 10, live=True)) == names(
-        searcher.search("distracted boyf", system, 10))
+        searcher.search("distracted boyf", system, 10)
+    )
     assert plan_query(searcher.db, "distracted boyf", prefix=True).prefix is None
     plan = plan_query(searcher.db, "john c", prefix=True)
     assert plan.prefix == "c" and '"c"*' in plan.word_match and plan.unknown == []
@@ -804,13 +898,18 @@ def _caption(text: str) -> dict:
     return {"title": "", "template": "", "entities": "[]", "ocr_text": text}
 
 
-@pytest.mark.parametrize("system,query,expected", [
-    ("hybrid", "and you konw it", "dog-02"), ("hybrid", "setp away from the", "cop-01"),  # a swapped letter
-    ("hybrid", "pays zero rnet", "cat-04"), ("dense", "pays zero rnet", "cat-04"),
-    ("dense", "good boy", "dog-02"), ("dense", "photo still", "cena-02"),
-])
-def test_a_meme_holding_every_word_is_never_emptied(searcher: Searcher, system: str, query: str,
-                                                     expected: str) -> None:
+@pytest.mark.parametrize(
+    "system,query,expected",
+    [
+        ("hybrid", "and you konw it", "dog-02"),
+        ("hybrid", "setp away from the", "cop-01"),  # a swapped letter
+        ("hybrid", "pays zero rnet", "cat-04"),
+        ("dense", "pays zero rnet", "cat-04"),
+        ("dense", "good boy", "dog-02"),
+        ("dense", "photo still", "cena-02"),
+    ],
+)
+def test_a_meme_holding_every_word_is_never_emptied(searcher: Searcher, system: str, query: str, expected: str) -> None:
     """A meme among the first three whose caption holds every content word of the query, a swapped
     letter corrected, is answered whatever the evidence model says: even a model that would empty
     every list keeps it (WORDS_THERE_TOP)."""
@@ -862,8 +961,9 @@ def test_a_guess_counts_only_where_the_other_typed_words_confirm_it(library_copy
 
 
 @pytest.mark.parametrize("system", ["hybrid", "dense"])
-def test_a_bare_library_keeps_a_typed_caption_with_a_swapped_letter(fixture_library: Path, tmp_path: Path,
-                                                                   system: str) -> None:
+def test_a_bare_library_keeps_a_typed_caption_with_a_swapped_letter(
+    fixture_library: Path, tmp_path: Path, system: str
+) -> None:
     """Bare (no sidecars: the caption is all a meme has), a caption typed with a swapped letter
     finds its meme and is never emptied; a famous name the folder lacks is still "no match"."""
     images = tmp_path / "images"

@@ -31,9 +31,11 @@ def test_coverage_weighted_by_idf_favours_the_rare_word(searcher: Searcher) -> N
     """Unweighted, each of two words is half the query; weighted by inverse document frequency, the
     rarer word is more of it, and a word the library lacks (a typo found by correction) weighs most."""
     db = searcher.db
-    (common, n_common), = db.con.execute("SELECT term, docs FROM vocabulary WHERE term GLOB '[a-z][a-z][a-z]*' "
-                                         "AND docs * 2 <= (SELECT documents FROM vocabulary_size) "
-                                         "ORDER BY docs DESC, term LIMIT 1")
+    ((common, n_common),) = db.con.execute(
+        "SELECT term, docs FROM vocabulary WHERE term GLOB '[a-z][a-z][a-z]*' "
+        "AND docs * 2 <= (SELECT documents FROM vocabulary_size) "
+        "ORDER BY docs DESC, term LIMIT 1"
+    )
     plan = plan_query(db, f"cena {common}")
     assert db.scalar("SELECT docs FROM vocabulary WHERE term = 'cena'") < n_common
     idf = idf_weights(db, plan)
@@ -90,24 +92,27 @@ def test_kept_memes_come_by_what_they_hold_of_the_typed_words_then_by_meaning(se
     assert hybrid["full_match_typed"] and hybrid["full_match_by_meaning"]
     results = searcher.search(query, hybrid, 30, empty_rule=False)
     assert [r.item_id for r in searcher.search(query, hybrid, 10, empty_rule=False)] == [
-        r.item_id for r in results[:10]]
+        r.item_id for r in results[:10]
+    ]
     plan = plan_for(searcher.db, query, hybrid)
     head = results[:KEEP_FULL_MATCHES]
     kept = [r for r in head if r.score >= FULL_MATCH_TIER]
-    assert kept and head[:len(kept)] == kept, query
+    assert kept and head[: len(kept)] == kept, query
     assert all(full_match(plan, r.details) for r in kept)
-    assert not any(full_match(plan, r.details) and r.lexical_rank is not None for r in head[len(kept):])
+    assert not any(full_match(plan, r.details) and r.lexical_rank is not None for r in head[len(kept) :])
     order = [(-typed_share(plan, r.details), r.dense_rank or 10**6) for r in kept]
     assert order == sorted(order), query
     scores = [r.score for r in results]
     assert scores == sorted(scores, reverse=True), query
 
 
-def moved_similarities(db, qvec: np.ndarray, ids: list[int], top: int, alpha: float,
-                       given_best: bool) -> dict[int, float]:
+def moved_similarities(
+    db, qvec: np.ndarray, ids: list[int], top: int, alpha: float, given_best: bool
+) -> dict[int, float]:
     """Rocchio in numpy: q + alpha * mean(a vector of each of the first `top`: its all-fields one, or
     with `given_best` the one of its vectors nearest q), and each item's best cosine over its stored
     vectors (all fields, caption, picture)."""
+
     def vec(sql: str, key: int) -> np.ndarray | None:
         row = db.con.execute(sql, (key,)).fetchone()
         return None if row is None else np.frombuffer(row[0], dtype=np.float32)
@@ -115,16 +120,23 @@ def moved_similarities(db, qvec: np.ndarray, ids: list[int], top: int, alpha: fl
     def cos(v: np.ndarray, q: np.ndarray) -> float:
         return float(v @ q / np.linalg.norm(v) / np.linalg.norm(q))
 
-    stored = {i: [vec("SELECT embedding FROM item_vectors WHERE item_id = ?", i)]
-              + [v for k in (1, 2) if (v := vec("SELECT embedding FROM item_field_vectors "
-                                                "WHERE vector_id = ?", i * 4 + k)) is not None] for i in ids}
+    stored = {
+        i: [vec("SELECT embedding FROM item_vectors WHERE item_id = ?", i)]
+        + [
+            v
+            for k in (1, 2)
+            if (v := vec("SELECT embedding FROM item_field_vectors WHERE vector_id = ?", i * 4 + k)) is not None
+        ]
+        for i in ids
+    }
     given = [max(stored[i], key=lambda v: cos(v, qvec)) if given_best else stored[i][0] for i in ids[:top]]
     moved = qvec + alpha * np.mean(given, axis=0)
     return {i: max(cos(v, moved) for v in stored[i]) for i in ids}
 
 
-@pytest.mark.parametrize("query", ["pets acting like they own the house", "john cena coffee",
-                                   "a man hammering metal in a forge"])
+@pytest.mark.parametrize(
+    "query", ["pets acting like they own the house", "john cena coffee", "a man hammering metal in a forge"]
+)
 def test_dense_feedback_reranks_the_candidates_by_the_moved_query(searcher: Searcher, query: str) -> None:
     """The dense route with feedback returns the same candidates with the same first-pass
     similarities (the "no match" evidence), ordered by their best vector's cosine to the query moved
@@ -133,12 +145,14 @@ def test_dense_feedback_reranks_the_candidates_by_the_moved_query(searcher: Sear
     assert "dense_feedback" not in dense and DEFAULT_SYSTEMS["hybrid"]["dense_feedback"] == DENSE_FEEDBACK
     first = searcher.search(query, dense, 50, empty_rule=False)
     again = searcher.search(query, dense | {"dense_feedback": DENSE_FEEDBACK}, 50, empty_rule=False)
-    assert {r.item_id: (r.similarity, r.all_similarity) for r in first} == \
-           {r.item_id: (r.similarity, r.all_similarity) for r in again}
+    assert {r.item_id: (r.similarity, r.all_similarity) for r in first} == {
+        r.item_id: (r.similarity, r.all_similarity) for r in again
+    }
     qvec = get_embedder().encode([plan_query(searcher.db, query).dense_query])[0]
     ids = [r.item_id for r in first]
-    moved = moved_similarities(searcher.db, qvec, ids, DENSE_FEEDBACK["top"], DENSE_FEEDBACK["alpha"],
-                               DENSE_FEEDBACK["best"])
+    moved = moved_similarities(
+        searcher.db, qvec, ids, DENSE_FEEDBACK["top"], DENSE_FEEDBACK["alpha"], DENSE_FEEDBACK["best"]
+    )
     order = [moved[r.item_id] for r in again]
     assert all(a >= b - 1e-5 for a, b in zip(order, order[1:], strict=False)), order
     assert [r.dense_rank for r in again] == list(range(1, len(again) + 1))
@@ -150,16 +164,25 @@ def test_each_top_item_gives_the_vector_that_matched_the_query(searcher: Searche
     says, and on the fixture they order some paraphrase's candidates differently."""
     dense = DEFAULT_SYSTEMS["dense"]
     differ = []
-    for query in ["pets acting like they own the house", "john cena coffee", "a man hammering metal in a forge",
-                  "someone who is sad"]:
+    for query in [
+        "pets acting like they own the house",
+        "john cena coffee",
+        "a man hammering metal in a forge",
+        "someone who is sad",
+    ]:
         qvec = get_embedder().encode([plan_query(searcher.db, query).dense_query])[0]
         orders = {}
         for best in (True, False):
             cfg = dense | {"dense_feedback": DENSE_FEEDBACK | {"best": best}}
             got = searcher.search(query, cfg, 50, empty_rule=False)
-            moved = moved_similarities(searcher.db, qvec, [r.item_id for r in
-                                                           searcher.search(query, dense, 50, empty_rule=False)],
-                                       DENSE_FEEDBACK["top"], DENSE_FEEDBACK["alpha"], best)
+            moved = moved_similarities(
+                searcher.db,
+                qvec,
+                [r.item_id for r in searcher.search(query, dense, 50, empty_rule=False)],
+                DENSE_FEEDBACK["top"],
+                DENSE_FEEDBACK["alpha"],
+                best,
+            )
             sims = [moved[r.item_id] for r in got]
             assert all(a >= b - 1e-5 for a, b in zip(sims, sims[1:], strict=False)), (query, best)
             orders[best] = [r.item_id for r in got]
@@ -173,8 +196,9 @@ def test_dense_feedback_changes_an_order_and_runs_in_hybrid(searcher: Searcher) 
     query = "pets acting like they own the house"
     dense = DEFAULT_SYSTEMS["dense"]
     plain = [r.item_id for r in searcher.search(query, dense, 10, empty_rule=False)]
-    moved = [r.item_id for r in searcher.search(query, dense | {"dense_feedback": DENSE_FEEDBACK}, 10,
-                                                empty_rule=False)]
+    moved = [
+        r.item_id for r in searcher.search(query, dense | {"dense_feedback": DENSE_FEEDBACK}, 10, empty_rule=False)
+    ]
     assert plain != moved
     hybrid = [r.item_id for r in searcher.search(query, "hybrid", 10, empty_rule=False)]
     threaded = Searcher(searcher.db, get_embedder())

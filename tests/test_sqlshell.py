@@ -41,8 +41,11 @@ def json_rows(output: str) -> list[dict]:
 def test_a_query_on_a_view_prints_its_rows(fixture_library: Path) -> None:
     expected = read(fixture_library, "SELECT item_id, path, title FROM library ORDER BY item_id")
     assert len(expected) > 20
-    rows = json_rows(invoke("--db", fixture_library, "sql", "--json",
-                            "SELECT item_id, path, title FROM library ORDER BY item_id").stdout)
+    rows = json_rows(
+        invoke(
+            "--db", fixture_library, "sql", "--json", "SELECT item_id, path, title FROM library ORDER BY item_id"
+        ).stdout
+    )
     assert [(r["item_id"], r["path"], r["title"]) for r in rows] == expected
     # The default is a table: a header and the rows' values.
     table = invoke("--db", fixture_library, "sql", "SELECT item_id, title FROM library ORDER BY item_id LIMIT 3").stdout
@@ -51,8 +54,10 @@ def test_a_query_on_a_view_prints_its_rows(fixture_library: Path) -> None:
 
 
 def test_a_knn_query_on_the_vec0_table(fixture_library: Path) -> None:
-    knn = ("SELECT item_id, distance FROM item_vectors WHERE embedding MATCH "
-           "(SELECT embedding FROM item_vectors WHERE item_id = 1) AND k = 5 ORDER BY distance")
+    knn = (
+        "SELECT item_id, distance FROM item_vectors WHERE embedding MATCH "
+        "(SELECT embedding FROM item_vectors WHERE item_id = 1) AND k = 5 ORDER BY distance"
+    )
     rows = json_rows(invoke("--db", fixture_library, "sql", "--json", knn).stdout)
     assert len(rows) == 5
     assert rows[0]["item_id"] == 1 and rows[0]["distance"] == pytest.approx(0.0, abs=1e-6)
@@ -77,8 +82,13 @@ def test_json_and_csv_output(fixture_library: Path) -> None:
 
 def test_a_write_is_refused_without_write(fixture_library: Path) -> None:
     before = sha(fixture_library)
-    for statement in ("DELETE FROM items", "UPDATE settings SET value = 'x'", "PRAGMA user_version = 1",
-                      "CREATE TABLE mine(x)", "VACUUM"):
+    for statement in (
+        "DELETE FROM items",
+        "UPDATE settings SET value = 'x'",
+        "PRAGMA user_version = 1",
+        "CREATE TABLE mine(x)",
+        "VACUUM",
+    ):
         result = invoke("--db", fixture_library, "sql", statement, expect=2)
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and "read-only" in lines[0] and "--write" in lines[0], result.output
@@ -96,8 +106,9 @@ def test_write_changes_the_library_through_its_triggers(library_copy: tuple[Path
     result = invoke("--db", db, "sql", "--write", f"DELETE FROM items WHERE item_id = {item}")
     assert "1 row(s) changed" in result.stderr
     # The vec0 trigger ran (it needs sqlite-vec loaded): the item's vector went with it.
-    rows = json_rows(invoke("--db", db, "sql", "--json",
-                            f"SELECT count(*) AS n FROM item_vectors WHERE item_id = {item}").stdout)
+    rows = json_rows(
+        invoke("--db", db, "sql", "--json", f"SELECT count(*) AS n FROM item_vectors WHERE item_id = {item}").stdout
+    )
     assert rows == [{"n": 0}]
     assert not read(db, f"SELECT 1 FROM items_fts WHERE rowid = {item}")
     # The write was folded back into the file: the library is one file again.
@@ -106,8 +117,14 @@ def test_write_changes_the_library_through_its_triggers(library_copy: tuple[Path
 
 def test_ocr_text_never_reaches_the_terminal_with_escapes(library_copy: tuple[Path, Path]) -> None:
     db, _ = library_copy
-    invoke("--db", db, "sql", "--write", "UPDATE items SET ocr_text = 'evil ' || char(27) || '[31mRED' || char(27) "
-           "|| ']0;pwned' || char(7) || ' end ' || char(8238) WHERE item_id = 1")
+    invoke(
+        "--db",
+        db,
+        "sql",
+        "--write",
+        "UPDATE items SET ocr_text = 'evil ' || char(27) || '[31mRED' || char(27) "
+        "|| ']0;pwned' || char(7) || ' end ' || char(8238) WHERE item_id = 1",
+    )
     assert read(db, "SELECT ocr_text FROM items WHERE item_id = 1") == [(HOSTILE,)]
     select = "SELECT ocr_text FROM items WHERE item_id = 1"
     outputs = [invoke("--db", db, "sql", select).stdout, invoke("--db", db, "sql", "--csv", select).stdout]
@@ -131,9 +148,11 @@ def test_foreign_files_are_refused_unchanged(tmp_path: Path) -> None:
     text.write_text("not a database\n")
     empty = tmp_path / "empty.sqlite"
     empty.write_bytes(b"")
-    for path, says in ((other, "not a MamboMeme library (no mambo schema)"),
-                       (empty, "not a MamboMeme library (no mambo schema)"),
-                       (text, "not a MamboMeme library (not an SQLite file)")):
+    for path, says in (
+        (other, "not a MamboMeme library (no mambo schema)"),
+        (empty, "not a MamboMeme library (no mambo schema)"),
+        (text, "not a MamboMeme library (not an SQLite file)"),
+    ):
         before = sha(path)
         for args in (["SELECT 1"], ["--write", "DELETE FROM items"], []):
             result = invoke("--db", path, "sql", *args, input="SELECT 1;\n", expect=2)
@@ -160,10 +179,12 @@ def test_an_older_library_is_read_but_never_migrated(library_copy: tuple[Path, P
 
 
 def test_one_statement_at_a_time_and_sql_errors_in_one_line(fixture_library: Path) -> None:
-    for statement, says in (("SELECT 1; SELECT 2", "one statement at a time"),
-                            ("SELECT * FROM no_such_view", "SQL error: no such table: no_such_view"),
-                            ("SELEC 1", "SQL error"),
-                            ("  -- nothing\n;", "no SQL statement given")):
+    for statement, says in (
+        ("SELECT 1; SELECT 2", "one statement at a time"),
+        ("SELECT * FROM no_such_view", "SQL error: no such table: no_such_view"),
+        ("SELEC 1", "SQL error"),
+        ("  -- nothing\n;", "no SQL statement given"),
+    ):
         result = invoke("--db", fixture_library, "sql", statement, expect=2)
         assert says in result.output and len(result.output.strip().splitlines()) == 1, result.output
     # A trailing semicolon or comment is not a second statement.
@@ -172,8 +193,11 @@ def test_one_statement_at_a_time_and_sql_errors_in_one_line(fixture_library: Pat
 
 
 def test_the_named_queries_are_at_hand(fixture_library: Path) -> None:
-    rows = json_rows(invoke("--db", fixture_library, "sql", "--json",
-                            "SELECT name, file, sql FROM mambo_queries ORDER BY name").stdout)
+    rows = json_rows(
+        invoke(
+            "--db", fixture_library, "sql", "--json", "SELECT name, file, sql FROM mambo_queries ORDER BY name"
+        ).stdout
+    )
     assert {r["name"]: r["sql"] for r in rows} == Q
     assert {r["file"] for r in rows} >= {"library.sql", "search.sql", "sqlshell.sql"}
     root = read(fixture_library, "SELECT name, path FROM library_roots ORDER BY root_id")[0]
@@ -193,8 +217,14 @@ def test_the_named_queries_are_at_hand(fixture_library: Path) -> None:
 @pytest.mark.slow
 def test_the_interactive_shell_in_a_real_terminal(fixture_library: Path, tmp_path: Path) -> None:
     env = {**os.environ, "TERM": "xterm-256color", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
-    child = pexpect.spawn(sys.executable, [str(REPO / "mambo.py"), "--db", str(fixture_library), "sql"], env=env,
-                          dimensions=(24, 100), encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        sys.executable,
+        [str(REPO / "mambo.py"), "--db", str(fixture_library), "sql"],
+        env=env,
+        dimensions=(24, 100),
+        encoding="utf-8",
+        timeout=30,
+    )
     child.delaybeforesend = None
     try:
         child.expect("read-only")
@@ -221,8 +251,12 @@ def test_tables_lists_the_documented_views_and_all_with_all(tmp_path: Path) -> N
 
     manual = (REPO / "docs" / "manual.md").read_text().split("The plain-named views")[1].split("```")[0]
     bench_views = (REPO / "docs" / "sql.md").read_text().split("## The benchmark's views")[1].split("##")[0]
-    documented = [v for table in (manual, bench_views)
-                  for cell in re.findall(r"^\| `([^|]+)` \|", table, re.M) for v in re.findall(r"\w+", cell)]
+    documented = [
+        v
+        for table in (manual, bench_views)
+        for cell in re.findall(r"^\| `([^|]+)` \|", table, re.M)
+        for v in re.findall(r"\w+", cell)
+    ]
     assert tuple(documented) == DOCUMENTED_VIEWS  # the manual's table, then docs/sql.md's, is the list
     db = tmp_path / "lib.sqlite"
     invoke("--db", db, "settings", "interaction_events", "off")  # a new, empty library
@@ -230,12 +264,16 @@ def test_tables_lists_the_documented_views_and_all_with_all(tmp_path: Path) -> N
     assert listed[:-1] == list(DOCUMENTED_VIEWS) and "--all" in listed[-1]
     everything = invoke("--db", db, "sql", input=".tables --all\n").stdout.split()
     assert {"items", "files", "item_vectors", "library"} <= set(everything) and len(everything) > 60
-    assert invoke("--db", db, "sql", input=".tables judge\n").stdout.splitlines()[:-1] == [
-        v for v in DOCUMENTED_VIEWS if "judge" in v] != []
+    assert (
+        invoke("--db", db, "sql", input=".tables judge\n").stdout.splitlines()[:-1]
+        == [v for v in DOCUMENTED_VIEWS if "judge" in v]
+        != []
+    )
     con, _note = open_for_sql(db, write=False)
     try:
-        banner = LibraryShell(con, db, writable=False, stdin=io.StringIO(), stdout=io.StringIO(),
-                              stderr=io.StringIO()).intro(None)
+        banner = LibraryShell(
+            con, db, writable=False, stdin=io.StringIO(), stdout=io.StringIO(), stderr=io.StringIO()
+        ).intro(None)
     finally:
         con.close()
     assert "SELECT * FROM library" in banner and ".tables --all" in banner

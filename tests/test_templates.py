@@ -30,8 +30,14 @@ from mambomeme.templates import (
 
 # Fixture drawings as templates: one meme of each known group is the template picture (a user
 # template made from a captioned meme, as people do); held-out groups have no template at all.
-KNOWN = {"anvil-champ": "cena-01.png", "chair-thinker": "think-01.png", "strutting-cat": "cat-01.png",
-         "retro-desktop": "pc-01.png", "debug-duck": "duck-01.png", "bottomless-mug": "mug-01.png"}
+KNOWN = {
+    "anvil-champ": "cena-01.png",
+    "chair-thinker": "think-01.png",
+    "strutting-cat": "cat-01.png",
+    "retro-desktop": "pc-01.png",
+    "debug-duck": "duck-01.png",
+    "bottomless-mug": "mug-01.png",
+}
 HELD_OUT = {"bonked-monkey", "chef-stir", "chaos-mom", "stop-officer", "coin-counter"}
 
 
@@ -63,8 +69,19 @@ def bare_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
     db = d / "library.sqlite"
     for key, picture in KNOWN.items():
         t = groups[key]["template"]
-        invoke("--db", db, "templates", "add", "-q", IMAGES / picture, "--name", t["name"],
-               *[x for a in t["aliases"] for x in ("--alias", a)], "--description", groups[key]["description"])
+        invoke(
+            "--db",
+            db,
+            "templates",
+            "add",
+            "-q",
+            IMAGES / picture,
+            "--name",
+            t["name"],
+            *[x for a in t["aliases"] for x in ("--alias", a)],
+            "--description",
+            groups[key]["description"],
+        )
     invoke("--db", db, "add", "-q", "--no-sidecars", images)
     return db, images, groups
 
@@ -72,8 +89,10 @@ def bare_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
 def _recognised(db_path: Path) -> dict[str, tuple[str | None, str | None]]:
     db = open_db(db_path)
     try:
-        return {path: (tpl, src) for path, tpl, src in db.con.execute(
-            "SELECT path, recognised_template, template_source FROM library")}
+        return {
+            path: (tpl, src)
+            for path, tpl, src in db.con.execute("SELECT path, recognised_template, template_source FROM library")
+        }
     finally:
         db.close()
 
@@ -224,8 +243,12 @@ def _marked_safe(path: Path, words: str, centre_y: float) -> None:
     font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 34)
     line = f"Marked safe from {words}"
     d.text(((620 - d.textlength(line, font=font)) / 2, 500 * centre_y - 17), line, font=font, fill="black")
-    d.text((270, 400), "Today", font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 24),
-           fill=(120, 120, 120))
+    d.text(
+        (270, 400),
+        "Today",
+        font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 24),
+        fill=(120, 120, 120),
+    )
     w, h = img.size
     img.crop((20, 15, w - 25, h - 10)).resize((500, 396)).save(path, quality=70)  # a crop, rescaled, JPEG
 
@@ -243,8 +266,12 @@ def test_text_layout_template_is_recognised_by_its_words(tmp_path: Path) -> None
 
     img = Image.open(images / "other.jpg")
     ImageDraw.Draw(img).rectangle((0, 150, 500, 250), fill="white")
-    ImageDraw.Draw(img).text((40, 180), "Marked as read from home", fill="black",
-                             font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 30))
+    ImageDraw.Draw(img).text(
+        (40, 180),
+        "Marked as read from home",
+        fill="black",
+        font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf", 30),
+    )
     img.save(images / "other.jpg", quality=70)
     db = tmp_path / "lib.sqlite"
     invoke("--db", db, "add", "-q", "--no-sidecars", images)
@@ -280,9 +307,18 @@ def test_template_name_and_visual_description_find_bare_memes(bare_library) -> N
     assert res and Path(res[0]["path"]).name in cena  # an alias
     # a literal description of the picture, lexically and densely
     for system in ("bm25", "dense"):
-        res = [json.loads(x) for x in invoke("--db", db, "search", "--json", "-s", system,
-                                             "rubber duck on a computer desk" if system == "bm25" else
-                                             "a yellow rubber duck").output.splitlines()]
+        res = [
+            json.loads(x)
+            for x in invoke(
+                "--db",
+                db,
+                "search",
+                "--json",
+                "-s",
+                system,
+                "rubber duck on a computer desk" if system == "bm25" else "a yellow rubber duck",
+            ).output.splitlines()
+        ]
         assert res and Path(res[0]["path"]).name in set(groups["debug-duck"]["files"]), (system, res[:3])
         assert res[0]["derived"]["description"]["source"] == "user"
 
@@ -297,8 +333,9 @@ def test_sidecar_metadata_wins_over_derived(bare_library, tmp_path: Path) -> Non
     invoke("--db", copy, "roots", "move", "images", images)
     invoke("--db", copy, "add", "-q", images / "cena-02.png")  # now with its sidecar
     con = open_db(copy)
-    row = con.rows("results_details", {"ids": json.dumps([con.scalar(
-        "SELECT item_id FROM files WHERE rel_path = 'cena-02.png'")])})[0]
+    row = con.rows(
+        "results_details", {"ids": json.dumps([con.scalar("SELECT item_id FROM files WHERE rel_path = 'cena-02.png'")])}
+    )[0]
     assert row["template_source"] == "sidecar" and row["description"] == stored["description"]
     assert json.loads(row["derived"])["template"]["source"] == "user"  # still known, just not shown
     con.close()
@@ -365,29 +402,36 @@ def test_label_as_template_brings_the_lookalikes(bare_library, tmp_path: Path) -
 
 def test_label_says_when_a_sidecar_still_wins(library_copy) -> None:
     db, images = library_copy  # the fixture's sidecars name cena-03's template
-    said = invoke("--db", db, "label", images / "cena-03.png", "--template", "Forge Hero", "--tag", "forging",
-                  "--group", "item")
+    said = invoke(
+        "--db", db, "label", images / "cena-03.png", "--template", "Forge Hero", "--tag", "forging", "--group", "item"
+    )
     assert "labelled 1 meme(s)" in said.stdout
     assert "note: 1 of them show their sidecar's template" in said.stderr
     assert "note: 1 of them show their sidecar's tags" in said.stderr
     assert not _search(db, "forge hero")  # the sidecar's template is what shows
 
 
-@pytest.mark.parametrize("args, message", [
-    (["templates", "add", "{missing}", "--name", "X"], "no such file"),
-    (["templates", "add", "{notimage}", "--name", "X"], "cannot read"),
-    (["templates", "add", "{image}", "--name", "!!!"], "--name needs"),
-    (["templates", "remove", "no-such-template"], "no template 'no-such-template'"),
-    (["templates", "remove", "drake-hotline-bling"], "cannot be removed"),
-    (["label", "999999", "--tag", "x"], "no meme '999999'"),
-    (["label", "1"], "nothing to label"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["templates", "add", "{missing}", "--name", "X"], "no such file"),
+        (["templates", "add", "{notimage}", "--name", "X"], "cannot read"),
+        (["templates", "add", "{image}", "--name", "!!!"], "--name needs"),
+        (["templates", "remove", "no-such-template"], "no template 'no-such-template'"),
+        (["templates", "remove", "drake-hotline-bling"], "cannot be removed"),
+        (["label", "999999", "--tag", "x"], "no meme '999999'"),
+        (["label", "1"], "nothing to label"),
+    ],
+)
 def test_bad_template_and_label_input_is_one_clear_line(tmp_path: Path, args: list[str], message: str) -> None:
     db = tmp_path / "lib.sqlite"
     (tmp_path / "notes.png").write_text("not an image")
     invoke("--db", db, "add", "-q", IMAGES / "cena-01.png")
-    subst = {"{missing}": str(tmp_path / "nope.png"), "{notimage}": str(tmp_path / "notes.png"),
-             "{image}": str(IMAGES / "cena-01.png")}
+    subst = {
+        "{missing}": str(tmp_path / "nope.png"),
+        "{notimage}": str(tmp_path / "notes.png"),
+        "{image}": str(IMAGES / "cena-01.png"),
+    }
     res = invoke("--db", db, *[subst.get(a, a) for a in args], expect=2)
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in res.output, res.output
@@ -414,8 +458,10 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
     con = open_db(copy)
     sources = {}
     for name in cena:
-        row = con.rows("results_details", {"ids": json.dumps([con.scalar(
-            "SELECT item_id FROM files WHERE rel_path = ?", (name,))])})[0]
+        row = con.rows(
+            "results_details",
+            {"ids": json.dumps([con.scalar("SELECT item_id FROM files WHERE rel_path = ?", (name,))])},
+        )[0]
         assert json.loads(row["entities"]) == ["Hephaestus"]
         sources[name] = row["entities_source"]
     con.close()
@@ -423,6 +469,7 @@ def test_label_reaches_the_whole_template_group(bare_library, tmp_path: Path) ->
     # a meme that joins the group later gets the label too
     shutil.copy(IMAGES / "cena-02.png", images / "cena-02-again.png")
     from PIL import Image
+
     Image.open(images / "cena-02-again.png").convert("RGB").save(images / "cena-02-again.jpg", quality=70)
     (images / "cena-02-again.png").unlink()
     invoke("--db", copy, "add", "-q", "--no-sidecars", images / "cena-02-again.jpg")
@@ -441,16 +488,20 @@ def test_schema_1_library_with_items_is_migrated(tmp_path: Path) -> None:
     con.enable_load_extension(True)
     con.load_extension(sqlite_vec.loadable_path())
     con.execute((REPO / "migrations" / "001_initial.sql").read_text())
-    con.execute("INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, title, ocr_text) "
-                "VALUES (?, 'png', 1, 1, 1, 0, 0, 'old meme', 'caption words')", ("a" * 64,))
+    con.execute(
+        "INSERT INTO items(sha256, format, width, height, byte_size, phash, dhash, title, ocr_text) "
+        "VALUES (?, 'png', 1, 1, 1, 0, 0, 'old meme', 'caption words')",
+        ("a" * 64,),
+    )
     con.close()
     db = DB(path)
     assert db.user_version() == SCHEMA_VERSION
     assert db.scalar("SELECT derived FROM items") == "{}"
     assert db.scalar("SELECT recognised_revision FROM items") == 0  # recognised at the next `mambo add`
     assert db.scalar("SELECT rowid FROM items_fts WHERE items_fts MATCH 'caption'") == 1
-    db.con.execute("UPDATE items SET derived = ?", ('{"template": {"name": "X", "text": "Xylo ; xy", '
-                                                     '"source": "catalogue"}}',))
+    db.con.execute(
+        "UPDATE items SET derived = ?", ('{"template": {"name": "X", "text": "Xylo ; xy", "source": "catalogue"}}',)
+    )
     assert db.scalar("SELECT rowid FROM items_fts WHERE items_fts MATCH 'xylo'") == 1
 
 

@@ -68,8 +68,10 @@ def app_pid(shell_pid: int) -> int:
 def expected_paths(db: Path, query: str, system: str = "bm25") -> list[str]:
     d = DB(db, create=False)
     try:
-        return [str(Path(r.details["root_path"]) / r.details["rel_path"])
-                for r in Searcher(d, None).search(query, system, 10)]
+        return [
+            str(Path(r.details["root_path"]) / r.details["rel_path"])
+            for r in Searcher(d, None).search(query, system, 10)
+        ]
     finally:
         d.close()
 
@@ -91,12 +93,29 @@ def events(db: Path) -> list[dict]:
 # -- headless: state and painting --------------------------------------------------------------
 
 
-def fake_result(n: int, *, title: str = "", ocr: str = "", safety: str = "safe", dups: int = 0,
-                lex: int | None = 1, vec: int | None = None) -> SimpleNamespace:
-    details = {"title": title or f"Meme number {n}", "template": "Anvil Champ", "entities": '["john cena"]',
-               "tags": '["wrestling"]', "description": "", "ocr_text": ocr or f"you can't see me {n}",
-               "safety": safety, "root_path": "/memes", "rel_path": f"cena-{n:02}.png",
-               "duplicate_count": dups, "has_preview": 1}
+def fake_result(
+    n: int,
+    *,
+    title: str = "",
+    ocr: str = "",
+    safety: str = "safe",
+    dups: int = 0,
+    lex: int | None = 1,
+    vec: int | None = None,
+) -> SimpleNamespace:
+    details = {
+        "title": title or f"Meme number {n}",
+        "template": "Anvil Champ",
+        "entities": '["john cena"]',
+        "tags": '["wrestling"]',
+        "description": "",
+        "ocr_text": ocr or f"you can't see me {n}",
+        "safety": safety,
+        "root_path": "/memes",
+        "rel_path": f"cena-{n:02}.png",
+        "duplicate_count": dups,
+        "has_preview": 1,
+    }
     return SimpleNamespace(item_id=n, rank=n, lexical_rank=lex, fuzzy_rank=None, dense_rank=vec, details=details)
 
 
@@ -115,8 +134,10 @@ def feed(state: tui.TUIState, *keys: object) -> tuple[tui.TUIState, list]:
 
 
 def searched_state(n: int = 10, **kw: object) -> tui.TUIState:
-    results = [fake_result(i, safety="sensitive" if i == 2 else "safe", dups=3 if i == 3 else 0,
-                           vec=i if i % 2 else None) for i in range(1, n + 1)]
+    results = [
+        fake_result(i, safety="sensitive" if i == 2 else "safe", dups=3 if i == 3 else 0, vec=i if i % 2 else None)
+        for i in range(1, n + 1)
+    ]
     rows = tuple(tui.row_from_result(r, "see me") for r in results)
     s = tui.TUIState(system="hybrid", model="loading", **kw)
     s, _ = feed(s, *"see", "<SPACE>", *"me")
@@ -156,8 +177,12 @@ def test_no_match_and_start_screen():
 
 def test_no_match_says_how_many_memes_are_withheld_never_which():
     note = "1 meme that holds these words is withheld: private, withdrawn or unsafe; see `mambo safety`"
-    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"tandlewick", "<Ctrl-s>",
-                tui.Searched(1, "tandlewick", (), 1.0, "bm25", 1, withheld=note))
+    s, _ = feed(
+        tui.TUIState(system="bm25", model="unused"),
+        *"tandlewick",
+        "<Ctrl-s>",
+        tui.Searched(1, "tandlewick", (), 1.0, "bm25", 1, withheld=note),
+    )
     text, _ = screen(s)
     assert "no match for “tandlewick”" in text[2] and text[3].strip() + " " + text[4].strip() == note + "."
     text, _ = screen(s, 10, 40)  # the compact list wraps it
@@ -275,8 +300,13 @@ def test_fzf_keys_move_mark_and_pick_with_one_enter():
     Shift-Tab marks and moves up; Enter picks at once when the list shows the typed query (every
     marked meme, in the order marked), and searches first when it does not; Ctrl-G quits."""
     rows = tuple(tui.row_from_result(fake_result(i), "cena") for i in range(1, 6))
-    single, _ = feed(tui.TUIState(system="bm25", model="unused"), *"cena", tui.Paused(4),
-                     tui.Searched(0, "cena", rows, 1.0, "bm25", 1, live=1), "<DOWN>")
+    single, _ = feed(
+        tui.TUIState(system="bm25", model="unused"),
+        *"cena",
+        tui.Paused(4),
+        tui.Searched(0, "cena", rows, 1.0, "bm25", 1, live=1),
+        "<DOWN>",
+    )
     hints = screen(single)[0][22]
     assert "Enter choose" in hints and "Tab mark" not in hints
     single, _ = feed(single, "<TAB>")
@@ -296,9 +326,12 @@ def test_fzf_keys_move_mark_and_pick_with_one_enter():
     text, _ = screen(s)
     assert "3 marked" in text[23] and re.match(r" +1\. \* Meme number 1", text[2])
     s, eff = feed(s, "<Ctrl-m>")
-    assert eff == [tui.Record("choose", "cena", 1, 1), tui.Record("choose", "cena", 2, 2),
-                   tui.Record("choose", "cena", 4, 4),
-                   tui.Choose(("/memes/cena-01.png", "/memes/cena-02.png", "/memes/cena-04.png"), (1, 2, 4))]
+    assert eff == [
+        tui.Record("choose", "cena", 1, 1),
+        tui.Record("choose", "cena", 2, 2),
+        tui.Record("choose", "cena", 4, 4),
+        tui.Choose(("/memes/cena-01.png", "/memes/cena-02.png", "/memes/cena-04.png"), (1, 2, 4)),
+    ]
     # the query changed since the list was drawn: Enter searches it and picks from its answer
     s, eff = feed(s, "x", "<Ctrl-m>")
     assert eff[-1] == tui.DoSearch("cenax", 1) and s.queued == ("<Ctrl-m>",)
@@ -320,8 +353,22 @@ def dataclass_replace(s: tui.TUIState, **kw: object) -> tui.TUIState:
 def test_a_bracketed_paste_is_text_without_controls_or_escapes():
     """Between ESC[200~ and ESC[201~ (curtsies reads each marker as "\x1b[200" then "~") keys are
     text: a pasted BEL is not Ctrl-G, an escape sequence is dropped whole (`\x1b[31mred` is `red`)."""
-    s, eff = feed(tui.TUIState(system="bm25", model="unused"), *"ab", "\x1b[200", "~", "x", "<Ctrl-g>", "<SPACE>",
-                  "\x1b[31", *"mred", "<Ctrl-j>", "<ESC>", "<Ctrl-m>", "\x1b[201", "~")
+    s, eff = feed(
+        tui.TUIState(system="bm25", model="unused"),
+        *"ab",
+        "\x1b[200",
+        "~",
+        "x",
+        "<Ctrl-g>",
+        "<SPACE>",
+        "\x1b[31",
+        *"mred",
+        "<Ctrl-j>",
+        "<ESC>",
+        "<Ctrl-m>",
+        "\x1b[201",
+        "~",
+    )
     assert (s.query, s.cursor, s.paste) == ("abx red", 7, None)
     assert eff == [tui.Typed(1), tui.Typed(2), tui.Typed(3)]
     s, eff = feed(s, "<Ctrl-g>")  # after the paste, keys are keys again
@@ -654,14 +701,16 @@ def test_ctrl_z_suspends_and_restores_the_terminal(fixture_library: Path):
 @pytest.mark.parametrize("how", ["esc", "ctrl-c", "ctrl-d", "sigterm", "sighup", "exception"])
 def test_every_way_out_restores_the_terminal(fixture_library: Path, how: str):
     if how == "exception":
-        code = (f"import sys\nimport {TUI_MODULE} as t\nfrom mambomeme.library import DB\n"
-                "orig = t.paint\n"
-                "def paint(s, r, c):\n"
-                "    if s.query == 'boom': raise RuntimeError('boom in paint')\n"
-                "    return orig(s, r, c)\n"
-                "t.paint = paint\n"
-                f"db = DB({str(fixture_library)!r}, create=False)\n"
-                "sys.exit(t.run_tui(db, 'bm25'))\n")
+        code = (
+            f"import sys\nimport {TUI_MODULE} as t\nfrom mambomeme.library import DB\n"
+            "orig = t.paint\n"
+            "def paint(s, r, c):\n"
+            "    if s.query == 'boom': raise RuntimeError('boom in paint')\n"
+            "    return orig(s, r, c)\n"
+            "t.paint = paint\n"
+            f"db = DB({str(fixture_library)!r}, create=False)\n"
+            "sys.exit(t.run_tui(db, 'bm25'))\n"
+        )
         child = spawn(f'{shlex.join([sys.executable, "-c", code])}; echo "RC=$?"; stty -a')
     else:
         child = run_app(fixture_library, "--system", "bm25")
@@ -682,7 +731,7 @@ def test_every_way_out_restores_the_terminal(fixture_library: Path, how: str):
     assert rc == {"sigterm": 128 + signal.SIGTERM, "sighup": 128 + signal.SIGHUP, "exception": 1}.get(how, 130)
     assert_restored(raw)
     if how == "exception":
-        after = raw[raw.rindex(f"{ESC}[?1049l"):]
+        after = raw[raw.rindex(f"{ESC}[?1049l") :]
         assert "RuntimeError: boom in paint" in after  # the traceback, on the restored terminal
 
 
@@ -711,8 +760,10 @@ def test_hostile_ocr_text_never_reaches_the_terminal(library_copy: tuple[Path, P
     d = DB(db_path, create=False)
     with d.write():
         item = d.con.execute("SELECT item_id FROM items WHERE entities LIKE '%john cena%' LIMIT 1").fetchall()[0][0]
-        d.con.execute("UPDATE items SET ocr_text = ?, title = ? WHERE item_id = ?",
-                      (hostile, f"cena {ESC}[31mred{ESC}]52;c;aGk=\x07", item))
+        d.con.execute(
+            "UPDATE items SET ocr_text = ?, title = ? WHERE item_id = ?",
+            (hostile, f"cena {ESC}[31mred{ESC}]52;c;aGk=\x07", item),
+        )
     d.close()
     child = run_app(db_path, "--system", "bm25")
     child.expect("Search:")
@@ -858,13 +909,19 @@ def test_the_model_loads_while_another_thread_imports_numpy(fixture_library: Pat
     every time here; the model must load, and nothing may be said of it after the screen."""
     (tmp_path / "sitecustomize.py").write_text(HOLD_NUMPY_IMPORT)
     mark = tmp_path / "held.txt"
-    child = run_app(fixture_library, "--system", "hybrid", "--wait-ready", timeout=90,
-                    env={"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "HOLD_MARK": str(mark)})
+    child = run_app(
+        fixture_library,
+        "--system",
+        "hybrid",
+        "--wait-ready",
+        timeout=90,
+        env={"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "HOLD_MARK": str(mark)},
+    )
     rc, raw = held_search_then_quit(child, says_waiting=False)
     assert rc == 130
     assert mark.exists(), "the vector-matrix thread was not the first to import numpy: no overlap was made"
     assert mark.read_text() == "the model's thread waited"
-    after = raw[raw.rindex(f"{ESC}[?1049l"):]
+    after = raw[raw.rindex(f"{ESC}[?1049l") :]
     assert "failed" not in after and "Traceback" not in after
     assert_restored(raw)
 
@@ -882,9 +939,12 @@ def test_a_model_that_cannot_load_says_why_after_the_screen(fixture_library: Pat
     child.send("\x1b")
     rc, raw = finish(child)
     assert rc == 130
-    after = screen_text(raw[raw.rindex(f"{ESC}[?1049l"):raw.rindex("RC=")])
-    assert re.search(r"mambo: the embedding model failed to load \(\w+Error: .*not-a-folder.*\); the search "
-                     r"screen searched by words only", after), after
+    after = screen_text(raw[raw.rindex(f"{ESC}[?1049l") : raw.rindex("RC=")])
+    assert re.search(
+        r"mambo: the embedding model failed to load \(\w+Error: .*not-a-folder.*\); the search "
+        r"screen searched by words only",
+        after,
+    ), after
     assert_restored(raw)
 
 
@@ -915,12 +975,18 @@ def test_encoding_ahead_while_typing_changes_no_ranking(fixture_library: Path):
     from mambomeme.query_plan import plan_query
     from mambomeme.tui_shell import _EncodeAhead
 
-    queries = [json.loads(line)["query"] for line in
-               (REPO / "benchdata" / "fixture" / "queries.jsonl").read_text().splitlines() if line.strip()]
+    queries = [
+        json.loads(line)["query"]
+        for line in (REPO / "benchdata" / "fixture" / "queries.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     db = DB(fixture_library, create=False, readonly=True)
     embedder = get_embedder()
-    ahead = _EncodeAhead(embedder, lambda: DB(fixture_library, create=False, readonly=True),
-                         functools.partial(plan_query, aliases=True, correct=True))
+    ahead = _EncodeAhead(
+        embedder,
+        lambda: DB(fixture_library, create=False, readonly=True),
+        functools.partial(plan_query, aliases=True, correct=True),
+    )
     plain, early = Searcher(db, embedder), Searcher(db, ahead)
 
     def ranking(results):
@@ -959,9 +1025,23 @@ def test_bench_tui_takes_turns_between_systems_on_a_topped_up_copy(fixture_libra
     db = DB(fixture_library, create=False, readonly=True)
     before = db.q1("status_counts")[0]
     db.close()
-    out = invoke("--db", fixture_library, "bench", "tui", "--searches", "12", "--warmups", "2", "--items", "300",
-                 "--system", "hybrid", "--system", "bm25").output
-    report = json.loads(out[out.index("{"):])
+    out = invoke(
+        "--db",
+        fixture_library,
+        "bench",
+        "tui",
+        "--searches",
+        "12",
+        "--warmups",
+        "2",
+        "--items",
+        "300",
+        "--system",
+        "hybrid",
+        "--system",
+        "bm25",
+    ).output
+    report = json.loads(out[out.index("{") :])
     assert set(report["systems"]) == {"hybrid", "bm25"}
     for name, r in report["systems"].items():
         assert r["system"] == name and r["n"] == 12 and r["warmups"] == 2
@@ -1029,8 +1109,10 @@ def test_a_paste_is_read_as_text_not_keys(fixture_library: Path):
 def served_results(db: Path, query: str) -> list[tuple[int, str]]:
     d = DB(db, create=False)
     try:
-        return [(r.item_id, str(Path(r.details["root_path"]) / r.details["rel_path"]))
-                for r in Searcher(d, None).search(query, "bm25", 100)]
+        return [
+            (r.item_id, str(Path(r.details["root_path"]) / r.details["rel_path"]))
+            for r in Searcher(d, None).search(query, "bm25", 100)
+        ]
     finally:
         d.close()
 
@@ -1060,7 +1142,7 @@ def test_the_screen_follows_the_library_and_never_chooses_a_meme_made_unsafe(lib
 
 def printed(raw: str) -> list[str]:
     """The lines the app printed on stdout after leaving the screen (before the wrapper's RC=)."""
-    tail = re.sub(r"\x1b\[[\d;?]*[a-zA-Z]", "", raw[raw.rindex(f"{ESC}[?1049l"):raw.rindex("RC=")])
+    tail = re.sub(r"\x1b\[[\d;?]*[a-zA-Z]", "", raw[raw.rindex(f"{ESC}[?1049l") : raw.rindex("RC=")])
     return [line for line in tail.split("\r\n") if line]
 
 
@@ -1103,7 +1185,7 @@ def test_a_failed_opener_is_said_on_the_status_line(fixture_library: Path, syste
     if system == "hybrid":
         expect_ready(child, r"hybrid v\d+ · model ready")  # the model-ready answer (or Enter's, if it was ready)
         time.sleep(0.5)
-        later = output(child)[output(child).rindex("the opener failed"):]
+        later = output(child)[output(child).rindex("the opener failed") :]
         assert "Enter choose" not in later  # the status line was not given back to the key hints
     child.send("\x1b")
     rc, raw = finish(child)
@@ -1116,16 +1198,18 @@ def test_query_option_is_the_screen_wherever_stdin_and_stdout_go(fixture_library
     """-q opens the screen on the terminal (fzf's --query) even with stdin and stdout redirected;
     with no terminal at all it says how to search without one, and prints no list."""
     out = tmp_path / "chosen"
-    child = spawn(f'{app_cmd(fixture_library, "--system", "bm25", "-q", "cat")} < /dev/null > "{out}"; '
-                  'echo "RC=$?"; stty -a')
+    child = spawn(
+        f'{app_cmd(fixture_library, "--system", "bm25", "-q", "cat")} < /dev/null > "{out}"; echo "RC=$?"; stty -a'
+    )
     child.expect(header("cat"))
     child.send("\r")
     rc, raw = finish(child)
     assert rc == 0 and out.read_text() == expected_paths(fixture_library, "cat")[0] + "\n"
     assert_restored(raw)
     argv = shlex.split(app_cmd(fixture_library, "--system", "bm25", "-q", "cat"))
-    alone = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, start_new_session=True,
-                           timeout=120)
+    alone = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, start_new_session=True, timeout=120
+    )
     assert alone.returncode == 2 and alone.stdout == ""
     assert "the search screen needs a terminal; give a QUERY to print its results" in alone.stderr
 

@@ -67,8 +67,11 @@ def test_one_enter_picks_from_the_answer_to_the_typed_query():
     s, eff = feed(tui.TUIState(system="bm25", model="unused"), *"cat", "<Ctrl-m>")
     assert eff[-1] == tui.DoSearch("cat", 1) and s.queued == ("<Ctrl-m>",)
     s, eff = feed(s, tui.Searched(1, "cat", rows, 1.0, "bm25", 1))
-    assert eff == [tui.Record("render", "cat"), tui.Record("choose", "cat", 1, 1),
-                   tui.Choose(("/memes/cena-01.png",), (1,))]
+    assert eff == [
+        tui.Record("render", "cat"),
+        tui.Record("choose", "cat", 1, 1),
+        tui.Choose(("/memes/cena-01.png",), (1,)),
+    ]
     s, eff = feed(tui.TUIState(system="bm25", model="unused"), *"zzqx", "<Ctrl-m>")
     s, eff = feed(s, tui.Searched(1, "zzqx", (), 1.0, "bm25", 1))
     assert eff == [tui.Record("render", "zzqx")] and s.queued == () and "no match" in screen(s)[0][23]
@@ -77,8 +80,12 @@ def test_one_enter_picks_from_the_answer_to_the_typed_query():
 def test_the_list_grows_past_its_first_page_and_says_it_has_more():
     results = [fake_result(i) for i in range(1, 31)]
     rows = tuple(tui.row_from_result(r, "homework") for r in results)
-    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"homework", "<Ctrl-s>",
-                tui.Searched(1, "homework", rows[:10], 1.0, "bm25", 1, more=True))
+    s, _ = feed(
+        tui.TUIState(system="bm25", model="unused"),
+        *"homework",
+        "<Ctrl-s>",
+        tui.Searched(1, "homework", rows[:10], 1.0, "bm25", 1, more=True),
+    )
     text, _ = screen(s)
     assert "10+ results" in text[23] and " 1/10+ " in text[1]
     s, eff = feed(s, "<PAGEDOWN>")  # to the 6th: not yet near the end
@@ -127,14 +134,18 @@ def test_the_preview_is_on_where_it_fits_beside_a_readable_list():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [(24, 80), (40, 120)])
-@pytest.mark.parametrize(("keys", "multi", "want"), [
-    ("cat\x1b[B\r", False, [1]),  # Down at once after typing, then Enter: the second
-    ("cat\x1b[D\x1b[H\x1b[B\r", False, [1]),  # Left and Home first: Down still moves
-    ("cat\x1b[B\t\t\r", True, [1, 2]),  # with -m, Down, Tab, Tab marks the second and the third
-    ("cat\r", False, [0]),  # one Enter picks the typed query's best match
-])
-def test_keys_typed_at_once_act_on_the_typed_querys_list(fixture_library: Path, size: tuple[int, int], keys: str,
-                                                          multi: bool, want: list[int]):
+@pytest.mark.parametrize(
+    ("keys", "multi", "want"),
+    [
+        ("cat\x1b[B\r", False, [1]),  # Down at once after typing, then Enter: the second
+        ("cat\x1b[D\x1b[H\x1b[B\r", False, [1]),  # Left and Home first: Down still moves
+        ("cat\x1b[B\t\t\r", True, [1, 2]),  # with -m, Down, Tab, Tab marks the second and the third
+        ("cat\r", False, [0]),  # one Enter picks the typed query's best match
+    ],
+)
+def test_keys_typed_at_once_act_on_the_typed_querys_list(
+    fixture_library: Path, size: tuple[int, int], keys: str, multi: bool, want: list[int]
+):
     cats = expected_paths(fixture_library, "cat")
     child = run_app(fixture_library, "--system", "bm25", *(["-m"] if multi else []))
     child.setwinsize(*size)

@@ -50,17 +50,21 @@ def run(name: str, feats: np.ndarray, c: float) -> None:
         held[FOLD == f] = t.harm(fit(feats[FOLD != f], Y[FOLD != f]), feats[FOLD == f])
     bar = t.lowest_bar(held, HARMFUL, SETS, t.MAX_FALSE_HIDES)
     kinds = " ".join(f"{k} {(held[GEN & (Y == i)] >= bar).mean():.3f}" for i, k in enumerate(t.CLASSES) if i)
-    hides = " ".join(f"{s} {100 * (held[SETS == s] >= bar).mean():.1f}%"
-                     for s in ("generated harmless", "hand harmless", "dev shown"))
+    hides = " ".join(
+        f"{s} {100 * (held[SETS == s] >= bar).mean():.1f}%"
+        for s in ("generated harmless", "hand harmless", "dev shown")
+    )
     folds = []
     for f in range(t.FOLDS):
         b = t.lowest_bar(held[FOLD != f], HARMFUL[FOLD != f], SETS[FOLD != f], t.MAX_FALSE_HIDES)
         te = FOLD == f
         folds.append(f"{(held[te & GEN] >= b).mean():.3f}/{100 * (held[te & ~HARMFUL] >= b).mean():.1f}%")
-    print(f"{name:<34} C {c:<4g} bar {bar:.3f} generated unsafe recall {(held[GEN] >= bar).mean():.3f} "
-          f"dev unsafe {(held[SETS == 'dev unsafe'] >= bar).mean():.3f}\n    by kind: {kinds}\n"
-          f"    false hides: {hides}\n    folds (recall/false hides at the others' bar): {' '.join(folds)}",
-          flush=True)
+    print(
+        f"{name:<34} C {c:<4g} bar {bar:.3f} generated unsafe recall {(held[GEN] >= bar).mean():.3f} "
+        f"dev unsafe {(held[SETS == 'dev unsafe'] >= bar).mean():.3f}\n    by kind: {kinds}\n"
+        f"    false hides: {hides}\n    folds (recall/false hides at the others' bar): {' '.join(folds)}",
+        flush=True,
+    )
 
 
 def main() -> None:

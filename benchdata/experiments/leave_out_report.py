@@ -85,6 +85,7 @@ class CachedEmbedder:
             for t, v in zip(missing, self.inner.encode(missing), strict=True):
                 self.cache[t] = v
         import numpy as np
+
         return np.stack([self.cache[t] for t in texts])
 
     def __getattr__(self, name: str) -> Any:
@@ -114,8 +115,12 @@ def measure(c: Condition, rule: dict[str, Any], subset: list[dict[str, Any]]) ->
     unruled = {q["id"]: c.raw[q["id"]] for q in subset}
     runs = apply(rule, unruled)
     m, m0 = evaluate_runs(c.db, subset, runs), evaluate_runs(c.db, subset, unruled)
-    return {"correct_empty": round(m["correct_empty"], 3), "false_empty": round(false_empty(c, subset, runs), 3),
-            "hit10": round(m["hit10"], 3), "hit10_loss": round(m0["hit10"] - m["hit10"], 3)}
+    return {
+        "correct_empty": round(m["correct_empty"], 3),
+        "false_empty": round(false_empty(c, subset, runs), 3),
+        "hit10": round(m["hit10"], 3),
+        "hit10_loss": round(m0["hit10"] - m["hit10"], 3),
+    }
 
 
 # Features a person would use, tried beside today's (search.evidence_features): the idf-weighted word
@@ -135,8 +140,13 @@ def phrase_share(plan: Any, details: dict[str, Any]) -> float:
     if not typed:
         return 0.0
     best = 0
-    names = " ".join([details["title"], details.get("template_text") or details["template"],
-                      " ".join(json.loads(details["entities"]))])
+    names = " ".join(
+        [
+            details["title"],
+            details.get("template_text") or details["template"],
+            " ".join(json.loads(details["entities"])),
+        ]
+    )
     for text in (names, details["ocr_text"]):
         field = [w for w in normalise_query(text) if w not in ARTICLES]
         for i in range(len(typed)):
@@ -155,11 +165,13 @@ def extras(db: DB, cfg: dict[str, Any], query: str, results: list[Any]) -> dict[
     idf = idf_weights(db, plan)
     rare = max(plan.content, key=lambda t: idf[t])
     words = [item_words(r.details) for r in results[:3]]
-    return {"idf_coverage": max(coverage(plan, w, idf) for w in words),
-            "rare_held": float(any(holds_word(plan, rare, w) for w in words)),
-            "shape": float(any(t in FILLER_WORDS for t in plan.tokens)),
-            "phrase": max(phrase_share(plan, r.details) for r in results[:3]),
-            "agreement": agreement(results)}
+    return {
+        "idf_coverage": max(coverage(plan, w, idf) for w in words),
+        "rare_held": float(any(holds_word(plan, rare, w) for w in words)),
+        "shape": float(any(t in FILLER_WORDS for t in plan.tokens)),
+        "phrase": max(phrase_share(plan, r.details) for r in results[:3]),
+        "agreement": agreement(results),
+    }
 
 
 def agreement(results: list[Any]) -> float:
@@ -168,13 +180,16 @@ def agreement(results: list[Any]) -> float:
     return (worded.similarity or 0.0) / best if best > 0 and worded.coverage > 0 else 0.0
 
 
-def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any]], train: set[str],
-               x: dict[str, dict[str, float]]) -> dict[str, Any]:
+def fit_choose(
+    names: tuple[str, ...], c: Condition, queries: list[dict[str, Any]], train: set[str], x: dict[str, dict[str, float]]
+) -> dict[str, Any]:
     """nomatch.choose over features `x` (qid -> features): fit, then the threshold with the most
     CorrectEmpty within the false "no match" and Hit@10 bounds."""
     sub = [q for q in queries if q["id"] in train and c.raw[q["id"]]]
-    w = fit_logistic(np.array([[x[q["id"]][n] for n in names] for q in sub]),
-                     np.array([float(q["slice"] != "no-match") for q in sub]))
+    w = fit_logistic(
+        np.array([[x[q["id"]][n] for n in names] for q in sub]),
+        np.array([float(q["slice"] != "no-match") for q in sub]),
+    )
     subset = [q for q in queries if q["id"] in train]
     unruled = {q["id"]: c.raw[q["id"]] for q in subset}
     h0 = evaluate_runs(c.db, subset, unruled)["hit10"]
@@ -193,8 +208,10 @@ def fit_choose(names: tuple[str, ...], c: Condition, queries: list[dict[str, Any
 
 def runs_x(rule: dict[str, Any], raw: dict[str, list[Any]], x: dict[str, dict[str, float]]) -> dict[str, list[Any]]:
     """A fitted rule over features `x`; a list whose words are there (holds_query) is never emptied."""
-    return {k: v if v and (any(r.holds_query for r in v) or evidence_score(rule, x[k]) >= rule["threshold"]) else []
-            for k, v in raw.items()}
+    return {
+        k: v if v and (any(r.holds_query for r in v) or evidence_score(rule, x[k]) >= rule["threshold"]) else []
+        for k, v in raw.items()
+    }
 
 
 def rate(xs: list[float]) -> float | None:
@@ -229,8 +246,19 @@ def main() -> int:
         counts = {k: len(useful & removed[k]) for k in folds}
         best = max(folds, key=lambda k: (counts[k], -k))
         dev_fold[q["id"]] = best if counts[best] else fam_fold[q["family"]]
-    lo_queries = [{"id": r["id"], "query": r["query"], "slice": "no-match", "family": r["unit"]["key"],
-                   "relevant": {}, "exact": [], "exact_groups": [], "subsets": []} for r in lo]
+    lo_queries = [
+        {
+            "id": r["id"],
+            "query": r["query"],
+            "slice": "no-match",
+            "family": r["unit"]["key"],
+            "relevant": {},
+            "exact": [],
+            "exact_groups": [],
+            "subsets": [],
+        }
+        for r in lo
+    ]
     embedder = CachedEmbedder(get_embedder())
     args.scratch.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {}
@@ -248,23 +276,33 @@ def main() -> int:
             answerable = [q for q in dev if q["slice"] != "no-match"]
             for k, vdb in views.items():
                 mine = [q for q in lo_queries if lo[int(q["id"][3:]) - 1]["fold"] == k]
-                kept = [q | {"id": f"{q['id']}@{k}"} for q in answerable
-                        if not ({p for p, g in q["relevant"].items() if g >= 2} & removed[k])]
+                kept = [
+                    q | {"id": f"{q['id']}@{k}"}
+                    for q in answerable
+                    if not ({p for p, g in q["relevant"].items() if g >= 2} & removed[k])
+                ]
                 c = condition(vdb, Searcher(vdb, embedder), cfg, mine + kept)
                 raw.update(c.raw)
                 useful |= c.useful
                 queries += mine + kept
                 fold_of.update({q["id"]: k for q in mine})
                 fold_of.update({q["id"]: dev_fold[q["id"].split("@")[0]] for q in kept})
-            where = {q["id"]: full for q in dev} | {q["id"]: views[int(q["id"].split("@")[1])] for q in queries
-                                                     if "@" in q["id"]}
+            where = {q["id"]: full for q in dev} | {
+                q["id"]: views[int(q["id"].split("@")[1])] for q in queries if "@" in q["id"]
+            }
             where |= {q["id"]: views[fold_of[q["id"]]] for q in queries if q["id"] in {r["id"] for r in lo}}
-            x = {q["id"]: (evidence_features(raw[q["id"]]) if raw[q["id"]] else {})
-                 | extras(where[q["id"]], cfg, q["query"], raw[q["id"]]) for q in queries}
+            x = {
+                q["id"]: (evidence_features(raw[q["id"]]) if raw[q["id"]] else {})
+                | extras(where[q["id"]], cfg, q["query"], raw[q["id"]])
+                for q in queries
+            }
             # typed captions with a swapped letter: dev v2's answerable queries, each with its longest
             # content word's second and third letters swapped, on the whole library
-            typo = [q | {"id": q["id"] + "~swap", "query": swapped}
-                    for q in answerable if (swapped := swap_letter(full, cfg, q["query"]))]
+            typo = [
+                q | {"id": q["id"] + "~swap", "query": swapped}
+                for q in answerable
+                if (swapped := swap_letter(full, cfg, q["query"]))
+            ]
             typo += caption_typos(full, cfg, answerable)
             typo_c = condition(full, Searcher(full, embedder), cfg, typo)
             raw |= typo_c.raw
@@ -273,12 +311,16 @@ def main() -> int:
             for q in queries:
                 hit = next((r for r in raw[q["id"]] if r.holds_query), None)
                 if q["slice"] == "no-match" and hit is not None:
-                    print(f"# {name} {cond} words there for no-match {q['id']} {q['query']!r}: "
-                          f"{' '.join(hit.details['ocr_text'].split())[:100]!r}", flush=True)
+                    print(
+                        f"# {name} {cond} words there for no-match {q['id']} {q['query']!r}: "
+                        f"{' '.join(hit.details['ocr_text'].split())[:100]!r}",
+                        flush=True,
+                    )
             # "before": the same lists with the words-there rule off (it marks results, the rule reads them)
             for variant, lists in (("before", {k: unmarked(v) for k, v in raw.items()}), ("after", raw)):
-                out = evaluate(name, cfg, full, dev, queries, typo, lists, useful, fold_of, folds, lo_queries, x,
-                               args.features)
+                out = evaluate(
+                    name, cfg, full, dev, queries, typo, lists, useful, fold_of, folds, lo_queries, x, args.features
+                )
                 report.setdefault(name, {}).setdefault(cond, {})[variant] = out
                 print(name, cond, variant, json.dumps({k: v for k, v in out.items() if k != "refit_all"}), flush=True)
     print(json.dumps(report, indent=1))
@@ -314,9 +356,18 @@ def caption_typos(db: DB, cfg: dict[str, Any], answerable: list[dict[str, Any]])
             (text,) = db.con.execute("SELECT ocr_text FROM items WHERE item_id = ?", (item,)).fetchone()
             swapped = swap_letter(db, cfg, " ".join(normalise_query(text or "")[:4]))
             if swapped:
-                out.append({"id": f"{q['id']}~cap{item}", "query": swapped, "slice": "quote", "family": q["family"],
-                            "relevant": dict.fromkeys(files[item], 3.0), "exact": [], "exact_groups": [],
-                            "subsets": []})
+                out.append(
+                    {
+                        "id": f"{q['id']}~cap{item}",
+                        "query": swapped,
+                        "slice": "quote",
+                        "family": q["family"],
+                        "relevant": dict.fromkeys(files[item], 3.0),
+                        "exact": [],
+                        "exact_groups": [],
+                        "subsets": [],
+                    }
+                )
     return out
 
 
@@ -324,10 +375,21 @@ def unmarked(results: list[Any]) -> list[Any]:
     return [dataclasses.replace(r, holds_query=False) for r in results]
 
 
-def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]], queries: list[dict[str, Any]],
-             typo: list[dict[str, Any]], raw: dict[str, list[Any]], useful: set[str], fold_of: dict[str, int],
-             folds: list[int], lo_queries: list[dict[str, Any]], x: dict[str, dict[str, float]],
-             features: bool) -> dict[str, Any]:
+def evaluate(
+    name: str,
+    cfg: dict[str, Any],
+    full: DB,
+    dev: list[dict[str, Any]],
+    queries: list[dict[str, Any]],
+    typo: list[dict[str, Any]],
+    raw: dict[str, list[Any]],
+    useful: set[str],
+    fold_of: dict[str, int],
+    folds: list[int],
+    lo_queries: list[dict[str, Any]],
+    x: dict[str, dict[str, float]],
+    features: bool,
+) -> dict[str, Any]:
     allc = Condition(full, raw, useful)
     rule = cfg["empty_rule"]
     in_views = [q for q in queries if "@" in q["id"]]
@@ -335,14 +397,22 @@ def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]]
 
     out: dict[str, Any] = {
         "dev_v2": measure(allc, rule, dev),
-        "leave_out": {"correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])[
-            "correct_empty"], **{k: v for k, v in measure(allc, rule, in_views).items()
-                                 if k != "correct_empty"}},
+        "leave_out": {
+            "correct_empty": measure(allc, rule, [q for q in queries if q["id"] in lo_ids])["correct_empty"],
+            **{k: v for k, v in measure(allc, rule, in_views).items() if k != "correct_empty"},
+        },
         # false "no match" of the queries typed with a swapped letter whose list held a useful meme
-        **{key: {"queries": len(sub), "useful": sum(q["id"] in useful for q in sub),
-                 "false_empty": round(false_empty(allc, sub, apply(rule, {q["id"]: raw[q["id"]] for q in sub})), 3)}
-           for key, sub in (("swapped_letter", [q for q in typo if "~swap" in q["id"]]),
-                            ("caption_swapped", [q for q in typo if "~cap" in q["id"]]))},
+        **{
+            key: {
+                "queries": len(sub),
+                "useful": sum(q["id"] in useful for q in sub),
+                "false_empty": round(false_empty(allc, sub, apply(rule, {q["id"]: raw[q["id"]] for q in sub})), 3),
+            }
+            for key, sub in (
+                ("swapped_letter", [q for q in typo if "~swap" in q["id"]]),
+                ("caption_swapped", [q for q in typo if "~cap" in q["id"]]),
+            )
+        },
     }
     # (c) held out by template group: fit on the other folds, measure on the fold
     if name in FEATURES:
@@ -360,16 +430,22 @@ def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]]
             hit.append(m["hit10"] * n_ans)
             hit0.append(m0["hit10"] * n_ans)
         n_ans = sum(1 for q in queries if q["slice"] != "no-match")
-        out["held_out_template"] = {"correct_empty": rate(ce), "false_empty": rate(fe),
-                                    "hit10_loss": round((sum(hit0) - sum(hit)) / n_ans, 3)}
+        out["held_out_template"] = {
+            "correct_empty": rate(ce),
+            "false_empty": rate(fe),
+            "hit10_loss": round((sum(hit0) - sum(hit)) / n_ans, 3),
+        }
         out["current_rule_on_same_folds"] = measure(allc, rule, queries)
         refit = choose(FEATURES[name], {"lib": allc}, queries, {q["id"] for q in queries})
         out["refit_all"] = {"rule": refit["rule"], "metrics": refit["metrics"]["lib"]}
     if name in FEATURES and features:
         # today's features alone, each extra beside them, and all together, held out by template
-        for label, names in [("today", FEATURES[name])] + [
-                (f"+{e}", FEATURES[name] + (e,)) for e in EXTRA] + [("+all", FEATURES[name] + EXTRA)] + [
-                (f"+{e}", FEATURES[name] + (e,)) for e in LATER]:
+        for label, names in (
+            [("today", FEATURES[name])]
+            + [(f"+{e}", FEATURES[name] + (e,)) for e in EXTRA]
+            + [("+all", FEATURES[name] + EXTRA)]
+            + [(f"+{e}", FEATURES[name] + (e,)) for e in LATER]
+        ):
             ce, fe = [], []
             for k in folds:
                 train = {q["id"] for q in queries if fold_of[q["id"]] != k}
@@ -378,8 +454,7 @@ def evaluate(name: str, cfg: dict[str, Any], full: DB, dev: list[dict[str, Any]]
                 runs = runs_x(rule_k, {q["id"]: raw[q["id"]] for q in test}, x)
                 ce += [float(not runs[q["id"]]) for q in test if q["slice"] == "no-match"]
                 fe += [float(not runs[q["id"]]) for q in test if q["id"] in useful]
-            out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce),
-                                                              "false_empty": rate(fe)}
+            out.setdefault("features_held_out", {})[label] = {"correct_empty": rate(ce), "false_empty": rate(fe)}
     return out
 
 

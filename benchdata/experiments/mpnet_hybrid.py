@@ -54,9 +54,13 @@ class Held:
 def matrix_of(texts: list[tuple[int, int, str]], vecs: np.ndarray) -> VectorMatrix:
     whole = [(i, n) for n, (i, k, _t) in enumerate(texts) if k == 0]
     fields = [(i, n) for n, (i, k, _t) in enumerate(texts) if k != 0]
-    m = VectorMatrix(np.array([i for i, _n in whole], dtype=np.int64), vecs[[n for _i, n in whole]],
-                     np.array([i for i, _n in fields], dtype=np.int64),
-                     vecs[[n for _i, n in fields]] if fields else np.zeros((0, vecs.shape[1]), np.float32), ())
+    m = VectorMatrix(
+        np.array([i for i, _n in whole], dtype=np.int64),
+        vecs[[n for _i, n in whole]],
+        np.array([i for i, _n in fields], dtype=np.int64),
+        vecs[[n for _i, n in fields]] if fields else np.zeros((0, vecs.shape[1]), np.float32),
+        (),
+    )
     return m
 
 
@@ -75,10 +79,15 @@ def main() -> int:
     judged = M.judged_pairs(M.LABELS)
     slices = [s for s in M.SLICES if any(q["slice"] == s for q in answerable)]
     minilm = M.get_embedder()
-    mpnet = Encoder(lambda xs: model.encode(xs, normalize_embeddings=True, convert_to_numpy=True,
-                                            show_progress_bar=False).astype(np.float32))
-    print("hybrid with all-mpnet-base-v2 as its dense route vs hybrid with MiniLM (the tool's): dev v2, "
-          f"{len(answerable)} answerable queries, judged labels {M.LABELS.name}; rankings before the no-match rule")
+    mpnet = Encoder(
+        lambda xs: model.encode(xs, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False).astype(
+            np.float32
+        )
+    )
+    print(
+        "hybrid with all-mpnet-base-v2 as its dense route vs hybrid with MiniLM (the tool's): dev v2, "
+        f"{len(answerable)} answerable queries, judged labels {M.LABELS.name}; rankings before the no-match rule"
+    )
     for name, path in (("annotated", args.lib), ("bare", args.bare)):
         db = DB(path, create=False)
         ids, texts = M.item_texts(db)
@@ -88,19 +97,31 @@ def main() -> int:
         for system in ("hybrid", "dense"):
             for label, enc, vecs in (("MiniLM", minilm, vec_minilm), ("mpnet", mpnet, vec_mpnet)):
                 searcher = Searcher(db, enc, parallel=False, vectors=Held(matrix_of(texts, vecs)))
-                runs[f"{label} {system}"] = {q["id"]: [M.Hit(r.item_id) for r in searcher.search(
-                    q["query"], DEFAULT_SYSTEMS[system], M.KEEP, empty_rule=False)] for q in answerable}
+                runs[f"{label} {system}"] = {
+                    q["id"]: [
+                        M.Hit(r.item_id)
+                        for r in searcher.search(q["query"], DEFAULT_SYSTEMS[system], M.KEEP, empty_rule=False)
+                    ]
+                    for q in answerable
+                }
         sql = Searcher(db, minilm, parallel=False)
-        same = sum([r.item_id for r in sql.search(q["query"], "hybrid", 10, empty_rule=False)]
-                   == [h.item_id for h in runs["MiniLM hybrid"][q["id"]][:10]] for q in answerable)
+        same = sum(
+            [r.item_id for r in sql.search(q["query"], "hybrid", 10, empty_rule=False)]
+            == [h.item_id for h in runs["MiniLM hybrid"][q["id"]][:10]]
+            for q in answerable
+        )
         lib = {"metrics": {s: M.score(db, answerable, r, judged) for s, r in runs.items()}}
-        print(f"\n== {name} library: {len(ids)} servable items; MiniLM hybrid through this path = the tool's "
-              f"SQL route's top 10 on {same} of {len(answerable)} queries ==")
+        print(
+            f"\n== {name} library: {len(ids)} servable items; MiniLM hybrid through this path = the tool's "
+            f"SQL route's top 10 on {same} of {len(answerable)} queries =="
+        )
         print("\n".join(M.table(lib, slices)))
         m, b = lib["metrics"]["mpnet hybrid"], lib["metrics"]["MiniLM hybrid"]
         for key, label in (("ndcg_by_slice", "official"), ("condensed_by_slice", "condensed")):
-            print(f"  mpnet hybrid - MiniLM hybrid, {label}: "
-                  + " ".join(f"{s} {m[key][s] - b[key][s]:+.3f}" for s in slices))
+            print(
+                f"  mpnet hybrid - MiniLM hybrid, {label}: "
+                + " ".join(f"{s} {m[key][s] - b[key][s]:+.3f}" for s in slices)
+            )
         sys.stdout.flush()
     return 0
 

@@ -101,28 +101,37 @@ def item_texts(db: DB) -> tuple[list[int], list[tuple[int, int, str]]]:
     """Servable item ids and every vector text: (item_id, kind, text), kind 0 = all fields."""
     ids, texts = [], []
     for item_id, title, template, entities, tags, description, ocr_text in db.con.execute(
-            "SELECT e.item_id, e.title, e.template_text, e.entities, e.tags, e.description, e.ocr_text "
-            "FROM item_effective e JOIN servable_items s ON s.item_id = e.item_id ORDER BY e.item_id"):
+        "SELECT e.item_id, e.title, e.template_text, e.entities, e.tags, e.description, e.ocr_text "
+        "FROM item_effective e JOIN servable_items s ON s.item_id = e.item_id ORDER BY e.item_id"
+    ):
         ids.append(int(item_id))
         whole = embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text)
         texts.append((item_id, 0, whole))
-        texts.extend((item_id, kind, text) for kind, text in field_texts(template, json.loads(tags), description,
-                                                                         ocr_text).items()
-                     if text and text != whole)
+        texts.extend(
+            (item_id, kind, text)
+            for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
+            if text and text != whole
+        )
     return ids, texts
 
 
 def stored_minilm(db: DB, ids: list[int], texts: list[tuple[int, int, str]]) -> np.ndarray:
     """The library's MiniLM vectors in the order of `texts`, after checking they are the same set."""
     servable = set(ids)
-    stored = {(int(i), 0): e for i, e in db.con.execute("SELECT item_id, embedding FROM item_vectors")
-              if int(i) in servable}
-    stored |= {(int(v) >> 2, int(v) & 3): e for v, e in db.con.execute(
-        "SELECT vector_id, embedding FROM item_field_vectors") if int(v) >> 2 in servable}
+    stored = {
+        (int(i), 0): e for i, e in db.con.execute("SELECT item_id, embedding FROM item_vectors") if int(i) in servable
+    }
+    stored |= {
+        (int(v) >> 2, int(v) & 3): e
+        for v, e in db.con.execute("SELECT vector_id, embedding FROM item_field_vectors")
+        if int(v) >> 2 in servable
+    }
     want = {(i, k) for i, k, _t in texts}
     if set(stored) != want:
-        raise SystemExit(f"stored MiniLM vectors differ from the texts' set: {len(set(stored) - want)} extra, "
-                         f"{len(want - set(stored))} missing")
+        raise SystemExit(
+            f"stored MiniLM vectors differ from the texts' set: {len(set(stored) - want)} extra, "
+            f"{len(want - set(stored))} missing"
+        )
     return np.stack([np.frombuffer(stored[i, k], dtype=np.float32) for i, k, _t in texts])
 
 
@@ -136,8 +145,9 @@ def mpnet_vectors(model: Any, name: str, texts: list[str], cache: Path) -> tuple
     threads = torch.get_num_threads()
     sample = texts if not file.exists() else texts[:256]
     t = time.perf_counter()
-    vecs = model.encode(sample, batch_size=ITEM_BATCH, normalize_embeddings=True, convert_to_numpy=True,
-                        show_progress_bar=False).astype(np.float32)
+    vecs = model.encode(
+        sample, batch_size=ITEM_BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    ).astype(np.float32)
     per_s = len(sample) / (time.perf_counter() - t)
     if file.exists():
         vecs = np.load(file)
@@ -147,8 +157,9 @@ def mpnet_vectors(model: Any, name: str, texts: list[str], cache: Path) -> tuple
     return vecs, per_s, threads, len(sample)
 
 
-def dense_top(matrix: np.ndarray, owner: np.ndarray, n_items: int, item_ids: np.ndarray, q: np.ndarray,
-              k: int = KEEP) -> list[Hit]:
+def dense_top(
+    matrix: np.ndarray, owner: np.ndarray, n_items: int, item_ids: np.ndarray, q: np.ndarray, k: int = KEEP
+) -> list[Hit]:
     """Items by their best vector's cosine (unit vectors: the dot product), ties by item id."""
     best = np.full(n_items, -np.inf, dtype=np.float32)
     np.maximum.at(best, owner, matrix @ q)
@@ -161,8 +172,9 @@ def dense_top(matrix: np.ndarray, owner: np.ndarray, n_items: int, item_ids: np.
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def score(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Hit]],
-          judged: dict[str, set[str]]) -> dict[str, Any]:
+def score(
+    db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Hit]], judged: dict[str, set[str]]
+) -> dict[str, Any]:
     """evaluate_runs' official numbers, plus condensed nDCG@10 per slice and Q, and unjudged results in
     top 10 (per slice)."""
     official = evaluate_runs(db, queries, runs)
@@ -178,19 +190,25 @@ def score(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Hit]],
                 grades[by_path[rel]] = max(g, grades.get(by_path[rel], 0))
         seen = {by_path[p] for p in judged.get(q["id"], set()) | set(q["relevant"]) if p in by_path}
         run = runs[q["id"]]
-        off.setdefault(q["slice"], []).append(ndcg_at_10([grades.get(r.item_id, 0) for r in run[:10]],
-                                                         list(grades.values())))
+        off.setdefault(q["slice"], []).append(
+            ndcg_at_10([grades.get(r.item_id, 0) for r in run[:10]], list(grades.values()))
+        )
         kept = [r for r in run if r.item_id in seen][:10]
-        cond.setdefault(q["slice"], []).append(ndcg_at_10([grades.get(r.item_id, 0) for r in kept],
-                                                          list(grades.values())))
+        cond.setdefault(q["slice"], []).append(
+            ndcg_at_10([grades.get(r.item_id, 0) for r in kept], list(grades.values()))
+        )
         unjudged[q["slice"]] = unjudged.get(q["slice"], 0) + sum(r.item_id not in seen for r in run[:10])
         per_query[q["id"]] = (off[q["slice"]][-1], cond[q["slice"]][-1])
     q_off = statistics.mean(statistics.mean(v) for v in off.values())
     assert abs(q_off - official["Q"]) < 1e-3, (q_off, official["Q"])  # same grade mapping as evaluate_runs
     cond_slices = {s: statistics.mean(v) for s, v in cond.items()}
-    return official | {"condensed_by_slice": cond_slices, "condensed_Q": statistics.mean(cond_slices.values()),
-                       "unjudged": unjudged, "n_by_slice": {s: len(v) for s, v in off.items()},
-                       "per_query": per_query}
+    return official | {
+        "condensed_by_slice": cond_slices,
+        "condensed_Q": statistics.mean(cond_slices.values()),
+        "unjudged": unjudged,
+        "n_by_slice": {s: len(v) for s, v in off.items()},
+        "per_query": per_query,
+    }
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -198,8 +216,15 @@ def score(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Hit]],
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def run_library(name: str, path: Path, model: Any, model_name: str, queries: list[dict[str, Any]],
-                judged: dict[str, set[str]], cache: Path) -> dict[str, Any]:
+def run_library(
+    name: str,
+    path: Path,
+    model: Any,
+    model_name: str,
+    queries: list[dict[str, Any]],
+    judged: dict[str, set[str]],
+    cache: Path,
+) -> dict[str, Any]:
     db = DB(path, create=False)
     ids, texts = item_texts(db)
     item_ids = np.array(ids)
@@ -212,9 +237,12 @@ def run_library(name: str, path: Path, model: Any, model_name: str, queries: lis
     agree = float(np.min(np.sum(fresh * vec_minilm[sample], axis=1)))
     vec_mpnet, per_s, threads, timed = mpnet_vectors(model, model_name, [t for _i, _k, t in texts], cache)
     kinds = {k: sum(1 for _i, kk, _t in texts if kk == k) for k in (0, 1, 2)}
-    print(f"[{name}] {len(ids)} servable items, {len(texts)} vectors (all-fields {kinds[0]}, caption {kinds[1]}, "
-          f"picture {kinds[2]}); stored MiniLM vs re-encoded, min cosine over {len(sample)}: {agree:.6f}; "
-          f"mpnet {per_s:.1f} texts/s ({threads} threads)", file=sys.stderr)
+    print(
+        f"[{name}] {len(ids)} servable items, {len(texts)} vectors (all-fields {kinds[0]}, caption {kinds[1]}, "
+        f"picture {kinds[2]}); stored MiniLM vs re-encoded, min cosine over {len(sample)}: {agree:.6f}; "
+        f"mpnet {per_s:.1f} texts/s ({threads} threads)",
+        file=sys.stderr,
+    )
 
     runs: dict[str, dict[str, list[Hit]]] = {"MiniLM dense": {}, "mpnet dense": {}, "tool dense": {}, "tool hybrid": {}}
     searcher = Searcher(db, minilm, parallel=False)
@@ -232,15 +260,31 @@ def run_library(name: str, path: Path, model: Any, model_name: str, queries: lis
             qv = model.encode([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)[0]
             runs["mpnet dense"][q["id"]] = dense_top(vec_mpnet, owner, len(ids), item_ids, qv.astype(np.float32))
         for s in ("dense", "hybrid"):
-            runs[f"tool {s}"][q["id"]] = [Hit(r.item_id) for r in
-                                          searcher.search(q["query"], DEFAULT_SYSTEMS[s], KEEP, empty_rule=False)]
-    overlap = statistics.mean(len({h.item_id for h in runs["MiniLM dense"][q["id"]][:10]}
-                                  & {h.item_id for h in runs["tool dense"][q["id"]][:10]})
-                              / max(1, len(runs["tool dense"][q["id"]][:10])) for q in queries)
+            runs[f"tool {s}"][q["id"]] = [
+                Hit(r.item_id) for r in searcher.search(q["query"], DEFAULT_SYSTEMS[s], KEEP, empty_rule=False)
+            ]
+    overlap = statistics.mean(
+        len(
+            {h.item_id for h in runs["MiniLM dense"][q["id"]][:10]}
+            & {h.item_id for h in runs["tool dense"][q["id"]][:10]}
+        )
+        / max(1, len(runs["tool dense"][q["id"]][:10]))
+        for q in queries
+    )
     metrics = {s: score(db, queries, r, judged) for s, r in runs.items()}
-    return {"items": len(ids), "vectors": len(texts), "kinds": kinds, "agree": agree, "mpnet_per_s": per_s,
-            "threads": threads, "timed": timed, "metrics": metrics, "no_words": no_words, "dense_texts": dense_texts,
-            "tool_overlap": overlap}
+    return {
+        "items": len(ids),
+        "vectors": len(texts),
+        "kinds": kinds,
+        "agree": agree,
+        "mpnet_per_s": per_s,
+        "threads": threads,
+        "timed": timed,
+        "metrics": metrics,
+        "no_words": no_words,
+        "dense_texts": dense_texts,
+        "tool_overlap": overlap,
+    }
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -260,8 +304,7 @@ def query_latency(encode: Any, texts: list[str], rounds: int = 2) -> dict[str, f
             encode(t)
             ms.append(1000 * (time.perf_counter() - s))
     ms.sort()
-    return {"n": len(ms), "p50": statistics.median(ms), "p95": ms[int(0.95 * (len(ms) - 1))],
-            "mean": sum(ms) / len(ms)}
+    return {"n": len(ms), "p50": statistics.median(ms), "p95": ms[int(0.95 * (len(ms) - 1))], "mean": sum(ms) / len(ms)}
 
 
 def dir_bytes(d: Path) -> int:
@@ -277,19 +320,25 @@ def table(lib: dict[str, Any], slices: list[str]) -> list[str]:
     head = f"  {'system':<14} {'labels':<10} {'Q':>6} " + " ".join(f"{s:>8}" for s in slices) + "  Hit@10"
     lines = [head]
     for system, m in lib["metrics"].items():
-        lines.append(f"  {system:<14} {'official':<10} {m['Q']:>6.3f} "
-                     + " ".join(f"{m['ndcg_by_slice'].get(s, float('nan')):>8.3f}" for s in slices)
-                     + f"  {m['hit10']:>6.3f}")
-        lines.append(f"  {'':<14} {'condensed':<10} {m['condensed_Q']:>6.3f} "
-                     + " ".join(f"{m['condensed_by_slice'].get(s, float('nan')):>8.3f}" for s in slices))
+        lines.append(
+            f"  {system:<14} {'official':<10} {m['Q']:>6.3f} "
+            + " ".join(f"{m['ndcg_by_slice'].get(s, float('nan')):>8.3f}" for s in slices)
+            + f"  {m['hit10']:>6.3f}"
+        )
+        lines.append(
+            f"  {'':<14} {'condensed':<10} {m['condensed_Q']:>6.3f} "
+            + " ".join(f"{m['condensed_by_slice'].get(s, float('nan')):>8.3f}" for s in slices)
+        )
     lines.append("  unjudged results in top 10 (of 10 x queries):")
     for system, m in lib["metrics"].items():
         total = sum(m["unjudged"].values())
         n_all = 10 * sum(m["n_by_slice"].values())
         sem = m["unjudged"].get("semantic", 0)
         n_sem = 10 * m["n_by_slice"].get("semantic", 0)
-        lines.append(f"    {system:<14} semantic {sem:>4d} of {n_sem} ({100 * sem / n_sem:4.1f} %)   "
-                     f"all slices {total:>4d} of {n_all} ({100 * total / n_all:4.1f} %)")
+        lines.append(
+            f"    {system:<14} semantic {sem:>4d} of {n_sem} ({100 * sem / n_sem:4.1f} %)   "
+            f"all slices {total:>4d} of {n_all} ({100 * total / n_all:4.1f} %)"
+        )
     return lines
 
 
@@ -307,55 +356,76 @@ def main() -> int:
     t = time.perf_counter()
     model = SentenceTransformer(str(args.model), device="cpu")
     load_s = time.perf_counter() - t
-    dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") \
+    dim = (
+        model.get_embedding_dimension()
+        if hasattr(model, "get_embedding_dimension")
         else model.get_sentence_embedding_dimension()
+    )
 
     queries = judged_queries(QUERIES, LABELS)
     answerable = [q for q in queries if q["slice"] != "no-match"]
     judged = judged_pairs(LABELS)
     slices = [s for s in SLICES if any(q["slice"] == s for q in answerable)]
     counts = {s: sum(q["slice"] == s for q in answerable) for s in slices}
-    libs = {name: run_library(name, path, model, args.model.name, answerable, judged, args.cache)
-            for name, path in (("annotated", args.lib), ("bare", args.bare))}
+    libs = {
+        name: run_library(name, path, model, args.model.name, answerable, judged, args.cache)
+        for name, path in (("annotated", args.lib), ("bare", args.bare))
+    }
 
     torch.set_num_threads(1)
     texts = libs["annotated"]["dense_texts"]
     mpnet_ms = query_latency(lambda s: model.encode([s], normalize_embeddings=True, show_progress_bar=False), texts)
     minilm_ms = query_latency(lambda s: get_embedder().encode([s]), texts)
 
-    print("all-mpnet-base-v2 vs all-MiniLM-L6-v2 as the dense model: dense-only rankings on dev v2 "
-          f"({len(queries)} queries, {len(answerable)} answerable; judged labels set 1)")
+    print(
+        "all-mpnet-base-v2 vs all-MiniLM-L6-v2 as the dense model: dense-only rankings on dev v2 "
+        f"({len(queries)} queries, {len(answerable)} answerable; judged labels set 1)"
+    )
     print("queries per slice: " + ", ".join(f"{s} {n}" for s, n in counts.items()))
-    print(f"code: {ROOT} (mambomeme {ROOT / 'mambomeme' / '__init__.py'}); mpnet: {args.model} (dim {dim}, "
-          f"max_seq_length {model.max_seq_length})")
+    print(
+        f"code: {ROOT} (mambomeme {ROOT / 'mambomeme' / '__init__.py'}); mpnet: {args.model} (dim {dim}, "
+        f"max_seq_length {model.max_seq_length})"
+    )
     print("MiniLM dense / mpnet dense: exact scan, item = best of its vectors (all fields, caption, picture);")
-    print("tool dense / tool hybrid: the tool's own systems (MiniLM, IVF index, rankings before the empty rule), "
-          "for reference")
+    print(
+        "tool dense / tool hybrid: the tool's own systems (MiniLM, IVF index, rankings before the empty rule), "
+        "for reference"
+    )
     print("condensed: results without a judgement for the query removed before the cut at 10 (Sakai 2007)")
     for name, lib in libs.items():
-        print(f"\n== {name} library: {lib['items']} servable items, {lib['vectors']} vectors per model "
-              f"(all-fields {lib['kinds'][0]}, caption {lib['kinds'][1]}, picture {lib['kinds'][2]}) ==")
-        print(f"  checks: stored MiniLM vectors re-encoded from the texts, min cosine {lib['agree']:.6f} "
-              f"({SAMPLE} sampled); queries without words (no dense route): {lib['no_words']}; "
-              f"top-10 overlap MiniLM exact vs tool dense (IVF): {lib['tool_overlap']:.3f}")
+        print(
+            f"\n== {name} library: {lib['items']} servable items, {lib['vectors']} vectors per model "
+            f"(all-fields {lib['kinds'][0]}, caption {lib['kinds'][1]}, picture {lib['kinds'][2]}) =="
+        )
+        print(
+            f"  checks: stored MiniLM vectors re-encoded from the texts, min cosine {lib['agree']:.6f} "
+            f"({SAMPLE} sampled); queries without words (no dense route): {lib['no_words']}; "
+            f"top-10 overlap MiniLM exact vs tool dense (IVF): {lib['tool_overlap']:.3f}"
+        )
         print("\n".join(table(lib, slices)))
 
     mb = 1024 * 1024
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("\n== costs ==")
-    print(f"  mpnet load (SentenceTransformer from disk, warm cache): {load_s:.1f} s; model directory "
-          f"{dir_bytes(args.model) / mb:.0f} MB; peak RSS of this process (both models, both libraries) "
-          f"{peak_mb:.0f} MB")
+    print(
+        f"  mpnet load (SentenceTransformer from disk, warm cache): {load_s:.1f} s; model directory "
+        f"{dir_bytes(args.model) / mb:.0f} MB; peak RSS of this process (both models, both libraries) "
+        f"{peak_mb:.0f} MB"
+    )
     ratio = mpnet_ms["p50"] / minilm_ms["p50"]
-    print(f"  single-query encode, 1 thread, {mpnet_ms['n']} encodes (the {len(texts)} answerable dev queries' "
-          "dense texts, twice): "
-          f"mpnet p50 {mpnet_ms['p50']:.1f} ms, p95 {mpnet_ms['p95']:.1f} ms; MiniLM (ONNX) p50 "
-          f"{minilm_ms['p50']:.1f} ms, p95 {minilm_ms['p95']:.1f} ms (x{ratio:.1f} at p50)")
+    print(
+        f"  single-query encode, 1 thread, {mpnet_ms['n']} encodes (the {len(texts)} answerable dev queries' "
+        "dense texts, twice): "
+        f"mpnet p50 {mpnet_ms['p50']:.1f} ms, p95 {mpnet_ms['p95']:.1f} ms; MiniLM (ONNX) p50 "
+        f"{minilm_ms['p50']:.1f} ms, p95 {minilm_ms['p95']:.1f} ms (x{ratio:.1f} at p50)"
+    )
     for name, lib in libs.items():
         n = lib["vectors"]
-        print(f"  {name}: mpnet item encode {lib['mpnet_per_s']:.1f} texts/s ({lib['threads']} torch threads, "
-              f"batch {ITEM_BATCH}, timed on {lib['timed']} texts; all {n} ~ {n / lib['mpnet_per_s'] / 60:.1f} min); "
-              f"float32 vectors {n * dim * 4 / mb:.1f} MB vs MiniLM {n * 384 * 4 / mb:.1f} MB")
+        print(
+            f"  {name}: mpnet item encode {lib['mpnet_per_s']:.1f} texts/s ({lib['threads']} torch threads, "
+            f"batch {ITEM_BATCH}, timed on {lib['timed']} texts; all {n} ~ {n / lib['mpnet_per_s'] / 60:.1f} min); "
+            f"float32 vectors {n * dim * 4 / mb:.1f} MB vs MiniLM {n * 384 * 4 / mb:.1f} MB"
+        )
     print(f"  vector size: {dim} vs 384 dimensions ({dim * 4} vs {384 * 4} bytes per float32 vector)")
 
     print("\n== verdict ==")
@@ -363,14 +433,18 @@ def main() -> int:
         a, b = lib["metrics"]["MiniLM dense"], lib["metrics"]["mpnet dense"]
         ao, bo = a["ndcg_by_slice"]["semantic"], b["ndcg_by_slice"]["semantic"]
         ac, bc = a["condensed_by_slice"]["semantic"], b["condensed_by_slice"]["semantic"]
-        print(f"  {name}: semantic nDCG@10 MiniLM -> mpnet: official {ao:.3f} -> {bo:.3f} ({bo - ao:+.3f}), "
-              f"condensed {ac:.3f} -> {bc:.3f} ({bc - ac:+.3f}); Q official {a['Q']:.3f} -> {b['Q']:.3f}, "
-              f"condensed {a['condensed_Q']:.3f} -> {b['condensed_Q']:.3f}")
+        print(
+            f"  {name}: semantic nDCG@10 MiniLM -> mpnet: official {ao:.3f} -> {bo:.3f} ({bo - ao:+.3f}), "
+            f"condensed {ac:.3f} -> {bc:.3f} ({bc - ac:+.3f}); Q official {a['Q']:.3f} -> {b['Q']:.3f}, "
+            f"condensed {a['condensed_Q']:.3f} -> {b['condensed_Q']:.3f}"
+        )
         sem = [q["id"] for q in answerable if q["slice"] == "semantic"]
         for n, label in ((0, "official"), (1, "condensed")):
             d = [b["per_query"][i][n] - a["per_query"][i][n] for i in sem]
-            print(f"    semantic per query, {label}: mpnet better on {sum(x > 1e-9 for x in d)}, worse on "
-                  f"{sum(x < -1e-9 for x in d)}, equal on {sum(abs(x) <= 1e-9 for x in d)} of {len(d)}")
+            print(
+                f"    semantic per query, {label}: mpnet better on {sum(x > 1e-9 for x in d)}, worse on "
+                f"{sum(x < -1e-9 for x in d)}, equal on {sum(abs(x) <= 1e-9 for x in d)} of {len(d)}"
+            )
         h = lib["metrics"]["tool hybrid"]["ndcg_by_slice"]["semantic"]
         print(f"    context: the tool's hybrid (MiniLM) semantic {h:.3f}, {h - ao:+.3f} over MiniLM dense-only")
     ann = libs["annotated"]["metrics"]["mpnet dense"]
@@ -381,9 +455,11 @@ def main() -> int:
         verdict = "POSSIBLY: only the condensed (optimistic) score reaches the target; judge mpnet's unjudged results"
     else:
         verdict = "NO: neither official nor condensed dense-only semantic nDCG@10 reaches the target"
-    print(f"  VERDICT (annotated, dense-only semantic vs {TARGET:.2f}: official {off:.3f}, condensed {cond:.3f}): "
-          f"{verdict}; cost: query encode x{ratio:.1f} at p50 ({mpnet_ms['p50']:.0f} vs {minilm_ms['p50']:.0f} ms), "
-          f"vectors x{dim / 384:.0f}, model {dir_bytes(args.model) / mb:.0f} MB")
+    print(
+        f"  VERDICT (annotated, dense-only semantic vs {TARGET:.2f}: official {off:.3f}, condensed {cond:.3f}): "
+        f"{verdict}; cost: query encode x{ratio:.1f} at p50 ({mpnet_ms['p50']:.0f} vs {minilm_ms['p50']:.0f} ms), "
+        f"vectors x{dim / 384:.0f}, model {dir_bytes(args.model) / mb:.0f} MB"
+    )
     return 0
 
 

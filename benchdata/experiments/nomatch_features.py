@@ -121,17 +121,22 @@ def features(db: DB, query: str, results: list, seen: dict, documents: int) -> d
     docs = dict(db.q("vocabulary_docs", {"terms": json.dumps(plan.content)}))
     idf = {t: math.log(documents / docs[t]) if docs.get(t) else math.log(documents) for t in plan.content}
     total = sum(idf.values()) or 1.0
-    f["idf_cov"] = max((sum(idf[t] for t in plan.content if holds_word(plan, t, words[r.item_id])) / total
-                        for r in results[:3]), default=0.0)
+    f["idf_cov"] = max(
+        (sum(idf[t] for t in plan.content if holds_word(plan, t, words[r.item_id])) / total for r in results[:3]),
+        default=0.0,
+    )
     freq = english_frequencies()
     f["name_unk"] = float(any(freq[t] < REAL_WORD_MIN_COUNT for t in plan.unknown))
     f["length"] = min(len(plan.content), 6) / 6
     # coherence (session 7): the mean pairwise cosine of the dense route's five best items'
     # all-fields vectors; an answerable query's best items tend to be about one thing
     top = [i for i, _s, _a in seen.get("dense", [])[:5]]
-    vecs = [np.frombuffer(v, dtype=np.float32) for (v,) in
-            db.con.execute("SELECT embedding FROM item_vectors WHERE item_id IN (SELECT value FROM json_each(?))",
-                           (json.dumps(top),))]
+    vecs = [
+        np.frombuffer(v, dtype=np.float32)
+        for (v,) in db.con.execute(
+            "SELECT embedding FROM item_vectors WHERE item_id IN (SELECT value FROM json_each(?))", (json.dumps(top),)
+        )
+    ]
     if len(vecs) > 1:
         m = np.stack(vecs)
         m = m / np.linalg.norm(m, axis=1, keepdims=True)
@@ -149,8 +154,11 @@ def evaluate(scores: dict, useful: dict, queries: list, ids: set, t: float) -> d
         ans = [q for q in queries if q["id"] in ids and q["slice"] != "no-match"]
         emptied = [q for q in ans if q["id"] in useful[lib] and (scores[lib][q["id"]] or 0) < t]
         n_useful = sum(q["id"] in useful[lib] for q in ans)
-        out[lib] = {"ce": sum((scores[lib][q["id"]] or 0) < t for q in nm) / len(nm),
-                    "fe": len(emptied) / max(1, n_useful), "hit_loss": len(emptied) / len(ans)}
+        out[lib] = {
+            "ce": sum((scores[lib][q["id"]] or 0) < t for q in nm) / len(nm),
+            "fe": len(emptied) / max(1, n_useful),
+            "hit_loss": len(emptied) / len(ans),
+        }
     return out
 
 
@@ -162,6 +170,7 @@ def choose(names: tuple, feats: dict, useful: dict, queries: list, train: set) -
                 xs.append([feats[lib][q["id"]][n] for n in names])
                 ys.append(float(q["slice"] != "no-match"))
     w = fit_logistic(np.array(xs), np.array(ys), L2)
+
     def p(f: dict | None) -> float | None:
         if f is None:
             return None
@@ -208,16 +217,30 @@ def main() -> None:
     ap.add_argument("--bare", required=True)
     ap.add_argument("--queries", default=str(ROOT / "benchdata/v1/dev-v2.jsonl"))
     ap.add_argument("--labels", default=str(ROOT / "benchdata/v1/judgements/dev-v2-set1.jsonl"))
-    ap.add_argument("--condition", choices=("both", "annotated", "bare"), default="both",
-                    help="fit over both libraries (sessions 6-7) or one library's condition (session 8)")
+    ap.add_argument(
+        "--condition",
+        choices=("both", "annotated", "bare"),
+        default="both",
+        help="fit over both libraries (sessions 6-7) or one library's condition (session 8)",
+    )
     args = ap.parse_args()
     queries = judged_queries(Path(args.queries), Path(args.labels))
     embedder = get_embedder()
     global LIBS
     LIBS = ("annotated", "bare") if args.condition == "both" else (args.condition,)
     dbs = {lib: DB(path, create=False) for lib, path in (("annotated", args.lib), ("bare", args.bare)) if lib in LIBS}
-    candidates = ("lex_cov", "lex_hits", "dense_lift", "dense_mean", "dense_top3", "agree", "idf_cov",
-                  "name_unk", "length", "coherence")
+    candidates = (
+        "lex_cov",
+        "lex_hits",
+        "dense_lift",
+        "dense_mean",
+        "dense_top3",
+        "agree",
+        "idf_cov",
+        "name_unk",
+        "length",
+        "coherence",
+    )
     for system in ("hybrid", "dense", "bm25"):
         feats: dict = {}
         useful: dict = {}
@@ -241,10 +264,12 @@ def main() -> None:
             print(f"-- + {extra}")
             print(run(base + (extra,), feats, useful, queries))
         if system == "hybrid":
-            for names in (("similarity", "whole", "margin", "lex_cov", "full", "lexical", "unknown"),
-                          ("similarity", "whole", "lex_cov", "full", "unknown", "length"),
-                          ("similarity", "whole", "lex_cov", "full", "lexical", "unknown", "length"),
-                          base + ("lex_cov", "dense_lift", "agree", "idf_cov", "name_unk")):
+            for names in (
+                ("similarity", "whole", "margin", "lex_cov", "full", "lexical", "unknown"),
+                ("similarity", "whole", "lex_cov", "full", "unknown", "length"),
+                ("similarity", "whole", "lex_cov", "full", "lexical", "unknown", "length"),
+                base + ("lex_cov", "dense_lift", "agree", "idf_cov", "name_unk"),
+            ):
                 print(f"-- {'+'.join(names)}")
                 print(run(names, feats, useful, queries))
         sys.stdout.flush()

@@ -32,11 +32,17 @@ from mambomeme.lab.calibrate import evaluate_runs  # noqa: E402
 
 
 def chooser(ratio: float | None, dev_only: bool = False):  # noqa: ANN201
-    def choose(names: tuple[str, ...], libs: dict[str, Any], queries: list[dict[str, Any]],
-               train: set[str]) -> dict[str, Any]:
+    def choose(
+        names: tuple[str, ...], libs: dict[str, Any], queries: list[dict[str, Any]], train: set[str]
+    ) -> dict[str, Any]:
         (c,) = libs.values()
-        sub = [q for q in queries if q["id"] in train and c.raw[q["id"]]
-               and (not dev_only or ("@" not in q["id"] and not q["id"].startswith("lo-")))]
+        sub = [
+            q
+            for q in queries
+            if q["id"] in train
+            and c.raw[q["id"]]
+            and (not dev_only or ("@" not in q["id"] and not q["id"].startswith("lo-")))
+        ]
         x = np.array([[nomatch.evidence_features(c.raw[q["id"]])[n] for n in names] for q in sub])
         y = np.array([float(q["slice"] != "no-match") for q in sub])
         if ratio is None:
@@ -56,11 +62,17 @@ def chooser(ratio: float | None, dev_only: bool = False):  # noqa: ANN201
             if best is None or key > best["key"]:
                 best = {"key": key, "rule": rule, "metrics": {"lib": m}}
         return best
+
     return choose
 
 
-VARIANTS = {"as choose() does": None, "balanced (r=1)": 1.0, "answerable x3 (r=3)": 3.0,
-            "answerable x10 (r=10)": 10.0, "dev v2 only, threshold on all": "dev"}
+VARIANTS = {
+    "as choose() does": None,
+    "balanced (r=1)": 1.0,
+    "answerable x3 (r=3)": 3.0,
+    "answerable x10 (r=10)": 10.0,
+    "dev v2 only, threshold on all": "dev",
+}
 
 
 def main() -> int:

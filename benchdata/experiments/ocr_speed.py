@@ -60,7 +60,7 @@ def main() -> None:
         rgb = read_image(p.read_bytes(), p.name).rgb
         if args.canvas:
             big = np.full((args.canvas, args.canvas, 3), 255, dtype=np.uint8)
-            big[100:100 + rgb.shape[0], 100:100 + rgb.shape[1]] = rgb
+            big[100 : 100 + rgb.shape[0], 100 : 100 + rgb.shape[1]] = rgb
             rgb = big
         return rgb
 
@@ -78,15 +78,28 @@ def main() -> None:
         got = collections.Counter(words(text))
         h, n = sum((truth & got).values()), sum(truth.values())
         hit, tot = hit + h, tot + n
-        out.append({"id": r["id"], "text": text, "rects": rects, "hit": h, "n": n, "cpu_ms": (c1 - c0) * 1000,
-                    "det_ms": eng.cpu_ms["OCR detection"] - before["OCR detection"],
-                    "rec_ms": eng.cpu_ms["OCR recognition"] - before["OCR recognition"]})
+        out.append(
+            {
+                "id": r["id"],
+                "text": text,
+                "rects": rects,
+                "hit": h,
+                "n": n,
+                "cpu_ms": (c1 - c0) * 1000,
+                "det_ms": eng.cpu_ms["OCR detection"] - before["OCR detection"],
+                "rec_ms": eng.cpu_ms["OCR recognition"] - before["OCR recognition"],
+            }
+        )
     n = len(out)
-    summary = {"config": vars(args), "n": n, "word_recall": round(hit / tot, 4),
-               "ocr_ms": round(sum(o["cpu_ms"] for o in out) / n, 1),
-               "det_ms": round(sum(o["det_ms"] for o in out) / n, 1),
-               "rec_ms": round(sum(o["rec_ms"] for o in out) / n, 1),
-               "boxes": round(sum(len(o["rects"]) for o in out) / n, 2)}
+    summary = {
+        "config": vars(args),
+        "n": n,
+        "word_recall": round(hit / tot, 4),
+        "ocr_ms": round(sum(o["cpu_ms"] for o in out) / n, 1),
+        "det_ms": round(sum(o["det_ms"] for o in out) / n, 1),
+        "rec_ms": round(sum(o["rec_ms"] for o in out) / n, 1),
+        "boxes": round(sum(len(o["rects"]) for o in out) / n, 2),
+    }
     print(json.dumps(summary))
     Path(args.out).write_text(json.dumps({"summary": summary, "items": out}))
 

@@ -36,6 +36,7 @@ def _make_call(min_w: int, batch: int, bucket: float = 1.0):  # noqa: ANN202
                 res[order[i + k]] = r
             i = j
         return res
+
     return call
 
 

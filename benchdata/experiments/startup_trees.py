@@ -33,8 +33,8 @@ def main() -> None:
         "mambo --help": (["--help"], {}),
         "completion, mambo se<Tab>": ([], complete | {"COMP_WORDS": "mambo se", "COMP_CWORD": "1"}),
         "completion, mambo search -s b<Tab>": ([], complete | {"COMP_WORDS": "mambo search -s b", "COMP_CWORD": "3"}),
-        "search -s bm25 \"john cena\"": (["--db", a.db, "search", "-s", "bm25", "john cena"], {}),
-        "search -s hybrid \"john cena\"": (["--db", a.db, "search", "-s", "hybrid", "john cena"], {}),
+        'search -s bm25 "john cena"': (["--db", a.db, "search", "-s", "bm25", "john cena"], {}),
+        'search -s hybrid "john cena"': (["--db", a.db, "search", "-s", "hybrid", "john cena"], {}),
     }
     wall: dict[tuple[str, str], list[float]] = {}
     cpu: dict[tuple[str, str], list[float]] = {}
@@ -55,8 +55,10 @@ def main() -> None:
                 run((name, tree), [py, os.path.join(tree, "mambo.py"), *args], env)
     print(f"{'what':38} {'tree':28} {'wall median':>11} {'min':>7} {'CPU median':>10}")
     for (name, tree), w in wall.items():
-        print(f"{name:38} {tree[-28:]:28} {statistics.median(w) * 1000:9.1f}ms {min(w) * 1000:5.1f}ms "
-              f"{statistics.median(cpu[(name, tree)]) * 1000:8.1f}ms")
+        print(
+            f"{name:38} {tree[-28:]:28} {statistics.median(w) * 1000:9.1f}ms {min(w) * 1000:5.1f}ms "
+            f"{statistics.median(cpu[(name, tree)]) * 1000:8.1f}ms"
+        )
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

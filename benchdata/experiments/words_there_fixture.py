@@ -29,7 +29,7 @@ def main() -> int:
         for (caption,) in db.con.execute("SELECT ocr_text FROM items ORDER BY item_id"):
             words = re.findall(r"[a-z]+", caption.lower())
             for i in range(0, max(1, len(words) - 1), 2):
-                window = words[i:i + width]
+                window = words[i : i + width]
                 long = [w for w in window if len(w) >= 4 and w not in STOPWORDS]
                 if not long:
                     continue

@@ -26,13 +26,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from snapshot import HERE, SnapshotError, dev_entries, load_pins, open_snapshot, words  # noqa: E402
 
-METHOD = ("all content words (query less stopwords and meme/pic/that/guy-style filler) checked against every "
-          "development caption of the pinned ImgFlip575K snapshot (SHA-256(post id) first hex digit 0-7; exact "
-          "token, two tokens run together, or a token prefix for words of 5+ letters) and every template title "
-          "and alternative name: no caption or name holds them all")
-FILLER = frozenset("""a an the of to in on at for and or is it its this that these those my me i you your we our
+METHOD = (
+    "all content words (query less stopwords and meme/pic/that/guy-style filler) checked against every "
+    "development caption of the pinned ImgFlip575K snapshot (SHA-256(post id) first hex digit 0-7; exact "
+    "token, two tokens run together, or a token prefix for words of 5+ letters) and every template title "
+    "and alternative name: no caption or name holds them all"
+)
+FILLER = frozenset(
+    """a an the of to in on at for and or is it its this that these those my me i you your we our
 he she his her they them their be are was with as by from some one ones when what who how meme memes pic pics
-picture pictures image images photo gif template templates format lol funny""".split())
+picture pictures image images photo gif template templates format lol funny""".split()
+)
 
 
 def content_words(query: str) -> list[str]:

@@ -43,11 +43,11 @@ from snapshot import (  # noqa: E402  (run as a script, beside its helper)
 )
 
 SEED = 575
-PER_TEMPLATE = 18        # 88 templates x 18 = 1,584 memes: balanced, and ingested in about 6 minutes
-EXACT_COPIES = 0.05      # shares of the memes that get a byte copy / a near copy (as in v1: 2-5 %)
+PER_TEMPLATE = 18  # 88 templates x 18 = 1,584 memes: balanced, and ingested in about 6 minutes
+EXACT_COPIES = 0.05  # shares of the memes that get a byte copy / a near copy (as in v1: 2-5 %)
 NEAR_COPIES = 0.08
 STACKS = 24
-MAX_WIDTH = 600          # the site serves pictures about 500-600 px wide
+MAX_WIDTH = 600  # the site serves pictures about 500-600 px wide
 MIN_WIDTH = 360
 MANIFEST = HERE / "manifest.sha256"
 TRUTH = HERE / "truth.jsonl"
@@ -56,7 +56,7 @@ LAYOUTS = HERE / "layouts.json"
 FONT_PACKAGE = "@fontsource/anton@5.3.0"
 FONT_FILE = "@fontsource/anton/files/anton-latin-400-normal.woff"
 FONT_ROOTS = ("/usr/local/lib/node_modules", "/usr/lib/node_modules", str(HERE.parents[1] / "node_modules"))
-SMALL_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"   # fonts-dejavu-core
+SMALL_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"  # fonts-dejavu-core
 
 
 def find_font() -> Path:
@@ -101,8 +101,15 @@ def choose(blobs: dict[str, bytes], layouts: dict[str, Any], seed: int) -> list[
             usable[pid] = (pid, clean)
         order = sorted(usable, key=lambda p: sha256_hex(f"{seed}:{key}:{p}".encode()))
         for pid in order[:PER_TEMPLATE]:
-            chosen.append({"post": pid, "template": key, "picture": pictures[key], "boxes": usable[pid][1],
-                           "layout": "table" if key in layouts else "default"})
+            chosen.append(
+                {
+                    "post": pid,
+                    "template": key,
+                    "picture": pictures[key],
+                    "boxes": usable[pid][1],
+                    "layout": "table" if key in layouts else "default",
+                }
+            )
     return chosen
 
 
@@ -160,21 +167,38 @@ class Namer:
         elif kind == "camera":
             base = f"IMG_{day}_{clock}"
         else:
-            base = rng.choice(["image", "Untitled", "meme"]) + f" ({self._next('saved')})" \
-                if rng.random() < 0.6 else "FB_IMG_1" + "".join(rng.choice("0123456789") for _ in range(12))
+            base = (
+                rng.choice(["image", "Untitled", "meme"]) + f" ({self._next('saved')})"
+                if rng.random() < 0.6
+                else "FB_IMG_1" + "".join(rng.choice("0123456789") for _ in range(12))
+            )
         return self.claim(f"{folder}/{base}.{ext}")
 
 
 def save_plan(kind: str, rng: random.Random) -> dict[str, Any]:
     if kind == "screenshot":
-        return {"as": kind, "format": "PNG", "dark": rng.random() < 0.5, "clock": rng.randint(0, 1439),
-                "battery": rng.randint(5, 100)}
+        return {
+            "as": kind,
+            "format": "PNG",
+            "dark": rng.random() < 0.5,
+            "clock": rng.randint(0, 1439),
+            "battery": rng.randint(5, 100),
+        }
     if kind == "messenger" and rng.random() < 0.4:
         return {"as": kind, "format": "PNG"}
-    quality = {"download": (72, 95), "whatsapp": (55, 72), "messenger": (70, 85), "camera": (85, 95),
-               "saved": (75, 92)}[kind]
-    return {"as": kind, "format": "JPEG", "quality": rng.randint(*quality),
-            "scale": round(rng.uniform(0.7, 0.9), 3) if kind == "whatsapp" else 1.0}
+    quality = {
+        "download": (72, 95),
+        "whatsapp": (55, 72),
+        "messenger": (70, 85),
+        "camera": (85, 95),
+        "saved": (75, 92),
+    }[kind]
+    return {
+        "as": kind,
+        "format": "JPEG",
+        "quality": rng.randint(*quality),
+        "scale": round(rng.uniform(0.7, 0.9), 3) if kind == "whatsapp" else 1.0,
+    }
 
 
 def plan(chosen: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
@@ -191,16 +215,33 @@ def plan(chosen: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
         ext = {"PNG": "png", "JPEG": "jpg"}[save["format"]]
         if kind == "messenger" and ext == "jpg":
             ext = "jpeg"
-        lines.append({"file": namer.name(kind, r, ext), "kind": "meme", "post": m["post"], "template": m["template"],
-                      "boxes": len(m["boxes"]), "layout": m["layout"], "watermark": r.random() < 0.8,
-                      "save": save, "seed": r.randrange(1 << 30)})
+        lines.append(
+            {
+                "file": namer.name(kind, r, ext),
+                "kind": "meme",
+                "post": m["post"],
+                "template": m["template"],
+                "boxes": len(m["boxes"]),
+                "layout": m["layout"],
+                "watermark": r.random() < 0.8,
+                "save": save,
+                "seed": r.randrange(1 << 30),
+            }
+        )
     memes = list(lines)
     for src in rng.sample(memes, round(EXACT_COPIES * len(memes))):
         stem, _, ext = src["file"].rpartition(".")
-        target = namer.claim(f"{stem} (1).{ext}") if rng.random() < 0.6 else \
-            namer.name("download", rng, ext)
-        lines.append({"file": target, "kind": "copy", "of": src["file"], "post": src["post"],
-                      "template": src["template"], "op": "bytes"})
+        target = namer.claim(f"{stem} (1).{ext}") if rng.random() < 0.6 else namer.name("download", rng, ext)
+        lines.append(
+            {
+                "file": target,
+                "kind": "copy",
+                "of": src["file"],
+                "post": src["post"],
+                "template": src["template"],
+                "op": "bytes",
+            }
+        )
     ops = ["resize", "lowq", "crop", "rewatermark", "screenshot"]
     for src in rng.sample(memes, round(NEAR_COPIES * len(memes))):
         op = rng.choice(ops if src["save"]["as"] != "screenshot" else ops[:4])
@@ -209,27 +250,52 @@ def plan(chosen: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
             target = namer.name("screenshot", r, "png")
         else:
             stem = src["file"].rpartition(".")[0]
-            target = namer.claim(f"{stem}-{ {'resize': 'small', 'lowq': 'lowq', 'crop': 'crop'}.get(op, 'wm')}.jpg")
-        lines.append({"file": target, "kind": "near", "of": src["file"], "post": src["post"],
-                      "template": src["template"], "op": op, "seed": r.randrange(1 << 30)})
+            target = namer.claim(f"{stem}-{ {'resize': 'small', 'lowq': 'lowq', 'crop': 'crop'}.get(op, 'wm') }.jpg")
+        lines.append(
+            {
+                "file": target,
+                "kind": "near",
+                "of": src["file"],
+                "post": src["post"],
+                "template": src["template"],
+                "op": op,
+                "seed": r.randrange(1 << 30),
+            }
+        )
     for _ in range(STACKS):
         a, b = rng.sample(memes, 2)
         r = random.Random(f"{seed}:stack:{a['post']}:{b['post']}")
-        lines.append({"file": namer.name("saved", r, "jpg"), "kind": "stack", "parts": [a["file"], b["file"]],
-                      "posts": [a["post"], b["post"]], "templates": [a["template"], b["template"]],
-                      "seed": r.randrange(1 << 30)})
+        lines.append(
+            {
+                "file": namer.name("saved", r, "jpg"),
+                "kind": "stack",
+                "parts": [a["file"], b["file"]],
+                "posts": [a["post"], b["post"]],
+                "templates": [a["template"], b["template"]],
+                "seed": r.randrange(1 << 30),
+            }
+        )
     return lines
 
 
 # ─────────────────────────────────────────────────────────────────── drawing
 
-_W: dict[str, Any] = {}   # per worker: pictures, layouts, captions, fonts
+_W: dict[str, Any] = {}  # per worker: pictures, layouts, captions, fonts
 
 
-def _init(blobs: dict[str, bytes], layouts: dict[str, Any], captions: dict[str, list[str]], font: str,
-          out: str) -> None:
-    _W.update(blobs=blobs, layouts=layouts, captions=captions, font=font, out=Path(out), pics={}, fonts={},
-              pictures={template_key(r): r for r in blobs})
+def _init(
+    blobs: dict[str, bytes], layouts: dict[str, Any], captions: dict[str, list[str]], font: str, out: str
+) -> None:
+    _W.update(
+        blobs=blobs,
+        layouts=layouts,
+        captions=captions,
+        font=font,
+        out=Path(out),
+        pics={},
+        fonts={},
+        pictures={template_key(r): r for r in blobs},
+    )
 
 
 def _font(size: int, small: bool = False) -> ImageFont.FreeTypeFont:
@@ -282,8 +348,14 @@ def draw_box(im: Image.Image, text: str, region: list[Any]) -> None:
     stroke = max(1, size // 14)
     for i, line in enumerate(lines):
         w = draw.textlength(line, font=font)
-        draw.text(((x0 + x1 - w) / 2, top + i * line_h), line, font=font, fill="white",
-                  stroke_width=stroke, stroke_fill="black")
+        draw.text(
+            ((x0 + x1 - w) / 2, top + i * line_h),
+            line,
+            font=font,
+            fill="white",
+            stroke_width=stroke,
+            stroke_fill="black",
+        )
 
 
 def corner_text(im: Image.Image, text: str, corner: str, size: int) -> None:
@@ -370,11 +442,21 @@ def make(line: dict[str, Any]) -> tuple[str, str]:
             quality = rng.randint(30, 50)
         elif op == "crop":
             fx, fy = rng.uniform(0.05, 0.09), rng.uniform(0.05, 0.09)
-            im = im.crop((round(im.width * fx), round(im.height * fy), im.width - round(im.width * fx),
-                          im.height - round(im.height * fy)))
+            im = im.crop(
+                (
+                    round(im.width * fx),
+                    round(im.height * fy),
+                    im.width - round(im.width * fx),
+                    im.height - round(im.height * fy),
+                )
+            )
         elif op == "rewatermark":
-            corner_text(im, rng.choice(["@meme.dump", "@daily.memez", "saved from my feed", "@lol_vault"]),
-                        rng.choice(["tl", "tr", "br"]), rng.randint(12, 16))
+            corner_text(
+                im,
+                rng.choice(["@meme.dump", "@daily.memez", "saved from my feed", "@lol_vault"]),
+                rng.choice(["tl", "tr", "br"]),
+                rng.randint(12, 16),
+            )
         else:
             im = phone_screenshot(im, rng.random() < 0.5, rng.randint(0, 1439), rng.randint(5, 100))
         data = encode(im, {"format": "PNG"} if op == "screenshot" else {"format": "JPEG", "quality": quality})
@@ -408,8 +490,21 @@ def truth_text(lines: list[dict[str, Any]]) -> str:
     """One line per file, ids only. `id`, `out.file`, `variant.of`, `group` and `truth.safety` are the
     recipe keys of benchmark v1 (v1/FORMAT.md, "Items"), so the lab's recipe readers (exact-target
     groups, the recipe-truth and helper annotators' safety class) read this file as they read v1's."""
-    keep = ("file", "kind", "post", "template", "boxes", "layout", "watermark", "save", "of", "op", "parts",
-            "posts", "templates")
+    keep = (
+        "file",
+        "kind",
+        "post",
+        "template",
+        "boxes",
+        "layout",
+        "watermark",
+        "save",
+        "of",
+        "op",
+        "parts",
+        "posts",
+        "templates",
+    )
     safety = {}
     if SAFETY.is_file():
         safety = {r["post"]: r["class"] for r in map(json.loads, SAFETY.read_text().splitlines()) if r}
@@ -424,8 +519,11 @@ def truth_text(lines: list[dict[str, Any]]) -> str:
     for ln in sorted(lines, key=lambda x: x["file"]):
         rec = {k: ln[k] for k in keep if k in ln}
         posts = ln.get("posts") or [ln["post"]]
-        rec.update(id=ident(ln), out={"file": ln["file"]},
-                   truth={"safety": max((safety.get(p, "safe") for p in posts), key=SEVERITY.index)})
+        rec.update(
+            id=ident(ln),
+            out={"file": ln["file"]},
+            truth={"safety": max((safety.get(p, "safe") for p in posts), key=SEVERITY.index)},
+        )
         if "template" in ln:
             rec["group"] = ln["template"]
         if "of" in ln:
@@ -435,8 +533,7 @@ def truth_text(lines: list[dict[str, Any]]) -> str:
 
 
 def scan(out: Path) -> dict[str, str]:
-    return {p.relative_to(out).as_posix(): sha256_hex(p.read_bytes())
-            for p in sorted(out.rglob("*")) if p.is_file()}
+    return {p.relative_to(out).as_posix(): sha256_hex(p.read_bytes()) for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 def check(out: Path) -> int:
@@ -450,8 +547,10 @@ def check(out: Path) -> int:
     extra = sorted(p for p in got if p not in want)
     if differ or missing or extra:
         ex = (differ or missing or extra)[0]
-        print(f"ARTIFACT INTEGRITY FAILURE: {out}: {len(differ)} changed, {len(missing)} missing, "
-              f"{len(extra)} unlisted file(s), e.g. {ex}")
+        print(
+            f"ARTIFACT INTEGRITY FAILURE: {out}: {len(differ)} changed, {len(missing)} missing, "
+            f"{len(extra)} unlisted file(s), e.g. {ex}"
+        )
         return 1
     print(f"ok: {len(got)} files of {out} match {MANIFEST.relative_to(HERE.parents[1])}")
     return 0
@@ -459,14 +558,17 @@ def check(out: Path) -> int:
 
 def stats(lines: list[dict[str, Any]]) -> str:
     from collections import Counter
+
     kinds = Counter(ln["kind"] for ln in lines)
     saves = Counter(ln["save"]["as"] for ln in lines if ln["kind"] == "meme")
     ops = Counter(ln["op"] for ln in lines if ln["kind"] == "near")
     fmts = Counter(ln["file"].rsplit(".", 1)[-1].lower() for ln in lines)
     templates = len({ln["template"] for ln in lines if ln["kind"] == "meme"})
-    return (f"{len(lines)} files: {kinds['meme']} memes on {templates} templates, {kinds['copy']} exact copies, "
-            f"{kinds['near']} near copies ({dict(sorted(ops.items()))}), {kinds['stack']} stacks; "
-            f"saved as {dict(sorted(saves.items()))}; extensions {dict(sorted(fmts.items()))}")
+    return (
+        f"{len(lines)} files: {kinds['meme']} memes on {templates} templates, {kinds['copy']} exact copies, "
+        f"{kinds['near']} near copies ({dict(sorted(ops.items()))}), {kinds['stack']} stacks; "
+        f"saved as {dict(sorted(saves.items()))}; extensions {dict(sorted(fmts.items()))}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -491,8 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         if pins:
             check_pins(snap, blobs, pins, a.allow_other_snapshot)
             if pins.get("font", {}).get("sha256") != sha256_hex(font.read_bytes()):
-                raise SnapshotError(f"{font} differs from the pinned caption font: run "
-                                    f"`npm install -g {FONT_PACKAGE}`")
+                raise SnapshotError(f"{font} differs from the pinned caption font: run `npm install -g {FONT_PACKAGE}`")
     except SnapshotError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -525,13 +626,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"built {out} in {elapsed:.0f} s with {jobs} process(es)")
     text, truth = manifest_text(rows), truth_text(lines)
     if a.record:
-        PINS.write_text(json.dumps({
-            "snapshot": {"name": "ImgFlip575K (schesa/ImgFlip575K_Dataset)", "commit": snap.commit,
-                         "files": {r: sha256_hex(b) for r, b in sorted(blobs.items())}},
-            "font": {"package": FONT_PACKAGE, "file": FONT_FILE, "sha256": sha256_hex(font.read_bytes())},
-            "small_font": {"package": "fonts-dejavu-core", "file": SMALL_FONT,
-                           "sha256": sha256_hex(Path(SMALL_FONT).read_bytes())},
-            "pillow": Image.__version__, "seed": a.seed}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        PINS.write_text(
+            json.dumps(
+                {
+                    "snapshot": {
+                        "name": "ImgFlip575K (schesa/ImgFlip575K_Dataset)",
+                        "commit": snap.commit,
+                        "files": {r: sha256_hex(b) for r, b in sorted(blobs.items())},
+                    },
+                    "font": {"package": FONT_PACKAGE, "file": FONT_FILE, "sha256": sha256_hex(font.read_bytes())},
+                    "small_font": {
+                        "package": "fonts-dejavu-core",
+                        "file": SMALL_FONT,
+                        "sha256": sha256_hex(Path(SMALL_FONT).read_bytes()),
+                    },
+                    "pillow": Image.__version__,
+                    "seed": a.seed,
+                },
+                indent=1,
+                sort_keys=True,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
         MANIFEST.write_text(text, encoding="utf-8")
         TRUTH.write_text(truth, encoding="utf-8")
         print(f"recorded {PINS.name}, {MANIFEST.name} ({len(rows)} files), {TRUTH.name}")

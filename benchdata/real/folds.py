@@ -48,8 +48,9 @@ def query_folds(judged: Path | None = None) -> dict[str, int]:
             continue
         for template in t.get("templates") or [t.get("template")]:
             votes[family[row["qid"]]][template_fold(template)] += 1
-    fold_of = {f: (votes[f].most_common(1)[0][0] if votes.get(f) else _fold("family:" + f))
-               for f in set(family.values())}
+    fold_of = {
+        f: (votes[f].most_common(1)[0][0] if votes.get(f) else _fold("family:" + f)) for f in set(family.values())
+    }
     return {q["id"]: fold_of[q["family"]] for q in queries}
 
 

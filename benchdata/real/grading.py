@@ -71,8 +71,11 @@ class Views:
     def one(self, post: str, template: str) -> str:
         d = self.desc.get(template, {})
         caption = " / ".join(self.captions.get(post, [])) or "(no text)"
-        parts = [f'caption: "{caption}"', f"picture: {d.get('description', '(not described)')}",
-                 f"template: {d.get('name', template.replace('-', ' '))}"]
+        parts = [
+            f'caption: "{caption}"',
+            f"picture: {d.get('description', '(not described)')}",
+            f"template: {d.get('name', template.replace('-', ' '))}",
+        ]
         if d.get("people"):
             parts.append("shown: " + ", ".join(d["people"]))
         return " | ".join(parts)
@@ -80,8 +83,12 @@ class Views:
     def of(self, file: str) -> str:
         t = self.truth[file]
         if t["kind"] == "stack":
-            return "two memes stacked in one image. TOP: " + self.one(t["posts"][0], t["templates"][0]) + \
-                "  BOTTOM: " + self.one(t["posts"][1], t["templates"][1])
+            return (
+                "two memes stacked in one image. TOP: "
+                + self.one(t["posts"][0], t["templates"][0])
+                + "  BOTTOM: "
+                + self.one(t["posts"][1], t["templates"][1])
+            )
         return self.one(t["post"], t["template"])
 
 
@@ -90,10 +97,14 @@ def library_tasks(lib: Path, batch: int) -> list[tuple[str, str, str, str]]:
     import apsw
 
     con = apsw.Connection(f"file:{lib}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    rows = list(con.execute(
-        "SELECT t.task, q.qid, q.query, (SELECT rel_path FROM files f WHERE f.item_id = t.item_id "
-        "ORDER BY file_id LIMIT 1) FROM batch_tasks t JOIN bench_queries q ON q.query_id = t.query_id "
-        "WHERE t.batch_id = ? ORDER BY t.position", (batch,)))
+    rows = list(
+        con.execute(
+            "SELECT t.task, q.qid, q.query, (SELECT rel_path FROM files f WHERE f.item_id = t.item_id "
+            "ORDER BY file_id LIMIT 1) FROM batch_tasks t JOIN bench_queries q ON q.query_id = t.query_id "
+            "WHERE t.batch_id = ? ORDER BY t.position",
+            (batch,),
+        )
+    )
     con.close()
     return rows
 
@@ -142,7 +153,7 @@ def safety(args: argparse.Namespace) -> None:
     per = -(-len(order) // args.shards)
     for k in range(args.shards):
         lines = []
-        for j, view in enumerate(order[k * per:(k + 1) * per], k * per + 1):
+        for j, view in enumerate(order[k * per : (k + 1) * per], k * per + 1):
             vid = f"s{j:05d}"
             mapping[vid] = groups[view]
             lines.append(f"{vid}\t{view}")
@@ -172,8 +183,11 @@ def answers(args: argparse.Namespace) -> None:
                 klass = cells[1]
                 if klass not in SAFETY:
                     sys.exit(f"{path}:{n}: a safety class expected")
-                got[vid] = {"safety": klass, "clause": cells[2] if len(cells) > 2 else "",
-                            "reason": " ".join(cells[3:])}
+                got[vid] = {
+                    "safety": klass,
+                    "clause": cells[2] if len(cells) > 2 else "",
+                    "reason": " ".join(cells[3:]),
+                }
     missing = sorted(set(views) - set(got))
     if missing:
         sys.exit(f"{len(missing)} view(s) not answered, e.g. {missing[:5]}")
@@ -212,10 +226,12 @@ def agree(args: argparse.Namespace) -> None:
         split = [v for v in views if a[v][0] != b[v][0]]
     else:
         grades = [(a[v][0], b[v][0]) for v in views]
-        report |= {"exact": sum(x == y for x, y in grades) / len(grades),
-                   "within_one": sum(abs(int(x) - int(y)) <= 1 for x, y in grades) / len(grades),
-                   "weighted_kappa": kappa(grades, ["0", "1", "2", "3"], weighted=True),
-                   "safety_kappa": kappa([(a[v][1], b[v][1]) for v in views], list(SAFETY))}
+        report |= {
+            "exact": sum(x == y for x, y in grades) / len(grades),
+            "within_one": sum(abs(int(x) - int(y)) <= 1 for x, y in grades) / len(grades),
+            "weighted_kappa": kappa(grades, ["0", "1", "2", "3"], weighted=True),
+            "safety_kappa": kappa([(a[v][1], b[v][1]) for v in views], list(SAFETY)),
+        }
         split = [v for v in views if abs(int(a[v][0]) - int(b[v][0])) > 1 or a[v][1] != b[v][1]]
     report["split"] = len(split)
     print(json.dumps(report, indent=1))
@@ -235,19 +251,36 @@ def safety_labels(args: argparse.Namespace) -> None:
         else:
             klass, clause, status = c[vid][0], c[vid][1], "adjudicated"
         for file in files:
-            rows.append({"file": file, "safety": klass, "clause": "-" if klass == "safe" else clause,
-                         "status": status, "grader_a": a[vid][0], "grader_b": b[vid][0]})
+            rows.append(
+                {
+                    "file": file,
+                    "safety": klass,
+                    "clause": "-" if klass == "safe" else clause,
+                    "status": status,
+                    "grader_a": a[vid][0],
+                    "grader_b": b[vid][0],
+                }
+            )
     rows.sort(key=lambda r: r["file"])
     Path(args.o).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     pairs = [(a[v][0], b[v][0]) for v in mapping]
-    report = {"policy": "mambo-safety-v1", "views": len(mapping), "files": len(rows),
-              "exact": round(sum(x == y for x, y in pairs) / len(pairs), 4),
-              "kappa": round(kappa(pairs, list(SAFETY)), 4),
-              "adjudicated_views": sum(x != y for x, y in pairs),
-              "classes": {k: sum(r["safety"] == k for r in rows) for k in SAFETY},
-              "annotators": [{"name": n, "kind": "model", "role": role} for n, role in
-                             (("real-safety-a", "grader"), ("real-safety-b", "grader"),
-                              ("real-safety-adjudicator", "adjudicator"))]}
+    report = {
+        "policy": "mambo-safety-v1",
+        "views": len(mapping),
+        "files": len(rows),
+        "exact": round(sum(x == y for x, y in pairs) / len(pairs), 4),
+        "kappa": round(kappa(pairs, list(SAFETY)), 4),
+        "adjudicated_views": sum(x != y for x, y in pairs),
+        "classes": {k: sum(r["safety"] == k for r in rows) for k in SAFETY},
+        "annotators": [
+            {"name": n, "kind": "model", "role": role}
+            for n, role in (
+                ("real-safety-a", "grader"),
+                ("real-safety-b", "grader"),
+                ("real-safety-adjudicator", "adjudicator"),
+            )
+        ],
+    }
     Path(args.o).with_suffix(".agreement.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report))
 
@@ -281,8 +314,9 @@ def main() -> None:
     sl.add_argument("--adjudicator", nargs="+", required=True)
     sl.add_argument("-o", required=True)
     args = ap.parse_args()
-    {"relevance": relevance, "safety": safety, "answers": answers, "agree": agree,
-     "safety-labels": safety_labels}[args.cmd](args)
+    {"relevance": relevance, "safety": safety, "answers": answers, "agree": agree, "safety-labels": safety_labels}[
+        args.cmd
+    ](args)
 
 
 if __name__ == "__main__":

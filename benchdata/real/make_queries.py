@@ -85,8 +85,7 @@ def build(snapshot_arg: str | None) -> tuple[str, str, list[str]]:
         safety = {r["post"]: r["class"] for r in map(json.loads, SAFETY.read_text().splitlines()) if r}
     memes = {}
     for m in chosen:
-        memes[m["post"]] = {"post": m["post"], "template": m["template"],
-                            "text": " ".join(words(" ".join(m["boxes"])))}
+        memes[m["post"]] = {"post": m["post"], "template": m["template"], "text": " ".join(words(" ".join(m["boxes"])))}
     files_of: dict[str, list[str]] = {}
     stacks = []
     for t in truth:
@@ -102,19 +101,40 @@ def build(snapshot_arg: str | None) -> tuple[str, str, list[str]]:
     out, report = [], []
     counts: Counter[str] = Counter()
     for n, q in enumerate(src, 1):
-        line: dict[str, Any] = {"id": f"real-{n:03d}", "family": q["family"], "slice": q["slice"],
-                                "query": q["query"], "subsets": q.get("subsets", [])}
+        line: dict[str, Any] = {
+            "id": f"real-{n:03d}",
+            "family": q["family"],
+            "slice": q["slice"],
+            "query": q["query"],
+            "subsets": q.get("subsets", []),
+        }
         if q["slice"] == "no-match":
             ok, why = audit.absent(q["query"], captions, names)
             if not ok:
                 report.append(f"no-match FAILS audit: {q['query']!r} ({why})")
                 continue
-            line.update(relevant={}, exact=[], ids={}, withheld=[], rule=None, annotator=ANNOTATOR,
-                        judgement={"status": "provisional", "grades": "none (no-match)", "annotator": ANNOTATOR,
-                                   "method": "audit.py"},
-                        audit={"corpus_version": manifest_sha, "method": audit.METHOD,
-                               "checked_by": ANNOTATOR, "date": AUDIT_DATE,
-                               "snapshot": pins["snapshot"]["commit"], "dev_captions": n_captions})
+            line.update(
+                relevant={},
+                exact=[],
+                ids={},
+                withheld=[],
+                rule=None,
+                annotator=ANNOTATOR,
+                judgement={
+                    "status": "provisional",
+                    "grades": "none (no-match)",
+                    "annotator": ANNOTATOR,
+                    "method": "audit.py",
+                },
+                audit={
+                    "corpus_version": manifest_sha,
+                    "method": audit.METHOD,
+                    "checked_by": ANNOTATOR,
+                    "date": AUDIT_DATE,
+                    "snapshot": pins["snapshot"]["commit"],
+                    "dev_captions": n_captions,
+                },
+            )
             out.append(line)
             counts["no-match"] += 1
             continue
@@ -153,15 +173,27 @@ def build(snapshot_arg: str | None) -> tuple[str, str, list[str]]:
         if withheld and "safety" not in line["subsets"]:
             line["subsets"] = [*line["subsets"], "safety"]
         exact = sorted(f for f, g in relevant.items() if g == 3) if q["slice"] in ("entity", "quote") else []
-        line.update(relevant=dict(sorted(relevant.items())), exact=exact, ids=dict(sorted(ids.items())),
-                    withheld=sorted(held), rule=rule, annotator=ANNOTATOR,
-                    judgement={"status": "provisional", "grades": "derived", "annotator": ANNOTATOR,
-                               "method": "rule over the snapshot's captions and template names (make_queries.py)"})
+        line.update(
+            relevant=dict(sorted(relevant.items())),
+            exact=exact,
+            ids=dict(sorted(ids.items())),
+            withheld=sorted(held),
+            rule=rule,
+            annotator=ANNOTATOR,
+            judgement={
+                "status": "provisional",
+                "grades": "derived",
+                "annotator": ANNOTATOR,
+                "method": "rule over the snapshot's captions and template names (make_queries.py)",
+            },
+        )
         out.append(line)
         counts[q["slice"]] += 1
-        report.append(f"{q['slice']:8} {len(hit):3d} memes {len(relevant):3d} files"
-                      f"{f' -{dropped} shared words' if dropped else ''}"
-                      f"{f' withheld {len(withheld)}' if withheld else ''}  {q['query']}")
+        report.append(
+            f"{q['slice']:8} {len(hit):3d} memes {len(relevant):3d} files"
+            f"{f' -{dropped} shared words' if dropped else ''}"
+            f"{f' withheld {len(withheld)}' if withheld else ''}  {q['query']}"
+        )
     text = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in out)
     meta = {
         "benchmark": "mmts-bench-real",
@@ -175,11 +207,17 @@ def build(snapshot_arg: str | None) -> tuple[str, str, list[str]]:
         "score_version": "mmts-search-v1",
         "queries": len(out),
         "slices": dict(sorted(counts.items())),
-        "judgements": {"status": "provisional", "annotators": [ANNOTATOR],
-                       "note": "grades derived from template names and caption matching, not yet judged by a person"},
+        "judgements": {
+            "status": "provisional",
+            "annotators": [ANNOTATOR],
+            "note": "grades derived from template names and caption matching, not yet judged by a person",
+        },
         "paths": "relative to the built folder (benchdata/real/build.py SNAPSHOT OUT: the OUT folder)",
-        "source": {"snapshot": "ImgFlip575K (schesa/ImgFlip575K_Dataset)", "commit": pins["snapshot"]["commit"],
-                   "split": "dev: first hex digit of SHA-256(post id) is 0-7"},
+        "source": {
+            "snapshot": "ImgFlip575K (schesa/ImgFlip575K_Dataset)",
+            "commit": pins["snapshot"]["commit"],
+            "split": "dev: first hex digit of SHA-256(post id) is 0-7",
+        },
         "queries_source_sha256": sha256_hex(SOURCE.read_bytes()),
     }
     report.append("counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))

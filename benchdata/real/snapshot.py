@@ -55,16 +55,21 @@ class Snapshot:
         if not self.git:
             p = self.path / rel
             return p.read_bytes() if p.is_file() else None
-        r = subprocess.run(["git", "--git-dir", str(self.path), "show", f"{self.commit}:{rel}"],
-                           capture_output=True, check=False)
+        r = subprocess.run(
+            ["git", "--git-dir", str(self.path), "show", f"{self.commit}:{rel}"], capture_output=True, check=False
+        )
         return r.stdout if r.returncode == 0 else None
 
     def list(self, folder: str) -> list[str]:
         if not self.git:
             base = self.path / folder
             return sorted(f"{folder}/{p.name}" for p in base.iterdir() if p.is_file()) if base.is_dir() else []
-        r = subprocess.run(["git", "--git-dir", str(self.path), "ls-tree", "--name-only", str(self.commit),
-                            folder + "/"], capture_output=True, text=True, check=False)
+        r = subprocess.run(
+            ["git", "--git-dir", str(self.path), "ls-tree", "--name-only", str(self.commit), folder + "/"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         return sorted(r.stdout.split())
 
 
@@ -101,15 +106,27 @@ def check_pins(snap: Snapshot, blobs: dict[str, bytes], pins: dict[str, Any], al
         if got != sha:
             problems.append(f"{rel}: " + ("missing" if got is None else f"SHA-256 {got[:12]}, pinned {sha[:12]}"))
     if problems and not allow_other:
-        raise SnapshotError(f"not the pinned snapshot ({len(problems)} difference(s), e.g. {problems[0]}); "
-                            "pass --allow-other-snapshot to build from it anyway")
+        raise SnapshotError(
+            f"not the pinned snapshot ({len(problems)} difference(s), e.g. {problems[0]}); "
+            "pass --allow-other-snapshot to build from it anyway"
+        )
     return problems
 
 
 # Curly quotes and dashes are how phones type ' " and -; everything else outside printable ASCII
 # (emoji, other scripts) is outside the caption font, so such captions are not used.
-_FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
-                       "\u2014": "-", "\u2026": "...", "\u00a0": " "})
+_FOLD = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2026": "...",
+        "\u00a0": " ",
+    }
+)
 _URL = re.compile(r"https?:|www\.|\.(com|net|org|ly|gg)\b|imgflip", re.I)
 MAX_CHARS = 200
 

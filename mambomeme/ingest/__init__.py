@@ -12,5 +12,17 @@ from mambomeme.ingest.pipeline import INGEST_BATCH, Ingester
 from mambomeme.ingest.stats import IngestStats
 from mambomeme.ingest.walk import Found, find_root, utf8_path, walk
 
-__all__ = ["INGEST_BATCH", "REGROUP_SETTING", "Analysis", "Found", "IngestStats", "Ingester", "analyse",
-           "find_root", "item_look", "regroup", "utf8_path", "walk"]
+__all__ = [
+    "INGEST_BATCH",
+    "REGROUP_SETTING",
+    "Analysis",
+    "Found",
+    "IngestStats",
+    "Ingester",
+    "analyse",
+    "find_root",
+    "item_look",
+    "regroup",
+    "utf8_path",
+    "walk",
+]

@@ -33,8 +33,9 @@ class Analysis:
     cpu_ms: dict[str, float] = field(default_factory=dict)  # CPU by stage, for `mambo bench ingest`
 
 
-def analyse(data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None,
-            picture: PictureScorer | None = None) -> Analysis:
+def analyse(
+    data: bytes, name: str, ocr: OCR, templates: TemplateIndex | None, picture: PictureScorer | None = None
+) -> Analysis:
     """Decode, hash, preview, OCR, score the picture and recognise the template of one image; the
     pixels are dropped before returning."""
     facts = _stage("decoder", read_image, data, name)
@@ -125,9 +126,12 @@ class Analyser:
             from concurrent.futures import ProcessPoolExecutor
 
             # spawn, not fork: forking a process that has imported torch can deadlock its threads.
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=_worker_init,
-                                            initargs=(self.templates.payload if self.templates else None,))
+            self.pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                initargs=(self.templates.payload if self.templates else None,),
+            )
         if self.pool is not None:
             futures = [self.pool.submit(_worker_analyse, data, name) for data, name in jobs]
             return functools.partial(self._collect, futures)
@@ -143,8 +147,9 @@ class Analyser:
             except BrokenProcessPool:
                 # A worker killed by the kernel (out of memory) or crashed in native code:
                 # its files are errors, and the next batch starts new workers.
-                out.append(BadInput("analysis", "the worker analysing it stopped (out of memory or a "
-                                                "crash in a decoder)"))
+                out.append(
+                    BadInput("analysis", "the worker analysing it stopped (out of memory or a crash in a decoder)")
+                )
                 self._pool_broken = True
             except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
                 out.append(BadInput("analysis", f"analysis failed on it ({type(e).__name__})"))
@@ -161,8 +166,7 @@ class Analyser:
             except BadInput as e:
                 out.append(e)
             except Exception as e:  # noqa: BLE001 - one file's failure is one ingest error
-                out.append(BadInput("analysis", f"analysis failed on it ({type(e).__name__}: "
-                                                f"{clean_line(e)[:200]})"))
+                out.append(BadInput("analysis", f"analysis failed on it ({type(e).__name__}: {clean_line(e)[:200]})"))
         return out
 
     def close(self) -> None:

@@ -44,8 +44,13 @@ class Grouper:
         db, index = self.db, self.index
         perceptual = None
         for d, other in index.near(phash, NEAR_DUP_BITS_CROPPED):
-            if near_identical(d, ocr_text, db.q1("ocr_text", {"item_id": other})[0], known_text(db, item_id, other),
-                              lambda o=other: (item_look(db, item_id), item_look(db, o))):
+            if near_identical(
+                d,
+                ocr_text,
+                db.q1("ocr_text", {"item_id": other})[0],
+                known_text(db, item_id, other),
+                lambda o=other: (item_look(db, item_id), item_look(db, o)),
+            ):
                 perceptual = index.groups[other][0]
                 template_group = template_group or index.groups[other][1]
                 break

@@ -36,8 +36,16 @@ INGEST_BATCH = WRITE_BATCH  # files a batch reads, analyses, writes in one trans
 
 
 class Ingester:
-    def __init__(self, db: DB, *, progress: bool = True, batch: int = INGEST_BATCH, workers: int | None = None,
-                 sidecars: bool = True, report: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        db: DB,
+        *,
+        progress: bool = True,
+        batch: int = INGEST_BATCH,
+        workers: int | None = None,
+        sidecars: bool = True,
+        report: Callable[[str], None] | None = None,
+    ):
         self.db = db
         # One line for the person running it (a skipped file, a warning); stderr unless told otherwise.
         self.report = report or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -79,15 +87,16 @@ class Ingester:
         if skipped:
             self.report(f"mambo: skipped {show_path(path)}: {msg}")
         elif err.kind == "orphan-metadata":
-            self.report(f"mambo: warning: {show_path(path)}: {msg}; a meme it made private stays private until "
-                        "`mambo private ID --clear`")
+            self.report(
+                f"mambo: warning: {show_path(path)}: {msg}; a meme it made private stays private until "
+                "`mambo private ID --clear`"
+            )
         else:
             self.report(f"mambo: warning: {show_path(path)}: {msg} (indexed with what could be read)")
         # A name that is not UTF-8 is recorded with U+FFFD in place of its undecodable bytes.
         stored = str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         with self.db.write():
-            self.db.q("insert_error", {"run_id": self.run_id, "path": stored, "kind": err.kind,
-                                       "message": msg})
+            self.db.q("insert_error", {"run_id": self.run_id, "path": stored, "kind": err.kind, "message": msg})
 
     # -- the run, stage by stage
     def run(self, paths: list[Path]) -> IngestStats:
@@ -161,7 +170,7 @@ class Ingester:
         progress.update(0, "starting the OCR engine and the model")
         inflight: Batch | None = None
         for start in range(0, len(found), self.batch):
-            prepared = self._prepare(found[start:start + self.batch], inflight)
+            prepared = self._prepare(found[start : start + self.batch], inflight)
             if inflight is not None:
                 self._finish(inflight)
                 progress.update(self.stats.seen, f"{self.stats.added} new, {self.stats.errors} errors")
@@ -190,9 +199,19 @@ class Ingester:
             with self.clock("upkeep"), contextlib.suppress(Exception), db.write():
                 refresh_vocabulary(db)
         with contextlib.suppress(Exception), db.write():
-            db.q("finish_run", {"run_id": self.run_id, "status": status, "added": s.added,
-                                "updated": s.updated, "duplicates": s.duplicates, "skipped": s.skipped,
-                                "errors": s.errors, "seconds": time.monotonic() - t0})
+            db.q(
+                "finish_run",
+                {
+                    "run_id": self.run_id,
+                    "status": status,
+                    "added": s.added,
+                    "updated": s.updated,
+                    "duplicates": s.duplicates,
+                    "skipped": s.skipped,
+                    "errors": s.errors,
+                    "seconds": time.monotonic() - t0,
+                },
+            )
 
     # -- stage 1: what each file of a batch needs
     def _prepare(self, batch: list[Found], inflight: Batch | None) -> Batch:
@@ -229,8 +248,9 @@ class Ingester:
         keep = bool(known) and isinstance(self.sidecars, NoSidecars)
         # The stored readings are compared with the sidecars' too: a reading changed behind mambo's
         # back (an edit of the file, a flipped byte) is repaired from the sidecar, as `check` reports.
-        same_reading = keep or (known is not None and known[4] == sidecar_sha
-                                and same_readings(tuple(known[6:11]), meta))
+        same_reading = keep or (
+            known is not None and known[4] == sidecar_sha and same_readings(tuple(known[6:11]), meta)
+        )
         pending = Pending(f, st.st_size, st.st_mtime_ns, sidecar_sha, meta or Metadata())
         if known and known[2] == st.st_size and known[3] == st.st_mtime_ns:
             if same_reading:
@@ -244,8 +264,9 @@ class Ingester:
             return
         sha = hashlib.sha256(data).hexdigest()
         if known and known[5] == sha:
-            b.touches.append({"file_id": known[0], "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                              "sidecar_sha256": known[4]})
+            b.touches.append(
+                {"file_id": known[0], "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sidecar_sha256": known[4]}
+            )
             if not same_reading:
                 pending.existing_item = int(known[1])
                 b.pending.append(pending)
@@ -264,8 +285,13 @@ class Ingester:
             self.error(f.path, BadInput("empty", "empty file (0 bytes): not an image; delete it or copy it again"))
             return None
         if size > MAX_FILE_BYTES:
-            self.error(f.path, BadInput("too-large", f"file is {size / 1e6:,.0f} MB, over the "
-                                                     f"{MAX_FILE_BYTES // 1_000_000} MB limit: not a meme"))
+            self.error(
+                f.path,
+                BadInput(
+                    "too-large",
+                    f"file is {size / 1e6:,.0f} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: not a meme",
+                ),
+            )
             return None
         try:
             return read_regular(f.path, MAX_FILE_BYTES)

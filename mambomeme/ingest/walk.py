@@ -63,8 +63,9 @@ def walk(paths: Iterable[Path], on_error: Callable[[Path, BadInput], None]) -> I
         yield from _visit(p, True, seen_dirs, on_error)
 
 
-def _visit(p: Path, explicit: bool, seen_dirs: set[tuple[int, int]],
-           on_error: Callable[[Path, BadInput], None]) -> Iterator[Path]:
+def _visit(
+    p: Path, explicit: bool, seen_dirs: set[tuple[int, int]], on_error: Callable[[Path, BadInput], None]
+) -> Iterator[Path]:
     try:
         st = p.stat()
     except OSError as e:

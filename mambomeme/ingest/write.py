@@ -58,8 +58,9 @@ class Writer:
     back, the items hidden in the open transaction) and for the end of the run (whether what may be
     shown changed) is kept here."""
 
-    def __init__(self, db: DB, stats: IngestStats, clock: StageClock, grouper: Grouper,
-                 model: Callable[[], tuple[Embedder, int]]):
+    def __init__(
+        self, db: DB, stats: IngestStats, clock: StageClock, grouper: Grouper, model: Callable[[], tuple[Embedder, int]]
+    ):
         self.db = db
         self.stats = stats
         self.clock = clock
@@ -88,8 +89,9 @@ class Writer:
                 linked.append(item_id)
             delete_orphan_items(db)
             items += self.restate(linked)
-            items = list(dict.fromkeys(i for i in [*items, *sorted(self._relabelled)]
-                                       if db.q1("item_exists", {"item_id": i})))
+            items = list(
+                dict.fromkeys(i for i in [*items, *sorted(self._relabelled)] if db.q1("item_exists", {"item_id": i}))
+            )
             self._relabelled.clear()
             derive(db, items)
             if items:  # a batch of touched files only has nothing to embed (and no model loaded)
@@ -128,21 +130,43 @@ class Writer:
         if meta["template_group"] is None and rec is not None:
             # A recognised template names the template group, as a sidecar's template would.
             meta["template_group"] = template_group_id(db, template_name(db, rec.template_id))
-        item_id = int(db.q1("insert_item", meta | {
-            "sha256": facts.sha256, "format": facts.format, "width": facts.width,
-            "height": facts.height, "byte_size": facts.byte_size, "phash": facts.phash,
-            "dhash": facts.dhash, "perceptual_group": None, "ocr_text": p.ocr_text,
-            "ocr_engine_id": self.ocr_engine_id,
-            "template_id": rec.template_id if rec else None, "template_score": rec.inliers if rec else None,
-            "recognised_revision": self.revision, "ocr_boxes": json.dumps(p.boxes),
-        })[0])
+        item_id = int(
+            db.q1(
+                "insert_item",
+                meta
+                | {
+                    "sha256": facts.sha256,
+                    "format": facts.format,
+                    "width": facts.width,
+                    "height": facts.height,
+                    "byte_size": facts.byte_size,
+                    "phash": facts.phash,
+                    "dhash": facts.dhash,
+                    "perceptual_group": None,
+                    "ocr_text": p.ocr_text,
+                    "ocr_engine_id": self.ocr_engine_id,
+                    "template_id": rec.template_id if rec else None,
+                    "template_score": rec.inliers if rec else None,
+                    "recognised_revision": self.revision,
+                    "ocr_boxes": json.dumps(p.boxes),
+                },
+            )[0]
+        )
         self.insert_file(item_id, p.found, p.size, p.mtime_ns, p.sidecar_sha, p.meta)
         if detected:  # what fired, for `mambo safety` (a person may overrule it)
             record_text_signal(db, item_id, detected, text_engine_id(db))
         if pic and self.picture_engine_id is not None:
             record_picture_signal(db, item_id, p.picture_score, pic, self.picture_engine_id)
-        db.q("insert_preview", {"item_id": item_id, "format": "webp", "width": facts.preview_size[0],
-                                "height": facts.preview_size[1], "data": facts.preview})
+        db.q(
+            "insert_preview",
+            {
+                "item_id": item_id,
+                "format": "webp",
+                "width": facts.preview_size[0],
+                "height": facts.preview_size[1],
+                "data": facts.preview,
+            },
+        )
         with self.clock("grouping"):
             perceptual, template = self.grouper.group_of(item_id, facts.phash, p.ocr_text, meta["template_group"])
         db.q("set_groups", {"item_id": item_id, "perceptual_group": perceptual, "template_group": template})
@@ -158,10 +182,21 @@ class Writer:
         self.stats.added += 1
         return item_id
 
-    def insert_file(self, item_id: int, f: Found, size: int, mtime_ns: int, sidecar_sha: str,
-                    meta: Metadata | None) -> None:
-        self.db.q("insert_file", {"item_id": item_id, "root_id": f.root_id, "rel_path": f.rel_path, "size": size,
-                                  "mtime_ns": mtime_ns, "sidecar_sha256": sidecar_sha} | file_params(meta))
+    def insert_file(
+        self, item_id: int, f: Found, size: int, mtime_ns: int, sidecar_sha: str, meta: Metadata | None
+    ) -> None:
+        self.db.q(
+            "insert_file",
+            {
+                "item_id": item_id,
+                "root_id": f.root_id,
+                "rel_path": f.rel_path,
+                "size": size,
+                "mtime_ns": mtime_ns,
+                "sidecar_sha256": sidecar_sha,
+            }
+            | file_params(meta),
+        )
 
     def restate(self, item_ids: list[int] | None, *, merge: bool = True) -> list[int]:
         """state.restate for the items a write touched; returns those whose text changed."""

@@ -64,8 +64,14 @@ def machine_info() -> dict[str, Any]:
     for pkg in ("apsw", "sqlite-vec", "onnxruntime", "torch", "sentence-transformers", "numpy"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[pkg] = metadata.version(pkg)
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(mem / 2**30, 1),
-            "python": platform.python_version(), "os": platform.platform(), "packages": versions}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem / 2**30, 1),
+        "python": platform.python_version(),
+        "os": platform.platform(),
+        "packages": versions,
+    }
 
 
 def synthetic_variants(src: Path, out: Path, count: int, seed: int) -> list[Path]:
@@ -98,18 +104,31 @@ def bench() -> None:
 
 
 @bench.command(name="ingest")
-@click.option("--images", "count", default=300, show_default=True, type=click.IntRange(1, 100_000),
-              help="How many synthetic images to ingest (without --folder).")
-@click.option("--folder", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Ingest this folder instead of the seeded variants (it is only read).")
+@click.option(
+    "--images",
+    "count",
+    default=300,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="How many synthetic images to ingest (without --folder).",
+)
+@click.option(
+    "--folder",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Ingest this folder instead of the seeded variants (it is only read).",
+)
 @click.option("--no-sidecars", is_flag=True, help="Read no sidecar or manifest (a bare library).")
 @click.option("--seed", default=7, show_default=True)
 @click.option("--workers", type=click.IntRange(1, 64), help="OCR worker processes (default: one per core).")
-@click.option("--keep", type=click.Path(dir_okay=False, path_type=Path),
-              help="Keep the library it builds as this new file (to compare its text with another build).")
+@click.option(
+    "--keep",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep the library it builds as this new file (to compare its text with another build).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def bench_ingest(count: int, folder: Path | None, no_sidecars: bool, seed: int, workers: int | None,
-                 keep: Path | None, as_json: bool) -> None:
+def bench_ingest(
+    count: int, folder: Path | None, no_sidecars: bool, seed: int, workers: int | None, keep: Path | None, as_json: bool
+) -> None:
     """End-to-end ingest throughput into a fresh library, with the CPU-seconds a file of every
     stage (decode, hashes and preview, picture safety, OCR detection and recognition, template
     recognition, embedding, caption meaning safety, grouping, writes), on a folder you pass or
@@ -134,40 +153,56 @@ def bench_ingest(count: int, folder: Path | None, no_sidecars: bool, seed: int, 
         recognised = int(library_status(db)["recognised"])
         size = db.path.stat().st_size
         db.close()
-    cpu = sum(getattr(b, f) - getattr(a, f) for a, b in ((self0, self1), (kids0, kids1))
-              for f in ("ru_utime", "ru_stime"))
+    cpu = sum(
+        getattr(b, f) - getattr(a, f) for a, b in ((self0, self1), (kids0, kids1)) for f in ("ru_utime", "ru_stime")
+    )
     files = max(stats.added, 1)
     stages = {k: round(v / 1000 / files, 4) for k, v in sorted(ing.cpu_ms.items(), key=lambda kv: -kv[1])}
-    report = {"benchmark": "ingest", "folder": str(given) if given else None, "added": stats.added,
-              "duplicates": stats.duplicates, "errors": stats.errors, "sidecars": not no_sidecars,
-              "seconds": round(seconds, 2), "files_per_second": round(stats.added / seconds, 2),
-              "cpu_seconds": round(cpu, 1), "cpu_seconds_per_file": round(cpu / files, 4),
-              "stage_cpu_seconds_per_file": stages,
-              "unaccounted_cpu_seconds_per_file": round(cpu / files - sum(stages.values()), 4),
-              "peak_rss_mb": {"ingest": round(self1.ru_maxrss / 1024), "largest_worker": round(kids1.ru_maxrss / 1024)},
-              "database_mb": round(size / 1e6, 2), "seed": seed,
-              # template recognition inside the OCR workers (ORB + index + RANSAC), per new image
-              "recognition": {"templates_indexed": len(ing.templates) if ing.templates else 0,
-                              "wall_ms": percentiles(ing.recognise_ms) if ing.recognise_ms else {},
-                              "cpu_ms": percentiles(ing.recognise_cpu_ms) if ing.recognise_cpu_ms else {},
-                              "recognised_items": recognised},
-              "machine": machine_info()}
+    report = {
+        "benchmark": "ingest",
+        "folder": str(given) if given else None,
+        "added": stats.added,
+        "duplicates": stats.duplicates,
+        "errors": stats.errors,
+        "sidecars": not no_sidecars,
+        "seconds": round(seconds, 2),
+        "files_per_second": round(stats.added / seconds, 2),
+        "cpu_seconds": round(cpu, 1),
+        "cpu_seconds_per_file": round(cpu / files, 4),
+        "stage_cpu_seconds_per_file": stages,
+        "unaccounted_cpu_seconds_per_file": round(cpu / files - sum(stages.values()), 4),
+        "peak_rss_mb": {"ingest": round(self1.ru_maxrss / 1024), "largest_worker": round(kids1.ru_maxrss / 1024)},
+        "database_mb": round(size / 1e6, 2),
+        "seed": seed,
+        # template recognition inside the OCR workers (ORB + index + RANSAC), per new image
+        "recognition": {
+            "templates_indexed": len(ing.templates) if ing.templates else 0,
+            "wall_ms": percentiles(ing.recognise_ms) if ing.recognise_ms else {},
+            "cpu_ms": percentiles(ing.recognise_cpu_ms) if ing.recognise_cpu_ms else {},
+            "recognised_items": recognised,
+        },
+        "machine": machine_info(),
+    }
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
     m = report["machine"]
-    click.echo(f"ingest: {stats.added} files in {seconds:.1f} s = {report['files_per_second']} files/s end to end "
-               f"(model loading included), {stats.errors} errors; {cpu:.1f} CPU-s = "
-               f"{report['cpu_seconds_per_file']} CPU-s a file; peak RSS {report['peak_rss_mb']['ingest']} MB "
-               f"(a worker {report['peak_rss_mb']['largest_worker']} MB); database {report['database_mb']} MB")
+    click.echo(
+        f"ingest: {stats.added} files in {seconds:.1f} s = {report['files_per_second']} files/s end to end "
+        f"(model loading included), {stats.errors} errors; {cpu:.1f} CPU-s = "
+        f"{report['cpu_seconds_per_file']} CPU-s a file; peak RSS {report['peak_rss_mb']['ingest']} MB "
+        f"(a worker {report['peak_rss_mb']['largest_worker']} MB); database {report['database_mb']} MB"
+    )
     click.echo("CPU-s a file by stage:")
     for stage, v in stages.items():
         click.echo(f"  {stage:<24}{v:8.4f}  {100 * v / max(cpu / files, 1e-9):5.1f} %")
     click.echo(f"  {'(not in a stage)':<24}{report['unaccounted_cpu_seconds_per_file']:8.4f}")
     rec = report["recognition"]
     if rec["wall_ms"]:
-        click.echo(f"template recognition: {rec['cpu_ms']['p50']} ms p50 / {rec['cpu_ms']['p95']} ms p95 CPU per image "
-                   f"against {rec['templates_indexed']} template views; {rec['recognised_items']} recognised")
+        click.echo(
+            f"template recognition: {rec['cpu_ms']['p50']} ms p50 / {rec['cpu_ms']['p95']} ms p95 CPU per image "
+            f"against {rec['templates_indexed']} template views; {rec['recognised_items']} recognised"
+        )
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
 
 
@@ -177,8 +212,10 @@ def _soak_child(root: click.Command, db_path: Path, folder: Path, batch: int) ->
         fd = os.open(os.devnull, os.O_WRONLY)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
-        root.main(["--db", str(db_path), "add", "-q", "--workers", "1", "--batch-size", str(batch), str(folder)],
-                 prog_name="mambo")
+        root.main(
+            ["--db", str(db_path), "add", "-q", "--workers", "1", "--batch-size", str(batch), str(folder)],
+            prog_name="mambo",
+        )
     finally:
         os._exit(0)
 
@@ -195,15 +232,28 @@ def _soak_verify(db_path: Path, before: dict[str, dict[str, Any]], errors_before
         errors = int(db.q1("error_count")[0])
     finally:
         db.close()
-    return {"integrity": integrity, "consistency": consistency, "lost": lost, "snapshot": now,
-            "errors_lost": max(0, errors_before - errors), "errors": errors}
+    return {
+        "integrity": integrity,
+        "consistency": consistency,
+        "lost": lost,
+        "snapshot": now,
+        "errors_lost": max(0, errors_before - errors),
+        "errors": errors,
+    }
 
 
 @bench.command(name="soak")
-@click.option("--kills", default=100, show_default=True, type=click.IntRange(1, 100_000),
-              help="How many ingests to kill -9.")
-@click.option("--images", "count", default=40, show_default=True, type=click.IntRange(2, 10_000),
-              help="Synthetic images in the folder (plus the fixture's broken files and a manifest).")
+@click.option(
+    "--kills", default=100, show_default=True, type=click.IntRange(1, 100_000), help="How many ingests to kill -9."
+)
+@click.option(
+    "--images",
+    "count",
+    default=40,
+    show_default=True,
+    type=click.IntRange(2, 10_000),
+    help="Synthetic images in the folder (plus the fixture's broken files and a manifest).",
+)
 @click.option("--max-delay", default=6.0, show_default=True, help="Kill after a random 0.05..this many seconds.")
 @click.option("--batch-size", "batch", default=2, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--seed", default=8, show_default=True)
@@ -226,10 +276,23 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
     embedder.encode(["warm up"])
     rng = random.Random(seed)
     t_start = time.monotonic()
-    report: dict[str, Any] = {"benchmark": "soak", "kills": 0, "kills_mid_write": 0, "completed_runs": 0,
-                              "rounds": 1, "interrupted_runs": 0, "integrity_failures": 0, "inconsistent": 0,
-                              "lost": 0, "errors_lost": 0, "seed": seed, "images": count, "batch_size": batch,
-                              "max_delay_s": max_delay, "failures": []}
+    report: dict[str, Any] = {
+        "benchmark": "soak",
+        "kills": 0,
+        "kills_mid_write": 0,
+        "completed_runs": 0,
+        "rounds": 1,
+        "interrupted_runs": 0,
+        "integrity_failures": 0,
+        "inconsistent": 0,
+        "lost": 0,
+        "errors_lost": 0,
+        "seed": seed,
+        "images": count,
+        "batch_size": batch,
+        "max_delay_s": max_delay,
+        "failures": [],
+    }
     with tempfile.TemporaryDirectory(prefix="mambo-soak-") as tmp:
         folder = Path(tmp) / "memes"
         made = synthetic_variants(FIXTURE_DIR / "images", folder, count, seed)
@@ -237,8 +300,9 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
         # classes for some images, and the fixture's broken files.
         with open(folder / MANIFEST_NAME, "w", encoding="utf-8") as fh:
             for n, path in enumerate(made[::3]):
-                fh.write(json.dumps({"file": path.name, "title": f"soak title {n}",
-                                     "safety": SAFETY_CLASSES[n % 2]}) + "\n")
+                fh.write(
+                    json.dumps({"file": path.name, "title": f"soak title {n}", "safety": SAFETY_CLASSES[n % 2]}) + "\n"
+                )
         shutil.copytree(FIXTURE_DIR / "bad", folder / "bad")
         db_path = Path(tmp) / "soak.sqlite"
         before: dict[str, dict[str, Any]] = {}
@@ -324,10 +388,13 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
         final = check("final uninterrupted run")
         db = DB(db_path)
         expected = len(made) + 2  # fine.png and broken-sidecar.png from the broken files
-        report["final"] = {"files": len(final["snapshot"]), "expected_files": expected,
-                           "items": item_count(db),
-                           "running_runs_left": int(db.q1("running_runs")[0]),
-                           "interrupted_runs": int(db.q1("interrupted_runs")[0])}
+        report["final"] = {
+            "files": len(final["snapshot"]),
+            "expected_files": expected,
+            "items": item_count(db),
+            "running_runs_left": int(db.q1("running_runs")[0]),
+            "interrupted_runs": int(db.q1("interrupted_runs")[0]),
+        }
         db.close()
         # every round's, not only the last one's (a round that ended on a completed run leaves a
         # fresh library to the final run)
@@ -340,13 +407,19 @@ def bench_soak(kills: int, count: int, max_delay: float, batch: int, seed: int, 
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    click.echo(f"soak: {report['kills']} kill -9s ({report['kills_mid_write']} after new items were committed), "
-               f"{report['completed_runs']} runs finished first, {report['rounds']} round(s), {report['seconds']} s")
-    click.echo(f"  integrity failures {report['integrity_failures']}, half-written states {report['inconsistent']}, "
-               f"indexed files lost {report['lost']}, recorded errors lost {report['errors_lost']}")
-    click.echo(f"  final run: {report['final']['files']}/{report['final']['expected_files']} files, "
-               f"{report['final']['items']} items; {report['interrupted_runs']} killed runs marked interrupted "
-               "by the run after them")
+    click.echo(
+        f"soak: {report['kills']} kill -9s ({report['kills_mid_write']} after new items were committed), "
+        f"{report['completed_runs']} runs finished first, {report['rounds']} round(s), {report['seconds']} s"
+    )
+    click.echo(
+        f"  integrity failures {report['integrity_failures']}, half-written states {report['inconsistent']}, "
+        f"indexed files lost {report['lost']}, recorded errors lost {report['errors_lost']}"
+    )
+    click.echo(
+        f"  final run: {report['final']['files']}/{report['final']['expected_files']} files, "
+        f"{report['final']['items']} items; {report['interrupted_runs']} killed runs marked interrupted "
+        "by the run after them"
+    )
     for f in report["failures"]:
         click.echo(f"  FAILED {clean_line(f)}")
     if report["failures"]:
@@ -377,8 +450,10 @@ def _load_renderer() -> Any:
     if not path.is_file():
         raise MamboError("bench templates needs benchdata/render.py: run it from a MamboMeme checkout")
     if not shutil.which("rsvg-convert") or not Path("/usr/share/openclipart/svg").is_dir():
-        raise MamboError("bench templates needs rsvg-convert and the openclipart drawings: "
-                         "apt-get install -y librsvg2-bin openclipart-svg")
+        raise MamboError(
+            "bench templates needs rsvg-convert and the openclipart drawings: "
+            "apt-get install -y librsvg2-bin openclipart-svg"
+        )
     spec = importlib.util.spec_from_file_location("mambo_render", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -393,35 +468,69 @@ def degrade(img: Any, rng: Any) -> Any:
 
     img = img.convert("RGB")
     w, h = img.size
-    box = (int(w * rng.uniform(0, 0.1)), int(h * rng.uniform(0, 0.1)),
-           w - int(w * rng.uniform(0, 0.1)), h - int(h * rng.uniform(0, 0.1)))
+    box = (
+        int(w * rng.uniform(0, 0.1)),
+        int(h * rng.uniform(0, 0.1)),
+        w - int(w * rng.uniform(0, 0.1)),
+        h - int(h * rng.uniform(0, 0.1)),
+    )
     img = img.crop(box)
     s = rng.uniform(0.5, 1.5)
     img = img.resize((max(64, int(img.width * s)), max(64, int(img.height * s))), Image.Resampling.BILINEAR)
     if rng.random() < 0.5:
         font = ImageFont.load_default(size=max(10, img.width // 28))
-        ImageDraw.Draw(img).text((img.width * 0.55, img.height * 0.93), "memevault.example", font=font,
-                                 fill=(255, 255, 255), stroke_width=1, stroke_fill=(0, 0, 0))
+        ImageDraw.Draw(img).text(
+            (img.width * 0.55, img.height * 0.93),
+            "memevault.example",
+            font=font,
+            fill=(255, 255, 255),
+            stroke_width=1,
+            stroke_fill=(0, 0, 0),
+        )
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=rng.randint(40, 90))
     return Image.open(io.BytesIO(buf.getvalue()))
 
 
 @bench.command(name="templates")
-@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-              help="The rendered benchmark v1 corpus (benchdata/render.py benchdata/v1/corpus.jsonl --out DIR).")
-@click.option("--recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=ROOT / "benchdata" / "v1" / "corpus.jsonl", show_default=True)
-@click.option("--groups", default=120, show_default=True, type=click.IntRange(4, 10_000),
-              help="Template groups (drawings) to use.")
-@click.option("--held-out", default=0.3, show_default=True, type=click.FloatRange(0.05, 0.95),
-              help="Share of the groups NOT added as templates (their memes must get no template).")
-@click.option("--sparse", default=0.25, show_default=True, type=click.FloatRange(0, 1),
-              help="Share of the known templates fingerprinted sparse: only their 8-30 strongest keypoints.")
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="The rendered benchmark v1 corpus (benchdata/render.py benchdata/v1/corpus.jsonl --out DIR).",
+)
+@click.option(
+    "--recipe",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=ROOT / "benchdata" / "v1" / "corpus.jsonl",
+    show_default=True,
+)
+@click.option(
+    "--groups",
+    default=120,
+    show_default=True,
+    type=click.IntRange(4, 10_000),
+    help="Template groups (drawings) to use.",
+)
+@click.option(
+    "--held-out",
+    default=0.3,
+    show_default=True,
+    type=click.FloatRange(0.05, 0.95),
+    help="Share of the groups NOT added as templates (their memes must get no template).",
+)
+@click.option(
+    "--sparse",
+    default=0.25,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Share of the known templates fingerprinted sparse: only their 8-30 strongest keypoints.",
+)
 @click.option("--seed", default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sparse: float, seed: int,
-                    as_json: bool) -> None:
+def bench_templates(
+    corpus: Path, recipe: Path, groups: int, held_out: float, sparse: float, seed: int, as_json: bool
+) -> None:
     """Template recognition: top-1 on catalogued templates, false recognition on held-out ones, and
     milliseconds per image.
 
@@ -452,7 +561,7 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
     held, known = set(chosen[:cut]), set(chosen[cut:])
     sparse_keys = sorted(known)
     rng.shuffle(sparse_keys)
-    sparse_n = {k: rng.randint(8, 30) for k in sparse_keys[:round(len(known) * sparse)]}
+    sparse_n = {k: rng.randint(8, 30) for k in sparse_keys[: round(len(known) * sparse)]}
     ctx = render.Ctx(Path("/usr/share/openclipart/svg"), verify=False)
     ocr = get_ocr()
 
@@ -473,9 +582,20 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
             for key in sorted(known):
                 t = pictures[key]
                 view = fingerprint_view(blank(key), features=sparse_n.get(key, ORB_TEMPLATE_FEATURES))
-                tid = insert_template(db, {
-                    "slug": f"bench-{key}", "name": t["name"], "aliases": "[]", "description": "",
-                    "source": "user", "source_url": "", "entry_sha256": "", "revision": rev, "anchors": "[]"})
+                tid = insert_template(
+                    db,
+                    {
+                        "slug": f"bench-{key}",
+                        "name": t["name"],
+                        "aliases": "[]",
+                        "description": "",
+                        "source": "user",
+                        "source_url": "",
+                        "entry_sha256": "",
+                        "revision": rev,
+                        "anchors": "[]",
+                    },
+                )
                 insert_template_view(db, tid, view)
                 slugs[tid] = key
         index = TemplateIndex.load(db)
@@ -494,8 +614,10 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
             continue
         path = corpus / ln["out"]["file"]
         if not path.is_file():
-            raise MamboError(f"{show_path(path)} is missing: render the corpus first (benchdata/render.py "
-                             f"{show_path(recipe)} --out {show_path(corpus)})")
+            raise MamboError(
+                f"{show_path(path)} is missing: render the corpus first (benchdata/render.py "
+                f"{show_path(recipe)} --out {show_path(corpus)})"
+            )
         with Image.open(path) as img:
             rgb = fingerprint_rgb(degrade(Image.fromarray(fingerprint_rgb(img)), drng))
         t0 = time.perf_counter()
@@ -504,27 +626,42 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
         qxy, q, h = orb_features(rgb, ORB_QUERY_FEATURES, boxes)
         found = index.match(qxy, q, h)
         t2, c2 = time.perf_counter(), time.process_time()
-        runs.append({"file": ln["out"]["file"], "group": ln["group"], "known": ln["group"] in known,
-                     "sparse": ln["group"] in sparse_n, "layout": ln.get("layout") or "variant",
-                     "candidates": [(slugs.get(c.template_id, "catalogue"), c) for c in found[:5]],
-                     "ocr_ms": (t1 - t0) * 1000,
-                     "recognise_ms": (t2 - t1) * 1000, "recognise_cpu_ms": (c2 - c1) * 1000})
+        runs.append(
+            {
+                "file": ln["out"]["file"],
+                "group": ln["group"],
+                "known": ln["group"] in known,
+                "sparse": ln["group"] in sparse_n,
+                "layout": ln.get("layout") or "variant",
+                "candidates": [(slugs.get(c.template_id, "catalogue"), c) for c in found[:5]],
+                "ocr_ms": (t1 - t0) * 1000,
+                "recognise_ms": (t2 - t1) * 1000,
+                "recognise_cpu_ms": (c2 - c1) * 1000,
+            }
+        )
 
     def decide(r: dict[str, Any], rule: tuple[float, int, float]) -> tuple[str | None, int]:
         """The recognised template under an acceptance rule (share, floor, spread), and its inliers."""
-        ok = [(c.inliers / required_inliers(c.keypoints, rule[0], rule[1]), c.inliers, name)
-              for name, c in r["candidates"] if accepted(c, *rule)]
+        ok = [
+            (c.inliers / required_inliers(c.keypoints, rule[0], rule[1]), c.inliers, name)
+            for name, c in r["candidates"]
+            if accepted(c, *rule)
+        ]
         return (max(ok)[2], max(ok)[1]) if ok else (None, 0)
 
     def rates(rule: tuple[float, int, float]) -> dict[str, Any]:
         kn = [(r, decide(r, rule)[0]) for r in runs if r["known"]]
         ho = [decide(r, rule)[0] for r in runs if not r["known"]]
         sp = [(r, b) for r, b in kn if r["sparse"]]
-        return {"share": rule[0], "floor": rule[1], "spread": rule[2],
-                "top1": round(sum(b == r["group"] for r, b in kn) / max(1, len(kn)), 4),
-                "top1_sparse": round(sum(b == r["group"] for r, b in sp) / max(1, len(sp)), 4),
-                "wrong_on_known": round(sum(b is not None and b != r["group"] for r, b in kn) / max(1, len(kn)), 4),
-                "false_on_held_out": round(sum(b is not None for b in ho) / max(1, len(ho)), 4)}
+        return {
+            "share": rule[0],
+            "floor": rule[1],
+            "spread": rule[2],
+            "top1": round(sum(b == r["group"] for r, b in kn) / max(1, len(kn)), 4),
+            "top1_sparse": round(sum(b == r["group"] for r, b in sp) / max(1, len(sp)), 4),
+            "wrong_on_known": round(sum(b is not None and b != r["group"] for r, b in kn) / max(1, len(kn)), 4),
+            "false_on_held_out": round(sum(b is not None for b in ho) / max(1, len(ho)), 4),
+        }
 
     rule = (SPARSE_SHARE, SPARSE_MIN_INLIERS, SPARSE_SPREAD)
     for r in runs:
@@ -538,15 +675,29 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
         kn = [r for r in runs if r["known"] and r["layout"] == lay]
         by_layout[lay] = {"memes": len(kn), "top1": round(sum(r["best"] == r["group"] for r in kn) / len(kn), 3)}
     report = {
-        "benchmark": "templates", "recipe": str(recipe), "seed": seed,
-        "templates": {"catalogue": n_catalogue, "bench_known": len(known), "bench_held_out": len(held),
-                      "bench_sparse": len(sparse_n), "related_held_out": sorted(related)},
-        "memes": {"known": sum(r["known"] for r in runs), "held_out": sum(not r["known"] for r in runs),
-                  "sparse": sum(r["sparse"] for r in runs)},
+        "benchmark": "templates",
+        "recipe": str(recipe),
+        "seed": seed,
+        "templates": {
+            "catalogue": n_catalogue,
+            "bench_known": len(known),
+            "bench_held_out": len(held),
+            "bench_sparse": len(sparse_n),
+            "related_held_out": sorted(related),
+        },
+        "memes": {
+            "known": sum(r["known"] for r in runs),
+            "held_out": sum(not r["known"] for r in runs),
+            "sparse": sum(r["sparse"] for r in runs),
+        },
         "at_min_inliers": rates(rule),
         "only_min_inliers": rates((1.0, MIN_INLIERS, 0.0)),
-        "calibration": [rates((share, floor, spread)) for share in (0.3, 0.4, 0.5, 0.6) for floor in (5, 6, 7, 8)
-                        for spread in (0.0, 0.05)],
+        "calibration": [
+            rates((share, floor, spread))
+            for share in (0.3, 0.4, 0.5, 0.6)
+            for floor in (5, 6, 7, 8)
+            for spread in (0.0, 0.05)
+        ],
         "by_layout": by_layout,
         "recognise_ms": percentiles(ms) | {"mean": round(float(np.mean(ms)), 2) if ms else 0.0},
         # CPU time of this process: what recognition costs, whatever else the machine is running
@@ -554,35 +705,51 @@ def bench_templates(corpus: Path, recipe: Path, groups: int, held_out: float, sp
         "ocr_ms": percentiles([r["ocr_ms"] for r in runs]),
         "held_out_inliers_max": max((r["top"]["inliers"] for r in runs if not r["known"] and r["top"]), default=0),
         "held_out_top": [r["top"] for r in runs if not r["known"] and r["top"]],
-        "false_recognitions": [{k: r[k] for k in ("file", "group", "best", "inliers", "top")} for r in runs
-                               if not r["known"] and r["best"] is not None],
-        "missed": [{k: r[k] for k in ("file", "group", "sparse", "best", "inliers", "top")} for r in runs
-                   if r["known"] and r["best"] != r["group"]],
+        "false_recognitions": [
+            {k: r[k] for k in ("file", "group", "best", "inliers", "top")}
+            for r in runs
+            if not r["known"] and r["best"] is not None
+        ],
+        "missed": [
+            {k: r[k] for k in ("file", "group", "sparse", "best", "inliers", "top")}
+            for r in runs
+            if r["known"] and r["best"] != r["group"]
+        ],
         "machine": machine_info(),
     }
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
     a = report["at_min_inliers"]
-    click.echo(f"templates: {n_catalogue} catalogue + {len(known)} bench templates, {len(held)} held out "
-               f"({len(related)} more left out: their drawing contains a known one); "
-               f"{report['memes']['known']} memes of known templates, {report['memes']['held_out']} of held-out")
+    click.echo(
+        f"templates: {n_catalogue} catalogue + {len(known)} bench templates, {len(held)} held out "
+        f"({len(related)} more left out: their drawing contains a known one); "
+        f"{report['memes']['known']} memes of known templates, {report['memes']['held_out']} of held-out"
+    )
     o = report["only_min_inliers"]
-    click.echo(f"acceptance (MIN_INLIERS={MIN_INLIERS}; sparse views: {SPARSE_SHARE} of their keypoints, at least "
-               f"{SPARSE_MIN_INLIERS}, spread {SPARSE_SPREAD}): top-1 {a['top1']:.3f} (sparse views "
-               f"{a['top1_sparse']:.3f}, {report['memes']['sparse']} memes), wrong on known {a['wrong_on_known']:.3f}, "
-               f"false recognition on held-out {a['false_on_held_out']:.3f}")
-    click.echo(f"MIN_INLIERS alone: top-1 {o['top1']:.3f} (sparse views {o['top1_sparse']:.3f}), "
-               f"false on held-out {o['false_on_held_out']:.3f}")
+    click.echo(
+        f"acceptance (MIN_INLIERS={MIN_INLIERS}; sparse views: {SPARSE_SHARE} of their keypoints, at least "
+        f"{SPARSE_MIN_INLIERS}, spread {SPARSE_SPREAD}): top-1 {a['top1']:.3f} (sparse views "
+        f"{a['top1_sparse']:.3f}, {report['memes']['sparse']} memes), wrong on known {a['wrong_on_known']:.3f}, "
+        f"false recognition on held-out {a['false_on_held_out']:.3f}"
+    )
+    click.echo(
+        f"MIN_INLIERS alone: top-1 {o['top1']:.3f} (sparse views {o['top1_sparse']:.3f}), "
+        f"false on held-out {o['false_on_held_out']:.3f}"
+    )
     r = report["recognise_ms"]
     c = report["recognise_cpu_ms"]
-    click.echo(f"recognition: {r['p50']} ms p50, {r['p95']} ms p95, {r['mean']} ms mean per image wall clock; "
-               f"CPU {c['p50']} ms p50, {c['p95']} ms p95 (ORB + index + RANSAC; OCR, needed anyway, "
-               f"{report['ocr_ms']['p50']} ms p50)")
+    click.echo(
+        f"recognition: {r['p50']} ms p50, {r['p95']} ms p95, {r['mean']} ms mean per image wall clock; "
+        f"CPU {c['p50']} ms p50, {c['p95']} ms p95 (ORB + index + RANSAC; OCR, needed anyway, "
+        f"{report['ocr_ms']['p50']} ms p50)"
+    )
     for c in report["calibration"]:
-        click.echo(f"  share {c['share']} floor {c['floor']} spread {c['spread']}: "
-                   f"top-1 {c['top1']:.3f}  sparse {c['top1_sparse']:.3f}  wrong {c['wrong_on_known']:.3f}  "
-                   f"false {c['false_on_held_out']:.3f}")
+        click.echo(
+            f"  share {c['share']} floor {c['floor']} spread {c['spread']}: "
+            f"top-1 {c['top1']:.3f}  sparse {c['top1_sparse']:.3f}  wrong {c['wrong_on_known']:.3f}  "
+            f"false {c['false_on_held_out']:.3f}"
+        )
     click.echo("by layout: " + ", ".join(f"{k} {v['top1']:.2f} ({v['memes']})" for k, v in by_layout.items()))
     m = report["machine"]
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
@@ -600,18 +767,27 @@ def group_quality(groups: dict[int, Any], truth: dict[int, str]) -> dict[str, An
     pairs = together = 0
     for members in pred.values():
         for n, a in enumerate(members):
-            for b in members[n + 1:]:
+            for b in members[n + 1 :]:
                 pairs += 1
                 together += truth[a] == truth[b]
     true_pairs = sum(math.comb(c, 2) for c in collections.Counter(truth.values()).values())
-    return {"groups": len(pred), "true_groups": len(set(truth.values())), "pairs": pairs,
-            "true_pairs": true_pairs, "precision": round(together / pairs, 4) if pairs else 1.0,
-            "recall": round(together / true_pairs, 4) if true_pairs else 1.0}
+    return {
+        "groups": len(pred),
+        "true_groups": len(set(truth.values())),
+        "pairs": pairs,
+        "true_pairs": true_pairs,
+        "precision": round(together / pairs, 4) if pairs else 1.0,
+        "recall": round(together / true_pairs, 4) if true_pairs else 1.0,
+    }
 
 
 @bench.command(name="groups")
-@click.option("--recipe", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=ROOT / "benchdata" / "v1" / "corpus.jsonl", show_default=True)
+@click.option(
+    "--recipe",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=ROOT / "benchdata" / "v1" / "corpus.jsonl",
+    show_default=True,
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def bench_groups(ctx: click.Context, recipe: Path, as_json: bool) -> None:
@@ -655,30 +831,79 @@ def bench_groups(ctx: click.Context, recipe: Path, as_json: bool) -> None:
     t0 = time.perf_counter()
     rule = assign_groups((inputs[i] for i in sorted(inputs)), lambda a, b: known_text(db, a, b))
     seconds = time.perf_counter() - t0
-    report = {"benchmark": "groups", "recipe": str(recipe), "items": len(truth), "files_not_in_recipe": unknown,
-              "stored": group_quality(stored, truth), "rule": group_quality(rule, truth),
-              "rule_seconds": round(seconds, 2), "load_average": os.getloadavg()[0], "machine": machine_info()}
+    report = {
+        "benchmark": "groups",
+        "recipe": str(recipe),
+        "items": len(truth),
+        "files_not_in_recipe": unknown,
+        "stored": group_quality(stored, truth),
+        "rule": group_quality(rule, truth),
+        "rule_seconds": round(seconds, 2),
+        "load_average": os.getloadavg()[0],
+        "machine": machine_info(),
+    }
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    click.echo(f"{report['items']} items; the recipe makes {report['rule']['true_groups']} memes of them "
-               f"({report['rule']['true_pairs']} near-identical pairs)")
+    click.echo(
+        f"{report['items']} items; the recipe makes {report['rule']['true_groups']} memes of them "
+        f"({report['rule']['true_pairs']} near-identical pairs)"
+    )
     for name, r in (("stored in the library", report["stored"]), ("current rule", report["rule"])):
-        click.echo(f"{name:>22}: {r['groups']} groups, precision {r['precision']:.3f}, recall {r['recall']:.3f} "
-                   f"({r['pairs']} pairs grouped)")
+        click.echo(
+            f"{name:>22}: {r['groups']} groups, precision {r['precision']:.3f}, recall {r['recall']:.3f} "
+            f"({r['pairs']} pairs grouped)"
+        )
     m = report["machine"]
-    click.echo(f"rule applied in {seconds:.1f} s; machine: {m['cpu']}, {m['cores']} cores, load average "
-               f"{report['load_average']:.1f}")
+    click.echo(
+        f"rule applied in {seconds:.1f} s; machine: {m['cpu']}, {m['cores']} cores, load average "
+        f"{report['load_average']:.1f}"
+    )
 
 
 # Queries nobody should type but someone will: FTS5 and SQL syntax, quotes, wildcards, control
 # and escape sequences, bidi overrides, emoji, combining marks, huge and empty strings.
 HOSTILE_QUERIES = (
-    "", " ", "\t\n", '"', '""', "'", "AND", "OR NOT", "NEAR(cat dog, 2)", "title:cena", "cat*", "-cat", "^cat",
-    "cat AND (dog OR", "'; DROP TABLE items; --", "\x00cat", "\x1b[31mcena\x1b[0m", "\x1b]52;c;aGk=\x07",
-    "\u202ecena\u202c", "ｊｏｈｎ　ｃｅｎａ", "😂😂😂", "e\u0301\u0301\u0301", "\ud800", "%", "_", "\\", "{}[]",
-    "cat " * 500, "x" * 10_000, "1e309", "-1", "NULL", "*", ":", "(", ")", "\u0000\u0001\u007f",
+    "",
+    " ",
+    "\t\n",
+    '"',
+    '""',
+    "'",
+    "AND",
+    "OR NOT",
+    "NEAR(cat dog, 2)",
+    "title:cena",
+    "cat*",
+    "-cat",
+    "^cat",
+    "cat AND (dog OR",
+    "'; DROP TABLE items; --",
+    "\x00cat",
+    "\x1b[31mcena\x1b[0m",
+    "\x1b]52;c;aGk=\x07",
+    "\u202ecena\u202c",
+    "ｊｏｈｎ　ｃｅｎａ",
+    "😂😂😂",
+    "e\u0301\u0301\u0301",
+    "\ud800",
+    "%",
+    "_",
+    "\\",
+    "{}[]",
+    "cat " * 500,
+    "x" * 10_000,
+    "1e309",
+    "-1",
+    "NULL",
+    "*",
+    ":",
+    "(",
+    ")",
+    "\u0000\u0001\u007f",
 )
+
+
 def load_dev_queries(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -48,8 +48,14 @@ LATENCY_SEARCHES = 1000
 LATENCY_TIMEOUT_MS = 5000.0
 # Spec "Hard gates" (score version mmts-search-v1).
 GATES = {
-    "min_slice_ndcg10": 0.30, "exact_mrr10": 0.60, "hit10": 0.70, "correct_empty": 0.60,
-    "safety_hit10": 0.70, "safe_list_rate": 0.98, "p95_ms_below": 1000.0, "error_rate_below": 0.01,
+    "min_slice_ndcg10": 0.30,
+    "exact_mrr10": 0.60,
+    "hit10": 0.70,
+    "correct_empty": 0.60,
+    "safety_hit10": 0.70,
+    "safe_list_rate": 0.98,
+    "p95_ms_below": 1000.0,
+    "error_rate_below": 0.01,
 }
 CAP = 59.0
 
@@ -63,8 +69,9 @@ def annotator_id(db: DB, name: str, kind: str, description: str = "") -> int:
     row = db.q1("annotator_by_name", {"name": name})
     if row:
         if row[2] != kind:
-            raise MamboError(f"annotator {clean_line(name)!r} is recorded as a {row[2]}, not a {kind}: "
-                             "use another name")
+            raise MamboError(
+                f"annotator {clean_line(name)!r} is recorded as a {row[2]}, not a {kind}: use another name"
+            )
         return int(row[0])
     return int(db.q1("insert_annotator", {"name": name, "kind": kind, "description": description})[0])
 
@@ -76,12 +83,13 @@ def resolve_partition(db: DB, spec: str) -> int:
         hit = [r for r in rows if r["partition_id"] == int(spec)]
     else:
         parts = spec.split("/")
-        keys = ("benchmark", "version", "partition")[-len(parts):] if len(parts) <= 3 else ()
+        keys = ("benchmark", "version", "partition")[-len(parts) :] if len(parts) <= 3 else ()
         hit = [r for r in rows if keys and all(r[k] == v for k, v in zip(keys, parts, strict=True))]
     if not hit:
         known = ", ".join(f"{r['benchmark']}/{r['version']}/{r['partition']}" for r in rows) or "none"
-        raise MamboError(f"no benchmark partition {clean_line(spec)!r} (imported: {known}); "
-                         "load one with `mambo bench import FILE`")
+        raise MamboError(
+            f"no benchmark partition {clean_line(spec)!r} (imported: {known}); load one with `mambo bench import FILE`"
+        )
     return int(hit[-1]["partition_id"])
 
 
@@ -93,18 +101,23 @@ def code_commit() -> str:
     """The code's git commit (with `+dirty` for uncommitted changes), or the package version."""
     here = ROOT
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
         if out.returncode == 0:
-            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
             return out.stdout.strip() + ("+dirty" if dirty else "")
     return f"mambo {__version__} (not a git checkout)"
 
 
 def model_manifest(db: DB) -> list[dict[str, Any]]:
-    return [dict(zip(("name", "revision", "weights_sha256", "dim", "text_recipe"), r, strict=True))
-            for r in db.q("embedding_manifest")]
+    return [
+        dict(zip(("name", "revision", "weights_sha256", "dim", "text_recipe"), r, strict=True))
+        for r in db.q("embedding_manifest")
+    ]
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -127,8 +140,9 @@ def snapshot_corpus(db: DB) -> int:
     if db.readonly:
         raise MamboError("the library changed since its last corpus snapshot but is read-only: open it writable")
     with db.write():
-        cv = int(db.q1("insert_corpus_version", {"sha": sha, "files": len(rows),
-                                                 "items": len({r[2] for r in rows})})[0])
+        cv = int(
+            db.q1("insert_corpus_version", {"sha": sha, "files": len(rows), "items": len({r[2] for r in rows})})[0]
+        )
         for s, path, item in rows:
             db.q("insert_corpus_version_file", {"cv": cv, "path": path, "sha": s, "item_id": item})
     return cv
@@ -158,8 +172,10 @@ def integrity_problems(db: DB, meta: dict[str, Any], manifest: Path | None) -> l
         return [f"the partition declares corpus manifest {declared[:12]} but no manifest file was given"]
     got = file_sha256(manifest)
     if got != declared:
-        return [f"corpus manifest {show_path(manifest)} has SHA-256 {got[:12]}, the partition declares "
-                f"{declared[:12]}: the manifest was changed"]
+        return [
+            f"corpus manifest {show_path(manifest)} has SHA-256 {got[:12]}, the partition declares "
+            f"{declared[:12]}: the manifest was changed"
+        ]
     listed = read_manifest(manifest)
     library = {path: sha for sha, path, _item in db.q("corpus_manifest")}
     problems = []
@@ -205,8 +221,9 @@ def read_partition(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             q = json.loads(line)
         except ValueError as e:
             raise MamboError(f"{show_path(path)}:{n}: not JSON ({clean_line(str(e))})") from e
-        if not isinstance(q, dict) or not all(isinstance(q.get(k), str) and q[k] for k in
-                                              ("id", "family", "slice", "query")):
+        if not isinstance(q, dict) or not all(
+            isinstance(q.get(k), str) and q[k] for k in ("id", "family", "slice", "query")
+        ):
             raise MamboError(f"{show_path(path)}:{n}: a query line needs string id, family, slice and query")
         if q["slice"] not in (*SLICES, "no-match"):
             raise MamboError(f"{show_path(path)}:{n}: unknown slice {clean_line(q['slice'])!r}")
@@ -237,16 +254,19 @@ def recipe_groups(recipe: Path) -> dict[str, list[str]]:
     return out
 
 
-def import_partition(db: DB, path: Path, *, manifest: Path | None = None, recipe: Path | None = None,
-                     replace: bool = False) -> int:
+def import_partition(
+    db: DB, path: Path, *, manifest: Path | None = None, recipe: Path | None = None, replace: bool = False
+) -> int:
     meta, lines = read_partition(path)
     base = path.parent
     if manifest is None and meta.get("corpus_manifest_sha256") and (base / "manifest.sha256").is_file():
         manifest = base / "manifest.sha256"
     problems = integrity_problems(db, meta, manifest)
     if problems:
-        raise MamboError(f"{show_path(path)} was made for another corpus: {problems[0]} (re-ingest the "
-                         "benchmark corpus, or pass the right --manifest)")
+        raise MamboError(
+            f"{show_path(path)} was made for another corpus: {problems[0]} (re-ingest the "
+            "benchmark corpus, or pass the right --manifest)"
+        )
     if recipe is None and meta.get("corpus"):
         for cand in (Path.cwd() / meta["corpus"], base / Path(meta["corpus"]).name):
             if cand.is_file():
@@ -259,8 +279,10 @@ def import_partition(db: DB, path: Path, *, manifest: Path | None = None, recipe
     def item(file: str, qid: str) -> int:
         row = db.q1("item_by_path", {"path": file})
         if not row:
-            raise MamboError(f"{show_path(path)}: query {clean_line(qid)} names {clean_line(file)!r}, which is not "
-                             "in this library: ingest the benchmark corpus first")
+            raise MamboError(
+                f"{show_path(path)}: query {clean_line(qid)} names {clean_line(file)!r}, which is not "
+                "in this library: ingest the benchmark corpus first"
+            )
         return int(row[0])
 
     cv = snapshot_corpus(db)
@@ -270,48 +292,92 @@ def import_partition(db: DB, path: Path, *, manifest: Path | None = None, recipe
         existing = db.q1("partition_exists", key)
         if existing:
             if existing[1] != "draft" or not replace:
-                raise MamboError(f"{key['benchmark']}/{key['version']}/{key['partition']} is already imported "
-                                 f"({existing[1]}): a changed partition is a new version"
-                                 + ("" if existing[1] != "draft" else " (or pass --replace while it is a draft)"))
+                raise MamboError(
+                    f"{key['benchmark']}/{key['version']}/{key['partition']} is already imported "
+                    f"({existing[1]}): a changed partition is a new version"
+                    + ("" if existing[1] != "draft" else " (or pass --replace while it is a draft)")
+                )
             db.q("delete_partition", {"partition_id": existing[0]})
-        stored_meta = meta | {"imported_from": {"file": str(path.resolve()),
-                                                "manifest": str(manifest.resolve()) if manifest else None,
-                                                "recipe": str(recipe.resolve()) if recipe else None}}
-        pid = int(db.q1("insert_partition", key | {
-            "label": meta.get("status", "provisional"), "meta": json.dumps(stored_meta, sort_keys=True),
-            "source_sha256": file_sha256(path), "cv": cv})[0])
+        stored_meta = meta | {
+            "imported_from": {
+                "file": str(path.resolve()),
+                "manifest": str(manifest.resolve()) if manifest else None,
+                "recipe": str(recipe.resolve()) if recipe else None,
+            }
+        }
+        pid = int(
+            db.q1(
+                "insert_partition",
+                key
+                | {
+                    "label": meta.get("status", "provisional"),
+                    "meta": json.dumps(stored_meta, sort_keys=True),
+                    "source_sha256": file_sha256(path),
+                    "cv": cv,
+                },
+            )[0]
+        )
         for q in lines:
-            qid = int(db.q1("insert_query", {
-                "partition_id": pid, "qid": q["id"], "family": q["family"], "slice": q["slice"], "query": q["query"],
-                "subsets": json.dumps(sorted(q.get("subsets", []))), "rule": json.dumps(q.get("rule"))})[0])
+            qid = int(
+                db.q1(
+                    "insert_query",
+                    {
+                        "partition_id": pid,
+                        "qid": q["id"],
+                        "family": q["family"],
+                        "slice": q["slice"],
+                        "query": q["query"],
+                        "subsets": json.dumps(sorted(q.get("subsets", []))),
+                        "rule": json.dumps(q.get("rule")),
+                    },
+                )[0]
+            )
             for file, grade in q.get("relevant", {}).items():
                 if not isinstance(grade, int) or not 0 <= grade <= 3:
-                    raise MamboError(f"{show_path(path)}: query {clean_line(q['id'])}: grade of {clean_line(file)} "
-                                     "must be 0-3")
+                    raise MamboError(
+                        f"{show_path(path)}: query {clean_line(q['id'])}: grade of {clean_line(file)} must be 0-3"
+                    )
                 db.q("insert_gold", {"query_id": qid, "item_id": item(file, q["id"]), "grade": grade})
             for file in q.get("exact", []):
                 db.q("insert_exact_target", {"query_id": qid, "item_id": item(file, q["id"]), "target": file})
             for g in q.get("exact_groups", []):
                 files = groups.get(g, [])
                 if not files:
-                    raise MamboError(f"{show_path(path)}: query {clean_line(q['id'])}: exact group "
-                                     f"{clean_line(g)!r} is not in the recipe")
+                    raise MamboError(
+                        f"{show_path(path)}: query {clean_line(q['id'])}: exact group "
+                        f"{clean_line(g)!r} is not in the recipe"
+                    )
                 for file in files:
                     if db.q1("item_by_path", {"path": file}):
-                        db.q("insert_exact_target", {"query_id": qid, "item_id": item(file, q["id"]),
-                                                     "target": f"group:{g}"})
+                        db.q(
+                            "insert_exact_target",
+                            {"query_id": qid, "item_id": item(file, q["id"]), "target": f"group:{g}"},
+                        )
             for file in q.get("withheld", []):
                 db.q("insert_withheld", {"query_id": qid, "item_id": item(file, q["id"])})
             audit = q.get("audit")
             # An audit counts only for the corpus version it was made on: the declared manifest,
             # verified above to be this library's corpus.
-            if q["slice"] == "no-match" and isinstance(audit, dict) and declared \
-                    and audit.get("corpus_version") == declared:
+            if (
+                q["slice"] == "no-match"
+                and isinstance(audit, dict)
+                and declared
+                and audit.get("corpus_version") == declared
+            ):
                 who = audit.get("checked_by") or {}
-                aid = annotator_id(db, str(who.get("name", "unknown")), "model" if who.get("kind") == "model"
-                                   else "person")
-                db.q("insert_audit", {"query_id": qid, "cv": cv, "method": str(audit.get("method", "")),
-                                      "annotator_id": aid, "outcome": "absent"})
+                aid = annotator_id(
+                    db, str(who.get("name", "unknown")), "model" if who.get("kind") == "model" else "person"
+                )
+                db.q(
+                    "insert_audit",
+                    {
+                        "query_id": qid,
+                        "cv": cv,
+                        "method": str(audit.get("method", "")),
+                        "annotator_id": aid,
+                        "outcome": "absent",
+                    },
+                )
         check_overlap(db, pid)
     return pid
 
@@ -321,13 +387,17 @@ def check_overlap(db: DB, partition_id: int) -> None:
     benchmark (spec "Benchmark v1")."""
     fam = db.q("family_overlap", {"partition_id": partition_id})
     if fam:
-        raise MamboError(f"query family {clean_line(fam[0][0])!r} is also in partition {fam[0][1]}: families "
-                         f"must not cross partitions ({len(fam)} shared)")
+        raise MamboError(
+            f"query family {clean_line(fam[0][0])!r} is also in partition {fam[0][1]}: families "
+            f"must not cross partitions ({len(fam)} shared)"
+        )
     grp = db.q("group_overlap", {"partition_id": partition_id})
     if grp:
         kind, g, other, example = grp[0]
-        raise MamboError(f"{kind} group {g} (e.g. {clean_line(example or '?')}) is judged in partition {other} too: "
-                         f"template/perceptual groups must not cross partitions ({len(grp)} shared)")
+        raise MamboError(
+            f"{kind} group {g} (e.g. {clean_line(example or '?')}) is judged in partition {other} too: "
+            f"template/perceptual groups must not cross partitions ({len(grp)} shared)"
+        )
 
 
 def set_status(db: DB, partition_id: int, status: str) -> None:
@@ -346,9 +416,12 @@ def set_status(db: DB, partition_id: int, status: str) -> None:
 # No-match audits
 # ─────────────────────────────────────────────────────────────────────────────
 
-AUDIT_ANNOTATOR = ("mambo-audit-fields-v1", "model",
-                   "automatic canonical-field check: FTS5 word match of the query's content words against every "
-                   "servable item's title, template, entities, tags, OCR text and description")
+AUDIT_ANNOTATOR = (
+    "mambo-audit-fields-v1",
+    "model",
+    "automatic canonical-field check: FTS5 word match of the query's content words against every "
+    "servable item's title, template, entities, tags, OCR text and description",
+)
 
 
 def audit_partition(db: DB, partition_id: int) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -368,8 +441,16 @@ def audit_partition(db: DB, partition_id: int) -> tuple[list[str], list[tuple[st
             if hits:
                 review.append((row["qid"], [h[1] for h in hits]))
                 continue
-            db.q("insert_audit", {"query_id": row["query_id"], "cv": cv, "annotator_id": aid, "outcome": "absent",
-                                  "method": f"{AUDIT_ANNOTATOR[2]}: none of {words} occurs"})
+            db.q(
+                "insert_audit",
+                {
+                    "query_id": row["query_id"],
+                    "cv": cv,
+                    "annotator_id": aid,
+                    "outcome": "absent",
+                    "method": f"{AUDIT_ANNOTATOR[2]}: none of {words} occurs",
+                },
+            )
             done.append(row["qid"])
     return done, review
 
@@ -380,8 +461,16 @@ def record_audit(db: DB, partition_id: int, qid: str, outcome: str, annotator: s
     if not rows:
         raise MamboError(f"{clean_line(qid)!r} is not a no-match query of this partition")
     with db.write():
-        db.q("insert_audit", {"query_id": rows[0]["query_id"], "cv": cv, "method": method, "outcome": outcome,
-                              "annotator_id": annotator_id(db, annotator, kind)})
+        db.q(
+            "insert_audit",
+            {
+                "query_id": rows[0]["query_id"],
+                "cv": cv,
+                "method": method,
+                "outcome": outcome,
+                "annotator_id": annotator_id(db, annotator, kind),
+            },
+        )
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -395,20 +484,38 @@ def working_set(db: DB, partition_id: int, *, adding: bool) -> int:
     rescoring, see the view runs_needing_rescore)."""
     cur = db.q1("current_set", {"partition_id": partition_id})
     if cur is None:
-        return int(db.q1("insert_set", {"partition_id": partition_id, "version": 1, "parent": None,
-                                        "note": "first pool"})[0])
+        return int(
+            db.q1("insert_set", {"partition_id": partition_id, "version": 1, "parent": None, "note": "first pool"})[0]
+        )
     set_id, version = int(cur[0]), int(cur[1])
     if not adding or not db.q1("set_is_used", {"set_id": set_id})[0]:
         return set_id
-    new = int(db.q1("insert_set", {"partition_id": partition_id, "version": version + 1, "parent": set_id,
-                                   "note": "candidates added after judging or scoring"})[0])
+    new = int(
+        db.q1(
+            "insert_set",
+            {
+                "partition_id": partition_id,
+                "version": version + 1,
+                "parent": set_id,
+                "note": "candidates added after judging or scoring",
+            },
+        )[0]
+    )
     db.q("copy_set", {"new": new, "old": set_id})
     db.q("copy_set_judgements", {"new": new, "old": set_id})
     return new
 
 
-def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard_negatives: int = 3,
-         seed: int = 42, bare: BareLibrary | None = None) -> dict[str, Any]:
+def pool(
+    db: DB,
+    partition_id: int,
+    systems: list[str],
+    *,
+    depth: int = 10,
+    hard_negatives: int = 3,
+    seed: int = 42,
+    bare: BareLibrary | None = None,
+) -> dict[str, Any]:
     """The spec's pool: the deduplicated top `depth` of every compared system, the partition's gold
     items and exact targets, and hard negatives (the best-ranked items just below every system's
     top `depth` that are not gold); then a blinded batch of everything not yet graded twice.
@@ -423,8 +530,10 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
     rankers = [(s, lambda text, s=s: searchers[s].search(text, s, depth * 2, empty_rule=False)) for s in systems]
     if bare is not None:
         bare_searchers = {s: Searcher(bare.db, get_embedder() if needs_model(configs[s]) else None) for s in systems}
-        rankers += [(s, lambda text, s=s: bare.search(bare_searchers[s], text, configs[s], depth * 2,
-                                                      empty_rule=False)) for s in systems]
+        rankers += [
+            (s, lambda text, s=s: bare.search(bare_searchers[s], text, configs[s], depth * 2, empty_rule=False))
+            for s in systems
+        ]
     found: dict[int, dict[int, str]] = {}
     for q in queries:
         cands: dict[int, str] = {}
@@ -445,15 +554,23 @@ def pool(db: DB, partition_id: int, systems: list[str], *, depth: int = 10, hard
         found[q["query_id"]] = cands
     with db.write():
         cur = db.q1("current_set", {"partition_id": partition_id})
-        new = sum(1 for qid, c in found.items() for item in c
-                  if cur is None or not db.q1("is_candidate", {"set_id": cur[0], "query_id": qid, "item_id": item}))
+        new = sum(
+            1
+            for qid, c in found.items()
+            for item in c
+            if cur is None or not db.q1("is_candidate", {"set_id": cur[0], "query_id": qid, "item_id": item})
+        )
         set_id = working_set(db, partition_id, adding=new > 0)
         for qid, cands in found.items():
             for item, origin in cands.items():
                 db.q("insert_candidate", {"set_id": set_id, "query_id": qid, "item_id": item, "origin": origin})
         batch_id = make_batch(db, set_id, seed, "candidates_to_grade")
-    return {"set_id": set_id, "batch_id": batch_id, "new_candidates": new,
-            "candidates": sum(len(c) for c in found.values())}
+    return {
+        "set_id": set_id,
+        "batch_id": batch_id,
+        "new_candidates": new,
+        "candidates": sum(len(c) for c in found.values()),
+    }
 
 
 def make_batch(db: DB, set_id: int, seed: int, which: str) -> int | None:
@@ -466,18 +583,28 @@ def make_batch(db: DB, set_id: int, seed: int, which: str) -> int | None:
     rng.shuffle(todo)
     batch_id = int(db.q1("insert_batch", {"set_id": set_id, "seed": seed})[0])
     for pos, (query_id, item_id) in enumerate(todo, 1):
-        db.q("insert_task", {"batch_id": batch_id, "position": pos, "task": f"t{rng.getrandbits(48):012x}",
-                             "query_id": query_id, "item_id": item_id})
+        db.q(
+            "insert_task",
+            {
+                "batch_id": batch_id,
+                "position": pos,
+                "task": f"t{rng.getrandbits(48):012x}",
+                "query_id": query_id,
+                "item_id": item_id,
+            },
+        )
     return batch_id
 
 
 def candidate_view(db: DB, item_id: int) -> dict[str, Any]:
     row = db.rows("candidate_view", {"item_id": item_id})[0]
     return {
-        "title": clean_line(row["title"]), "template": clean_line(row["template"]),
+        "title": clean_line(row["title"]),
+        "template": clean_line(row["template"]),
         "entities": [clean_line(x) for x in json.loads(row["entities"])],
         "tags": [clean_line(x) for x in json.loads(row["tags"])],
-        "description": clean_line(row["description"]), "text": clean_text(row["ocr_text"]),
+        "description": clean_line(row["description"]),
+        "text": clean_text(row["ocr_text"]),
         "preview_webp_base64": base64.b64encode(row["preview"]).decode() if row["preview"] else None,
     }
 
@@ -488,8 +615,18 @@ def export_batch(db: DB, batch_id: int, out: Path) -> int:
     rows = db.rows("batch_tasks_for", {"batch_id": batch_id, "annotator_id": -1})
     with out.open("w", encoding="utf-8") as f:
         for r in rows:
-            f.write(json.dumps({"task": r["task"], "query": r["query"], "candidate": candidate_view(db, r["item_id"]),
-                                "answer": {"grade": None, "safety": None}}, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "task": r["task"],
+                        "query": r["query"],
+                        "candidate": candidate_view(db, r["item_id"]),
+                        "answer": {"grade": None, "safety": None},
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     return len(rows)
 
 
@@ -547,8 +684,10 @@ def import_judgements(db: DB, batch_id: int, path: Path, annotator: str, kind: s
                     raise MamboError(f"{where}: query {clean_line(qid)!r} is not in the partition of batch {batch_id}")
                 item = db.q1("item_by_sha256", {"sha256": sha})
                 if not item:
-                    raise MamboError(f"{where}: no item with SHA-256 {clean_line(sha)} "
-                                     f"({clean_line(str(obj.get('path', 'no path given')))}) in this library")
+                    raise MamboError(
+                        f"{where}: no item with SHA-256 {clean_line(sha)} "
+                        f"({clean_line(str(obj.get('path', 'no path given')))}) in this library"
+                    )
                 pair = (int(q[0]), int(item[0]))
                 got["by_key"] += 1
             else:
@@ -559,22 +698,43 @@ def import_judgements(db: DB, batch_id: int, path: Path, annotator: str, kind: s
                 got["by_task"] += 1
             judged.append((*pair, grade, safety))
         set_id = jset["set_id"]
-        new = sorted({(q, i) for q, i, _g, _s in judged
-                      if not db.q1("is_candidate", {"set_id": set_id, "query_id": q, "item_id": i})})
+        new = sorted(
+            {
+                (q, i)
+                for q, i, _g, _s in judged
+                if not db.q1("is_candidate", {"set_id": set_id, "query_id": q, "item_id": i})
+            }
+        )
         if new and jset["runs"]:
             if not jset["current"]:
-                raise MamboError(f"batch {batch_id} belongs to judgement set v{jset['version']}, which was scored "
-                                 f"and is no longer the newest: {len(new)} answer(s) name pairs it lacks; load them "
-                                 "into a batch of the newest set")
+                raise MamboError(
+                    f"batch {batch_id} belongs to judgement set v{jset['version']}, which was scored "
+                    f"and is no longer the newest: {len(new)} answer(s) name pairs it lacks; load them "
+                    "into a batch of the newest set"
+                )
             set_id = working_set(db, jset["partition_id"], adding=True)
         for q, i in new:
             db.q("insert_candidate", {"set_id": set_id, "query_id": q, "item_id": i, "origin": "earlier-pool"})
         aid = annotator_id(db, annotator, kind)
         for q, i, grade, safety in judged:
-            db.q("insert_judgement", {"set_id": set_id, "query_id": q, "item_id": i, "annotator_id": aid,
-                                      "role": role, "grade": grade, "safety": safety, "batch_id": batch_id})
-        got.update(judgements=len(judged), added=len(new),
-                   set_version=int(db.rows("set_row", {"set_id": set_id})[0]["version"]))
+            db.q(
+                "insert_judgement",
+                {
+                    "set_id": set_id,
+                    "query_id": q,
+                    "item_id": i,
+                    "annotator_id": aid,
+                    "role": role,
+                    "grade": grade,
+                    "safety": safety,
+                    "batch_id": batch_id,
+                },
+            )
+        got.update(
+            judgements=len(judged),
+            added=len(new),
+            set_version=int(db.rows("set_row", {"set_id": set_id})[0]["version"]),
+        )
     return got
 
 
@@ -631,16 +791,19 @@ def preview_blocks(webp: bytes | None, width: int = 32) -> list[str]:
     return lines
 
 
-def judge_in_terminal(db: DB, batch_id: int, set_id: int, annotator: str, kind: str, role: str,
-                      adjudicate: bool) -> int:
+def judge_in_terminal(
+    db: DB, batch_id: int, set_id: int, annotator: str, kind: str, role: str, adjudicate: bool
+) -> int:
     """One person walks through a batch: query, preview and text of each candidate; types a grade
     0-3 and a safety letter (s safe, e sensitive, u unsafe, c critical), e.g. `2s`. `q` stops; the
     next `mambo judge` resumes where this one stopped."""
     with db.write():
         aid = annotator_id(db, annotator, kind)
     tasks = db.rows("batch_tasks_for", {"batch_id": batch_id, "annotator_id": aid})
-    click.echo(f"batch {batch_id}: {len(tasks)} candidate(s) to {'adjudicate' if adjudicate else 'grade'}; "
-               "answer e.g. `2s` (grade 0-3, safety s/e/u/c), `q` to stop")
+    click.echo(
+        f"batch {batch_id}: {len(tasks)} candidate(s) to {'adjudicate' if adjudicate else 'grade'}; "
+        "answer e.g. `2s` (grade 0-3, safety s/e/u/c), `q` to stop"
+    )
     n = 0
     for t in tasks:
         view = db.rows("candidate_view", {"item_id": t["item_id"]})[0]
@@ -669,9 +832,19 @@ def judge_in_terminal(db: DB, batch_id: int, set_id: int, annotator: str, kind: 
                 break
             click.echo("type a grade 0-3 and a safety letter s/e/u/c, e.g. 2s (or q to stop)")
         with db.write():
-            db.q("insert_judgement", {"set_id": set_id, "query_id": t["query_id"], "item_id": t["item_id"],
-                                      "annotator_id": aid, "role": role, "grade": int(m.group(1)),
-                                      "safety": SAFETY_KEYS[m.group(2)], "batch_id": batch_id})
+            db.q(
+                "insert_judgement",
+                {
+                    "set_id": set_id,
+                    "query_id": t["query_id"],
+                    "item_id": t["item_id"],
+                    "annotator_id": aid,
+                    "role": role,
+                    "grade": int(m.group(1)),
+                    "safety": SAFETY_KEYS[m.group(2)],
+                    "batch_id": batch_id,
+                },
+            )
         n += 1
     click.echo(f"batch {batch_id} done: {n} judged")
     return n
@@ -712,8 +885,18 @@ class CosineAnnotator(ModelAnnotator):
         import numpy as np
 
         v = candidate_view(db, item_id)
-        text = ". ".join(x for x in (v["title"], v["template"], " ".join(v["entities"]), " ".join(v["tags"]),
-                                     v["description"], " ".join(v["text"].split())) if x)
+        text = ". ".join(
+            x
+            for x in (
+                v["title"],
+                v["template"],
+                " ".join(v["entities"]),
+                " ".join(v["tags"]),
+                v["description"],
+                " ".join(v["text"].split()),
+            )
+            if x
+        )
         if query["query"] not in self._q:
             self._q[query["query"]] = self.embedder.encode([query["query"]])[0]
         cos = float(np.dot(self._q[query["query"]], self.embedder.encode([text or "(empty)"])[0]))
@@ -799,23 +982,39 @@ def model_annotator(name: str, recipe: Path | None) -> ModelAnnotator:
         if recipe is None or not recipe.is_file():
             raise MamboError(f"model annotator {name} reads the corpus recipe: pass --recipe FILE")
         return RecipeAnnotator(recipe) if name == RecipeAnnotator.name else GoldAnnotator(recipe)
-    raise MamboError(f"no model annotator {clean_line(name)!r}: choose {CosineAnnotator.name}, "
-                     f"{RecipeAnnotator.name} or {GoldAnnotator.name}")
+    raise MamboError(
+        f"no model annotator {clean_line(name)!r}: choose {CosineAnnotator.name}, "
+        f"{RecipeAnnotator.name} or {GoldAnnotator.name}"
+    )
 
 
 def judge_with_model(db: DB, batch_id: int, set_id: int, model: ModelAnnotator, role: str) -> int:
     with db.write():
         aid = annotator_id(db, model.name, "model", model.description)
     tasks = db.rows("batch_tasks_for", {"batch_id": batch_id, "annotator_id": aid})
-    queries = {q["query_id"]: q for q in db.rows("partition_queries", {
-        "partition_id": (db.q1("partition_of_set", {"set_id": set_id}) or (None,))[0]})}
+    queries = {
+        q["query_id"]: q
+        for q in db.rows(
+            "partition_queries", {"partition_id": (db.q1("partition_of_set", {"set_id": set_id}) or (None,))[0]}
+        )
+    }
     n = 0
     with db.write():
         for t in tasks:
             grade, safety = model.judge(db, queries[t["query_id"]], t["item_id"])
-            db.q("insert_judgement", {"set_id": set_id, "query_id": t["query_id"], "item_id": t["item_id"],
-                                      "annotator_id": aid, "role": role, "grade": grade, "safety": safety,
-                                      "batch_id": batch_id})
+            db.q(
+                "insert_judgement",
+                {
+                    "set_id": set_id,
+                    "query_id": t["query_id"],
+                    "item_id": t["item_id"],
+                    "annotator_id": aid,
+                    "role": role,
+                    "grade": grade,
+                    "safety": safety,
+                    "batch_id": batch_id,
+                },
+            )
             n += 1
     return n
 
@@ -897,23 +1096,25 @@ class BareLibrary:
     # (mmts-clarifications, "The bare condition"): never shown by a bare run, their grades not counted.
     left_out: frozenset[int] = frozenset()
 
-    def search(self, searcher: Searcher, query: str, config: dict[str, Any], limit: int, *,
-               empty_rule: bool = True) -> list[Result]:
+    def search(
+        self, searcher: Searcher, query: str, config: dict[str, Any], limit: int, *, empty_rule: bool = True
+    ) -> list[Result]:
         """The bare library's ranking as this library's item ids, without the items left out of the
         bare corpus (searched deeper by their number, so `limit` results remain when there are)."""
         raw = searcher.search(query, config, limit + len(self.left_out), empty_rule=empty_rule)
         missing = [r.item_id for r in raw if r.item_id not in self.to_annotated]
         if missing:
-            raise BareMismatch(f"bare library item {missing[0]} has no picture in this library: "
-                               f"{bare_how(self.path)}")
+            raise BareMismatch(f"bare library item {missing[0]} has no picture in this library: {bare_how(self.path)}")
         kept = [r for r in raw if self.to_annotated[r.item_id] not in self.left_out][:limit]
-        return [dataclasses.replace(r, item_id=self.to_annotated[r.item_id], rank=rank)
-                for rank, r in enumerate(kept, 1)]
+        return [
+            dataclasses.replace(r, item_id=self.to_annotated[r.item_id], rank=rank) for rank, r in enumerate(kept, 1)
+        ]
 
 
 def bare_how(path: Path | str) -> str:
-    return (f"ingest the same corpus folder without its sidecars with `mambo --db {show_path(path)} add "
-            "--no-sidecars DIR`")
+    return (
+        f"ingest the same corpus folder without its sidecars with `mambo --db {show_path(path)} add --no-sidecars DIR`"
+    )
 
 
 def open_bare_library(db: DB, path: Path) -> BareLibrary:
@@ -933,24 +1134,31 @@ def open_bare_library(db: DB, path: Path) -> BareLibrary:
         only_bare = sorted(p for sha, p in mine.items() if sha not in annotated)
         only_annotated = sorted(p for sha, p in annotated.items() if sha not in mine)
         if only_bare or only_annotated or not images:
-            what = [f"{len(only_bare)} image(s) are not in this library (e.g. {clean_line(only_bare[0])})"
-                    if only_bare else "",
-                    f"{len(only_annotated)} of this library's image(s) are missing from it (e.g. "
-                    f"{clean_line(only_annotated[0])})" if only_annotated else "",
-                    "it holds no images" if not images else ""]
-            raise MamboError(f"{show_path(path)} is not a bare copy of this library's corpus: "
-                             f"{'; '.join(w for w in what if w)}; {bare_how(path)}")
+            what = [
+                f"{len(only_bare)} image(s) are not in this library (e.g. {clean_line(only_bare[0])})"
+                if only_bare
+                else "",
+                f"{len(only_annotated)} of this library's image(s) are missing from it (e.g. "
+                f"{clean_line(only_annotated[0])})"
+                if only_annotated
+                else "",
+                "it holds no images" if not images else "",
+            ]
+            raise MamboError(
+                f"{show_path(path)} is not a bare copy of this library's corpus: "
+                f"{'; '.join(w for w in what if w)}; {bare_how(path)}"
+            )
         with_sidecars = int(bare.q1("items_with_sidecar_metadata")[0])
         if with_sidecars:
-            raise MamboError(f"{show_path(path)} is not bare: {with_sidecars} of its items hold sidecar metadata; "
-                             f"{bare_how(path)}")
+            raise MamboError(
+                f"{show_path(path)} is not bare: {with_sidecars} of its items hold sidecar metadata; {bare_how(path)}"
+            )
         manifest = bare.q("corpus_manifest")
         sha = sha256_bytes(manifest_text([(r[0], r[1]) for r in manifest]).encode())
         by_sha = {r[0]: int(r[1]) for r in db.q("items_by_sha256")}
         # Items are unique by SHA-256 in a library, so the map is one-to-one; an item without a
         # file (none after a plain ingest) maps too, when this library has its picture.
-        mapping = {int(item): by_sha[sha] for sha, item in bare.q("items_by_sha256")
-                   if sha in by_sha}
+        mapping = {int(item): by_sha[sha] for sha, item in bare.q("items_by_sha256") if sha in by_sha}
         # Hidden here by rights or privacy but not there: only a sidecar said so.
         hidden_there = {mapping[int(r[0])] for r in bare.q("hidden_by_rights_or_privacy") if int(r[0]) in mapping}
         left_out = frozenset(int(r[0]) for r in db.q("hidden_by_rights_or_privacy")) - hidden_there
@@ -960,8 +1168,9 @@ def open_bare_library(db: DB, path: Path) -> BareLibrary:
     return BareLibrary(bare, path, sha, len(manifest), len(images), mapping, left_out)
 
 
-def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id: int | None = None,
-                bare: BareLibrary | None = None) -> int:
+def execute_run(
+    db: DB, system: str, partition_id: int, *, seed: int = 0, set_id: int | None = None, bare: BareLibrary | None = None
+) -> int:
     """Every query of the partition once, with result limit 10: results (rank, score, route ranks,
     preview, attribution), engine latency and any error, with what reproduces the run.
 
@@ -985,9 +1194,17 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
         target = config
         models = model_manifest(bare.db)
         env |= {"bare_library": str(bare.path.resolve())}
-    params = {"system_id": system_id, "partition_id": partition_id, "set_id": set_id, "cv": cv,
-              "config": json.dumps(config, sort_keys=True), "code_commit": code_commit(),
-              "model_manifest": json.dumps(models), "environment": json.dumps(env), "seed": seed}
+    params = {
+        "system_id": system_id,
+        "partition_id": partition_id,
+        "set_id": set_id,
+        "cv": cv,
+        "config": json.dumps(config, sort_keys=True),
+        "code_commit": code_commit(),
+        "model_manifest": json.dumps(models),
+        "environment": json.dumps(env),
+        "seed": seed,
+    }
     with db.write():
         if bare is None:
             run_id = int(db.q1("insert_run", params)[0])
@@ -999,8 +1216,11 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
         t0 = time.perf_counter()
         error = None
         try:
-            results = (searcher.search(q["query"], target, 10) if bare is None else
-                       bare.search(searcher, q["query"], config, 10))
+            results = (
+                searcher.search(q["query"], target, 10)
+                if bare is None
+                else bare.search(searcher, q["query"], config, 10)
+            )
         except BareMismatch:
             raise  # a bare library that does not match: the run is left unfinished
         except Exception as e:  # noqa: BLE001 - an engine error is data: charged as an error, never as empty
@@ -1012,15 +1232,27 @@ def execute_run(db: DB, system: str, partition_id: int, *, seed: int = 0, set_id
             for item in sorted(bare.left_out):
                 db.q("insert_run_excluded", {"run_id": run_id, "item_id": item})
         for q, results, error, ms in answers:
-            db.q("insert_run_query", {"run_id": run_id, "query_id": q["query_id"], "ms": ms, "error": error,
-                                      "returned": len(results)})
+            db.q(
+                "insert_run_query",
+                {"run_id": run_id, "query_id": q["query_id"], "ms": ms, "error": error, "returned": len(results)},
+            )
             for r in results:
                 d = r.details
-                db.q("insert_run_result", {
-                    "run_id": run_id, "query_id": q["query_id"], "rank": r.rank, "item_id": r.item_id,
-                    "score": r.score, "lex": r.lexical_rank, "fuzzy": r.fuzzy_rank, "dense": r.dense_rank,
-                    "has_preview": int(bool(d["has_preview"])),
-                    "attribution": f"{d['creator']} ({d['licence']})" if d["creator"] and d["licence"] else ""})
+                db.q(
+                    "insert_run_result",
+                    {
+                        "run_id": run_id,
+                        "query_id": q["query_id"],
+                        "rank": r.rank,
+                        "item_id": r.item_id,
+                        "score": r.score,
+                        "lex": r.lexical_rank,
+                        "fuzzy": r.fuzzy_rank,
+                        "dense": r.dense_rank,
+                        "has_preview": int(bool(d["has_preview"])),
+                        "attribution": f"{d['creator']} ({d['licence']})" if d["creator"] and d["licence"] else "",
+                    },
+                )
         db.q("finish_eval_run", {"run_id": run_id})
     return run_id
 

@@ -58,8 +58,11 @@ from mambomeme.search import DEFAULT_SYSTEM
 
 @click.command(name="import")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--manifest", type=click.Path(path_type=Path), help="The corpus manifest the partition declares "
-              "(default: manifest.sha256 beside PATH).")
+@click.option(
+    "--manifest",
+    type=click.Path(path_type=Path),
+    help="The corpus manifest the partition declares (default: manifest.sha256 beside PATH).",
+)
 @click.option("--recipe", type=click.Path(path_type=Path), help="The corpus recipe (to expand exact-target groups).")
 @click.option("--replace", is_flag=True, help="Replace a draft partition of the same version.")
 @click.pass_context
@@ -69,8 +72,10 @@ def bench_import(ctx: click.Context, path: Path, manifest: Path | None, recipe: 
     pid = import_partition(db, path, manifest=manifest, recipe=recipe, replace=replace)
     p = partition_row(db, pid)
     n = db.q1("partition_query_count", {"partition_id": pid})[0]
-    click.echo(f"imported {p['benchmark']}/{p['version']}/{p['partition']} as partition {pid}: {n} queries, draft "
-               "(`mambo bench freeze` makes it immutable)")
+    click.echo(
+        f"imported {p['benchmark']}/{p['version']}/{p['partition']} as partition {pid}: {n} queries, draft "
+        "(`mambo bench freeze` makes it immutable)"
+    )
 
 
 @click.command(name="list")
@@ -82,9 +87,11 @@ def bench_list(ctx: click.Context) -> None:
     if not rows:
         click.echo("no benchmark partitions: `mambo bench import FILE` loads one")
     for r in rows:
-        click.echo(f"{r['partition_id']:>3}  {r['benchmark']}/{r['version']}/{r['partition']}  {r['status']:<8} "
-                   f"{r['label']:<12} {r['queries']} queries, {r['families']} families, judgement set "
-                   f"v{r['judgement_set'] or '-'}")
+        click.echo(
+            f"{r['partition_id']:>3}  {r['benchmark']}/{r['version']}/{r['partition']}  {r['status']:<8} "
+            f"{r['label']:<12} {r['queries']} queries, {r['families']} families, judgement set "
+            f"v{r['judgement_set'] or '-'}"
+        )
 
 
 @click.command(name="show")
@@ -95,8 +102,9 @@ def bench_show(ctx: click.Context, partition: str) -> None:
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
     p = partition_row(db, pid)
-    click.echo(f"{p['benchmark']}/{p['version']}/{p['partition']}: {p['status']} ({p['label']}), imported "
-               f"{p['imported_at']}")
+    click.echo(
+        f"{p['benchmark']}/{p['version']}/{p['partition']}: {p['status']} ({p['label']}), imported {p['imported_at']}"
+    )
     for r in db.rows("partition_slices", {"partition_id": pid}):
         click.echo(f"  {r['slice']:<9} {r['queries']:>3} queries  safety {r['safety']}  multi-cue {r['multi_cue']}")
     audits: dict[str, int] = {}
@@ -106,7 +114,9 @@ def bench_show(ctx: click.Context, partition: str) -> None:
     cur = current_set_row(db, pid)
     if cur:
         ag = agreement(db, int(cur[0]))
-        click.echo(f"  judgement set v{cur[1]}: {ag['status']}; agreement {json.dumps({k: ag[k] for k in ('pairs', 'exact', 'within_one', 'grade_kappa_linear', 'safety_kappa')})}")  # noqa: E501
+        click.echo(
+            f"  judgement set v{cur[1]}: {ag['status']}; agreement {json.dumps({k: ag[k] for k in ('pairs', 'exact', 'within_one', 'grade_kappa_linear', 'safety_kappa')})}"
+        )  # noqa: E501
         click.echo(f"  candidates by origin: {dict(db.q('set_origins', {'set_id': cur[0]}))}")
         batch = db.q1("newest_batch", {"set_id": cur[0]})[0]
         click.echo(f"  newest annotation batch: {batch or '-'}")
@@ -125,10 +135,15 @@ def _lifecycle(name: str, status: str, doc: str) -> click.Command:
     return cmd
 
 
-_LIFECYCLE = [_lifecycle("freeze", "frozen", "Freeze a draft partition: its queries and labels become immutable."),
-              _lifecycle("expose", "exposed", "Mark a partition exposed (its prompts or labels were seen): no "
-                         "later release comparison may use it."),
-              _lifecycle("retire", "retired", "Retire a partition.")]
+_LIFECYCLE = [
+    _lifecycle("freeze", "frozen", "Freeze a draft partition: its queries and labels become immutable."),
+    _lifecycle(
+        "expose",
+        "exposed",
+        "Mark a partition exposed (its prompts or labels were seen): no later release comparison may use it.",
+    ),
+    _lifecycle("retire", "retired", "Retire a partition."),
+]
 
 
 @click.command(name="corpus")
@@ -149,8 +164,9 @@ def bench_corpus(ctx: click.Context) -> None:
 @click.option("--kind", type=click.Choice(["person", "model"]), default="person", show_default=True)
 @click.option("--method", default="reviewed every servable item sharing a content word", show_default=True)
 @click.pass_context
-def bench_audit(ctx: click.Context, partition: str, qid: str | None, outcome: str, annotator: str | None, kind: str,
-                method: str) -> None:
+def bench_audit(
+    ctx: click.Context, partition: str, qid: str | None, outcome: str, annotator: str | None, kind: str, method: str
+) -> None:
     """Redo no-match audits on the current corpus version (automatic where no servable item shares a
     content word; the rest are listed for review and recorded with --qid)."""
     db = open_library(ctx)
@@ -173,12 +189,23 @@ def bench_audit(ctx: click.Context, partition: str, qid: str | None, outcome: st
 @click.option("--depth", default=10, show_default=True)
 @click.option("--hard-negatives", default=3, show_default=True)
 @click.option("--seed", default=42, show_default=True)
-@click.option("--bare", type=click.Path(dir_okay=False, path_type=Path), metavar="LIBRARY",
-              help="Also pool every system's top 10 on this bare library of the same corpus (`mambo add "
-                   "--no-sidecars`), so that the bare condition is judged too.")
+@click.option(
+    "--bare",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="LIBRARY",
+    help="Also pool every system's top 10 on this bare library of the same corpus (`mambo add "
+    "--no-sidecars`), so that the bare condition is judged too.",
+)
 @click.pass_context
-def bench_pool(ctx: click.Context, partition: str, systems: tuple[str, ...], depth: int, hard_negatives: int,
-               seed: int, bare: Path | None) -> None:
+def bench_pool(
+    ctx: click.Context,
+    partition: str,
+    systems: tuple[str, ...],
+    depth: int,
+    hard_negatives: int,
+    seed: int,
+    bare: Path | None,
+) -> None:
     """Pool the top 10 of every compared system, gold items and hard negatives into a blinded batch."""
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
@@ -188,8 +215,10 @@ def bench_pool(ctx: click.Context, partition: str, systems: tuple[str, ...], dep
     finally:
         if bare_lib is not None:
             bare_lib.db.close()
-    click.echo(f"judgement set {r['set_id']}: {r['candidates']} candidates ({r['new_candidates']} new); "
-               f"annotation batch {r['batch_id'] or '-'}")
+    click.echo(
+        f"judgement set {r['set_id']}: {r['candidates']} candidates ({r['new_candidates']} new); "
+        f"annotation batch {r['batch_id'] or '-'}"
+    )
 
 
 @click.command(name="adjudication")
@@ -229,16 +258,19 @@ def bench_export_batch(ctx: click.Context, batch_id: int, out: Path) -> None:
 @click.option("--kind", type=click.Choice(["person", "model"]), required=True)
 @click.option("--adjudicator", is_flag=True, help="These are a third annotator's final answers.")
 @click.pass_context
-def bench_import_judgements(ctx: click.Context, batch_id: int, path: Path, annotator: str, kind: str,
-                            adjudicator: bool) -> None:
+def bench_import_judgements(
+    ctx: click.Context, batch_id: int, path: Path, annotator: str, kind: str, adjudicator: bool
+) -> None:
     """Load an annotator's answers into the judgement set of BATCH. A line names its candidate by
     task id (a task of BATCH) or by key: qid and sha256 (`mambo bench key-answers`), which load into
     any pool of the same corpus; a keyed pair the pool lacks is added as an earlier-pool candidate."""
     db = open_library(ctx)
     got = import_judgements(db, batch_id, path, annotator, kind, "adjudicator" if adjudicator else "grader")
-    added = (f"; {got['added']} pair(s) not in the pool added as earlier-pool candidates" if got["added"] else "")
-    click.echo(f"{got['judgements']} judgement(s) by {clean_line(annotator)} ({kind}) recorded in judgement set "
-               f"v{got['set_version']} ({got['by_task']} by task id, {got['by_key']} by query id + SHA-256{added})")
+    added = f"; {got['added']} pair(s) not in the pool added as earlier-pool candidates" if got["added"] else ""
+    click.echo(
+        f"{got['judgements']} judgement(s) by {clean_line(annotator)} ({kind}) recorded in judgement set "
+        f"v{got['set_version']} ({got['by_task']} by task id, {got['by_key']} by query id + SHA-256{added})"
+    )
 
 
 @click.command(name="key-answers")
@@ -285,8 +317,14 @@ def bench_labels(ctx: click.Context, partition: str, out: Path) -> None:
         for r in rows:
             f.write(json.dumps({k: r[k] for k in ("qid", "path", "grade", "safety", "status", "origin")}) + "\n")
     p = partition_row(db, pid)
-    summary = {"benchmark": p["benchmark"], "version": p["version"], "partition": p["partition"],
-               "judgement_set": int(cur[1]), "labels": len(rows), "agreement": agreement(db, int(cur[0]))}
+    summary = {
+        "benchmark": p["benchmark"],
+        "version": p["version"],
+        "partition": p["partition"],
+        "judgement_set": int(cur[1]),
+        "labels": len(rows),
+        "agreement": agreement(db, int(cur[0])),
+    }
     out.with_suffix(".agreement.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     click.echo(f"{len(rows)} labels written to {show_path(out)} (+ {out.with_suffix('.agreement.json').name})")
 
@@ -301,8 +339,17 @@ def bench_labels(ctx: click.Context, partition: str, out: Path) -> None:
 @click.option("--adjudicate", is_flag=True, help="Judge the candidates two annotators disagree on (final).")
 @click.option("--seed", default=42, show_default=True)
 @click.pass_context
-def judge(ctx: click.Context, partition: str, annotator: str, kind: str, use_model: bool, recipe: Path | None,
-          batch_id: int | None, adjudicate: bool, seed: int) -> None:
+def judge(
+    ctx: click.Context,
+    partition: str,
+    annotator: str,
+    kind: str,
+    use_model: bool,
+    recipe: Path | None,
+    batch_id: int | None,
+    adjudicate: bool,
+    seed: int,
+) -> None:
     """Grade a blinded batch (0-3 and a safety class per candidate); resumable."""
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
@@ -339,7 +386,9 @@ def run_cmd(ctx: click.Context, system: str, partition: str, seed: int) -> None:
     pid = resolve_partition(db, partition)
     run_id = execute_run(db, system, pid, seed=seed)
     c = db.rows("run_components", {"run_id": run_id})
-    click.echo(f"run {run_id}: {json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in c[0].items()}) if c else 'stored'}")  # noqa: E501
+    click.echo(
+        f"run {run_id}: {json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in c[0].items()}) if c else 'stored'}"
+    )  # noqa: E501
 
 
 @click.group(name="score", invoke_without_command=True, context_settings=CONTEXT)
@@ -350,15 +399,32 @@ def run_cmd(ctx: click.Context, system: str, partition: str, seed: int) -> None:
 @click.option("--no-latency", is_flag=True, help="Skip the PTY protocol (the report is then not publishable).")
 @click.option("--seed", default=42, show_default=True)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Write report.md and report.json here.")
-@click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Compare two report.json files instead.")
-@click.option("--bare", type=click.Path(dir_okay=False, path_type=Path), metavar="LIBRARY",
-              help="Also run every system on LIBRARY, the same corpus ingested with `mambo add --no-sidecars`, "
-                   "and report it beside the annotated score (a diagnostic, not scored).")
+@click.option(
+    "--compare",
+    nargs=2,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Compare two report.json files instead.",
+)
+@click.option(
+    "--bare",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="LIBRARY",
+    help="Also run every system on LIBRARY, the same corpus ingested with `mambo add --no-sidecars`, "
+    "and report it beside the annotated score (a diagnostic, not scored).",
+)
 @click.pass_context
-def score_cmd(ctx: click.Context, partition: str, systems: tuple[str, ...], searches: int, warmups: int,
-              no_latency: bool, seed: int, out: Path | None, compare: tuple[Path, Path] | None,
-              bare: Path | None) -> None:
+def score_cmd(
+    ctx: click.Context,
+    partition: str,
+    systems: tuple[str, ...],
+    searches: int,
+    warmups: int,
+    no_latency: bool,
+    seed: int,
+    out: Path | None,
+    compare: tuple[Path, Path] | None,
+    bare: Path | None,
+) -> None:
     """The MMTS-Search-v1 scorecard: one row per system, gates, bootstrap interval, acceptance; with
     --bare, the bare-library (sidecars withheld) numbers beside it."""
     if ctx.invoked_subcommand:
@@ -371,14 +437,30 @@ def score_cmd(ctx: click.Context, partition: str, systems: tuple[str, ...], sear
     db = open_library(ctx)
     pid = resolve_partition(db, partition)
     t0 = time.perf_counter()
-    rep = score(db, db.path, pid, list(systems), latency_searches=searches, latency_warmups=warmups, seed=seed,
-                measure_latency=not no_latency, progress=lambda m: click.echo(f"  {m}", err=True), bare=bare)
+    rep = score(
+        db,
+        db.path,
+        pid,
+        list(systems),
+        latency_searches=searches,
+        latency_warmups=warmups,
+        seed=seed,
+        measure_latency=not no_latency,
+        progress=lambda m: click.echo(f"  {m}", err=True),
+        bare=bare,
+    )
     rep["elapsed_s"] = round(time.perf_counter() - t0, 1)
     md = report_markdown(rep)
     with db.write():
-        sid = add_scorecard(db, {"partition_id": pid, "score_version": SCORE_VERSION,
-                                             "report_json": json.dumps(rep, sort_keys=True, default=str),
-                                             "report_md": md})
+        sid = add_scorecard(
+            db,
+            {
+                "partition_id": pid,
+                "score_version": SCORE_VERSION,
+                "report_json": json.dumps(rep, sort_keys=True, default=str),
+                "report_md": md,
+            },
+        )
     if out:
         out.mkdir(parents=True, exist_ok=True)
         text = json.dumps(rep, indent=1, sort_keys=True, default=str) + "\n"
@@ -416,14 +498,27 @@ def interactions(ctx: click.Context) -> None:
     db = open_library(ctx)
     rows = db.rows("interaction_report")
     if not rows:
-        click.echo("no interaction events (they are recorded only when turned on: "
-                   "`mambo settings interaction_events on`)")
+        click.echo(
+            "no interaction events (they are recorded only when turned on: `mambo settings interaction_events on`)"
+        )
     for r in rows:
         click.echo(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}))
 
 
 # Registered by mambomeme/cli.py: the `mambo bench` subcommands of the protocol, and the top-level commands.
-BENCH_COMMANDS = [bench_import, bench_list, bench_show, *_LIFECYCLE, bench_corpus, bench_audit, bench_pool,
-                  bench_adjudication, bench_export_batch, bench_import_judgements, bench_key_answers,
-                  bench_agreement, bench_labels]
+BENCH_COMMANDS = [
+    bench_import,
+    bench_list,
+    bench_show,
+    *_LIFECYCLE,
+    bench_corpus,
+    bench_audit,
+    bench_pool,
+    bench_adjudication,
+    bench_export_batch,
+    bench_import_judgements,
+    bench_key_answers,
+    bench_agreement,
+    bench_labels,
+]
 COMMANDS = [judge, run_cmd, score_cmd, interactions]

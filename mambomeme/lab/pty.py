@@ -42,21 +42,29 @@ class MeasuredTUI:
 
     status_re = re.compile(r"(no match|\d+\+? results?) · ([\d.]+) ms[^\n]*?search #(\d+) ")
 
-    def __init__(self, db_path: Path | str, system: str, *, wait_ready: bool = True,
-                 ready: str | list[str] = ("model ready", "lexical system")) -> None:
+    def __init__(
+        self,
+        db_path: Path | str,
+        system: str,
+        *,
+        wait_ready: bool = True,
+        ready: str | list[str] = ("model ready", "lexical system"),
+    ) -> None:
         import pexpect
 
         argv = tui_argv(db_path, system, *(["--wait-ready"] if wait_ready else []))
-        self.child = pexpect.spawn(argv[0], argv[1:], env={**os.environ, **ENV}, dimensions=(24, 80),
-                                   encoding="utf-8", timeout=120)
+        self.child = pexpect.spawn(
+            argv[0], argv[1:], env={**os.environ, **ENV}, dimensions=(24, 80), encoding="utf-8", timeout=120
+        )
         self.child.delaybeforesend = None
         self.seq = 0
         t_start = time.perf_counter()
         self.child.expect(list(ready) if not isinstance(ready, str) else ready, timeout=180)
         self.ready_s = time.perf_counter() - t_start
 
-    def submit(self, q: str, enter_after_s: float = 0.0,
-               timeout_ms: float | None = None) -> tuple[float, float | None, str | None, str | None]:
+    def submit(
+        self, q: str, enter_after_s: float = 0.0, timeout_ms: float | None = None
+    ) -> tuple[float, float | None, str | None, str | None]:
         """(submit-to-render ms, the search time the app reports, "no match" or "N results", error).
         The submit key (Ctrl-S) is sent `enter_after_s` after the query line shows the text (0: a
         paste and the submit at once). A search not drawn within `timeout_ms` is charged `timeout_ms`, with an error."""
@@ -106,9 +114,16 @@ class MeasuredTUI:
         return restored
 
 
-def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str], n: int = 1000,
-                      warmups: int = 20, seed: int = 0, block: int = 50,
-                      enter_after_s: float = 0.0) -> dict[str, dict[str, Any]]:
+def measure_latencies(
+    db_path: Path | str,
+    queries: list[str],
+    systems: list[str],
+    n: int = 1000,
+    warmups: int = 20,
+    seed: int = 0,
+    block: int = 50,
+    enter_after_s: float = 0.0,
+) -> dict[str, dict[str, Any]]:
     """Submit-to-render of several systems, for ratios that hold on a busy machine: one app per
     system, all started before measuring, each given the same queries in the same order, taking
     turns every `block` searches so that every system sees the same load."""
@@ -126,7 +141,7 @@ def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str
             apps[system] = MeasuredTUI(db_path, system)
         for start in range(0, len(order), block):
             for system in systems:
-                got[system] += [apps[system].submit(x, enter_after_s) for x in order[start:start + block]]
+                got[system] += [apps[system].submit(x, enter_after_s) for x in order[start : start + block]]
     finally:
         for app in apps.values():
             app.close()
@@ -135,11 +150,20 @@ def measure_latencies(db_path: Path | str, queries: list[str], systems: list[str
         measured = got[system][warmups:]
         times, app_ms = [m[0] for m in measured], [m[1] for m in measured if m[1] is not None]
         out[system] = {
-            "n": len(times), "warmups": warmups, "system": system, "seed": seed, "queries": len(queries),
+            "n": len(times),
+            "warmups": warmups,
+            "system": system,
+            "seed": seed,
+            "queries": len(queries),
             "enter_after_ms": round(enter_after_s * 1000),
             "startup_to_model_ready_s": round(apps[system].ready_s, 2),
-            "submit_to_render_ms": {"p50": pct(times, 50), "p95": pct(times, 95), "p99": pct(times, 99),
-                                    "mean": round(statistics.fmean(times), 2), "max": round(max(times), 2)},
+            "submit_to_render_ms": {
+                "p50": pct(times, 50),
+                "p95": pct(times, 95),
+                "p99": pct(times, 99),
+                "mean": round(statistics.fmean(times), 2),
+                "max": round(max(times), 2),
+            },
             "app_search_ms": {"p50": pct(app_ms, 50), "p95": pct(app_ms, 95)},
             "no_match_share": round(sum(m[2] == "no match" for m in measured) / max(1, len(measured)), 3),
         }

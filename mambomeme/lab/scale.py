@@ -48,11 +48,13 @@ SYNTH_WORDS = (
     "avocado toast breakfast cereal milk cookie cake birthday wedding dance music guitar drum concert "
     "movie popcorn sequel spoiler netflix series episode football goal referee coach marathon bicycle "
     "traffic parking ticket police fridge snack diet salad burger fries soda hangover regret anxiety "
-    "confidence victory failure chaos calm panic").split()
+    "confidence victory failure chaos calm panic"
+).split()
 
 
-def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder: Embedder | None = None,
-                      embed_first: int = 0) -> None:
+def synthetic_library(
+    db: DB, count: int, seed: int, real_vectors: Any, embedder: Embedder | None = None, embed_first: int = 0
+) -> None:
     """Add `count` seeded synthetic items (text drawn from a fixed word list) beside whatever the
     library holds, for scale benchmarks. The first `embed_first` get real model vectors of their
     text; the rest (speed only) get vectors mixed from real ones plus noise."""
@@ -66,9 +68,11 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
     # An item's vectors as ingest writes them: all fields, and its caption and picture (labels)
     # evidence vectors (embed.field_texts), so the dense route scans what a real library holds.
     fields = [field_texts("", w[3:5], "", " ".join(w[5:])) for w in texts]
-    encoded = (embedder.encode([" ".join(w) for w in texts[:real]]
-                               + [f[k] for f in fields[:real] for k in (CAPTION, PICTURE)])
-               if real and embedder is not None else [])
+    encoded = (
+        embedder.encode([" ".join(w) for w in texts[:real]] + [f[k] for f in fields[:real] for k in (CAPTION, PICTURE)])
+        if real and embedder is not None
+        else []
+    )
 
     def mixed() -> Any:
         a, b = nrng.integers(0, len(real_vectors), 2)
@@ -84,13 +88,41 @@ def synthetic_library(db: DB, count: int, seed: int, real_vectors: Any, embedder
             else:
                 vec, caption, picture = mixed(), mixed(), mixed()
             sha = hashlib.sha256(f"synthetic {seed} {n}".encode()).hexdigest()
-            item_id = int(db.q1("insert_item", Metadata(title=" ".join(words[:3]), tags=words[3:5]).params() | {
-                "sha256": sha, "format": "png", "width": 500, "height": 500, "byte_size": 0,
-                "phash": rng.getrandbits(63), "dhash": rng.getrandbits(63), "perceptual_group": None,
-                "template_group": None, "ocr_text": " ".join(words[5:]), "ocr_engine_id": None,
-                "template_id": None, "template_score": None, "recognised_revision": 0, "ocr_boxes": None})[0])
-            db.q("insert_file", {"item_id": item_id, "root_id": root_id, "rel_path": f"s{n}.png", "size": 0,
-                                 "mtime_ns": 0, "sidecar_sha256": ""} | file_params(None))
+            item_id = int(
+                db.q1(
+                    "insert_item",
+                    Metadata(title=" ".join(words[:3]), tags=words[3:5]).params()
+                    | {
+                        "sha256": sha,
+                        "format": "png",
+                        "width": 500,
+                        "height": 500,
+                        "byte_size": 0,
+                        "phash": rng.getrandbits(63),
+                        "dhash": rng.getrandbits(63),
+                        "perceptual_group": None,
+                        "template_group": None,
+                        "ocr_text": " ".join(words[5:]),
+                        "ocr_engine_id": None,
+                        "template_id": None,
+                        "template_score": None,
+                        "recognised_revision": 0,
+                        "ocr_boxes": None,
+                    },
+                )[0]
+            )
+            db.q(
+                "insert_file",
+                {
+                    "item_id": item_id,
+                    "root_id": root_id,
+                    "rel_path": f"s{n}.png",
+                    "size": 0,
+                    "mtime_ns": 0,
+                    "sidecar_sha256": "",
+                }
+                | file_params(None),
+            )
             db.q("insert_vector", {"item_id": item_id, "embedding": vec.tobytes()})
             db.q("insert_vector_bit", {"item_id": item_id, "embedding": vec.tobytes()})
             for kind, field_vec in ((CAPTION, caption), (PICTURE, picture)):
@@ -114,8 +146,7 @@ def base_library(dest: Path, base: Path | None) -> Any:
         db.close()
     db = DB(dest)
     try:
-        return np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in
-                         db.q("scale_float_vectors")])
+        return np.stack([np.frombuffer(v, dtype=np.float32) for (v,) in db.q("scale_float_vectors")])
     finally:
         db.close()
 
@@ -146,8 +177,9 @@ def scaled_copy(src: Path, dest: Path, items: int, seed: int) -> int:
         db.close()
 
 
-def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: list[str], order: list[str]
-                    ) -> dict[str, Any]:
+def _timed_searches(
+    path: str, variants: dict[str, dict[str, Any]], queries: list[str], order: list[str]
+) -> dict[str, Any]:
     """`mambo bench search`'s measuring process: a fresh process that opens the library, loads the
     model and answers searches, as `mambo search` or the TUI would. Timings are of the engine (the
     query vector is computed in the warm-up and reused); its resident memory is the engine's, not
@@ -195,8 +227,17 @@ def _timed_searches(path: str, variants: dict[str, dict[str, Any]], queries: lis
 FLOOR_MAX_VECTORS = 1_000_000
 
 
-def exact_top10(spill: Path, ids: Any, servable: Any, whole: Any, queries: list[str], qvecs: dict[str, Any], *,
-                whole_only: bool, batch: int = 200_000) -> dict[str, set[int]]:
+def exact_top10(
+    spill: Path,
+    ids: Any,
+    servable: Any,
+    whole: Any,
+    queries: list[str],
+    qvecs: dict[str, Any],
+    *,
+    whole_only: bool,
+    batch: int = 200_000,
+) -> dict[str, set[int]]:
     """Each query's exact float32 top 10 items (an item scores its best servable vector, all-fields
     ones only with `whole_only`), read from a spill file (vectors.spill_vectors) in batches."""
     import numpy as np
@@ -225,35 +266,78 @@ def dense_recall(searcher: Searcher, exact: dict[str, set[int]], cfg: dict[str, 
     """Mean recall@10 of an approximate dense configuration against the exact float32 top 10."""
     import numpy as np
 
-    got = [len(want & {r.item_id for r in searcher.search(q, cfg, empty_rule=False)}) / len(want)
-           for q, want in exact.items() if want]
+    got = [
+        len(want & {r.item_id for r in searcher.search(q, cfg, empty_rule=False)}) / len(want)
+        for q, want in exact.items()
+        if want
+    ]
     return round(float(np.mean(got)), 4)
 
 
 @click.command(name="search")
-@click.option("--items", "sizes", multiple=True, type=click.IntRange(100, 2_000_000), default=[10_000, 100_000],
-              show_default=True, help="Library sizes to build (repeatable).")
+@click.option(
+    "--items",
+    "sizes",
+    multiple=True,
+    type=click.IntRange(100, 2_000_000),
+    default=[10_000, 100_000],
+    show_default=True,
+    help="Library sizes to build (repeatable).",
+)
 @click.option("--searches", default=300, show_default=True, help="Timed searches per route and size.")
-@click.option("--real-vectors", default=10_000, show_default=True,
-              help="Synthetic items embedded by the real model (recall is measured on these).")
-@click.option("--oversample", "oversamples", multiple=True, type=click.IntRange(1, 64),
-              help="Also time the bit index at these oversampling factors, with their recall (repeatable).")
-@click.option("--probe", "probes", multiple=True, type=click.IntRange(1, 4096),
-              help="Also time the coarse index probing this many clusters, with its recall (repeatable).")
-@click.option("--clusters", type=click.IntRange(1, 100_000),
-              help="Cluster every size's library into this many centroids (default: as `mambo add` would, "
-                   f"sqrt(n)/4 from {IVF_MIN_VECTORS:,} vectors up, sqrt(n)/2 over "
-                   f"{QUANTIZED_MIN_VECTORS:,}).")
+@click.option(
+    "--real-vectors",
+    default=10_000,
+    show_default=True,
+    help="Synthetic items embedded by the real model (recall is measured on these).",
+)
+@click.option(
+    "--oversample",
+    "oversamples",
+    multiple=True,
+    type=click.IntRange(1, 64),
+    help="Also time the bit index at these oversampling factors, with their recall (repeatable).",
+)
+@click.option(
+    "--probe",
+    "probes",
+    multiple=True,
+    type=click.IntRange(1, 4096),
+    help="Also time the coarse index probing this many clusters, with its recall (repeatable).",
+)
+@click.option(
+    "--clusters",
+    type=click.IntRange(1, 100_000),
+    help="Cluster every size's library into this many centroids (default: as `mambo add` would, "
+    f"sqrt(n)/4 from {IVF_MIN_VECTORS:,} vectors up, sqrt(n)/2 over "
+    f"{QUANTIZED_MIN_VECTORS:,}).",
+)
 @click.option("--seed", default=11, show_default=True)
-@click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Start from a copy of this library instead of ingesting the fixture.")
-@click.option("--dir", "work_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Build the libraries in this folder (default: a temporary one); a million memes need "
-                   "~46 GB free while the index is built.")
+@click.option(
+    "--base",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Start from a copy of this library instead of ingesting the fixture.",
+)
+@click.option(
+    "--dir",
+    "work_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Build the libraries in this folder (default: a temporary one); a million memes need "
+    "~46 GB free while the index is built.",
+)
 @click.option("--json", "as_json", is_flag=True)
-def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, oversamples: tuple[int, ...],
-                 probes: tuple[int, ...], clusters: int | None, seed: int, base: Path | None, work_dir: Path | None,
-                 as_json: bool) -> None:
+def bench_search(
+    sizes: tuple[int, ...],
+    searches: int,
+    real_vectors: int,
+    oversamples: tuple[int, ...],
+    probes: tuple[int, ...],
+    clusters: int | None,
+    seed: int,
+    base: Path | None,
+    work_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Search latency per route on reproducible scaled-up libraries: the fixture (real OCR and
     vectors) plus seeded synthetic items. Reports engine p50/p95 (SQL + fusion + empty rule, the
     query vector computed beforehand) measured in a fresh process with its resident memory, the
@@ -279,22 +363,33 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
         embedder.encode([q])
         encode_ms.append((time.perf_counter() - t) * 1000)
     dense, hybrid = DEFAULT_SYSTEMS["dense"], DEFAULT_SYSTEMS["hybrid"]
-    variants = {
-        "bm25": DEFAULT_SYSTEMS["bm25"],
-        "dense-float": dense | {"dense_index": "float"},
-        "dense-ivf": dense | {"dense_index": "ivf"},
-        "dense-bit": dense | {"dense_index": "bit-rescore"},
-        "hybrid-float": hybrid | {"dense_index": "float"},
-        "hybrid-ivf": hybrid | {"dense_index": "ivf"},
-        "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
-        # the search screen's way (vectors held in memory, up to MATRIX_MAX_VECTORS; beyond, the SQL route)
-        "dense-memory": dense, "hybrid-memory": hybrid,
-    } | {f"dense-ivf-p{p}": dense | {"dense_index": "ivf", "ivf_probe": p, "large_probe": p} for p in probes
-         } | {f"dense-bit-x{o}": dense | {"dense_index": "bit-rescore", "dense_oversample": o} for o in oversamples}
+    variants = (
+        {
+            "bm25": DEFAULT_SYSTEMS["bm25"],
+            "dense-float": dense | {"dense_index": "float"},
+            "dense-ivf": dense | {"dense_index": "ivf"},
+            "dense-bit": dense | {"dense_index": "bit-rescore"},
+            "hybrid-float": hybrid | {"dense_index": "float"},
+            "hybrid-ivf": hybrid | {"dense_index": "ivf"},
+            "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
+            # the search screen's way (vectors held in memory, up to MATRIX_MAX_VECTORS; beyond, the SQL route)
+            "dense-memory": dense,
+            "hybrid-memory": hybrid,
+        }
+        | {f"dense-ivf-p{p}": dense | {"dense_index": "ivf", "ivf_probe": p, "large_probe": p} for p in probes}
+        | {f"dense-bit-x{o}": dense | {"dense_index": "bit-rescore", "dense_oversample": o} for o in oversamples}
+    )
     default = {"float": "hybrid-float", "ivf": "hybrid-ivf", "bit-rescore": "hybrid-bit"}[hybrid["dense_index"]]
-    report: dict[str, Any] = {"benchmark": "search", "seed": seed, "machine": machine_info(), "default": default,
-                              "dense_oversample": DENSE_OVERSAMPLE, "ivf_probe": IVF_PROBE,
-                              "query_encode_ms": percentiles(encode_ms), "sizes": {}}
+    report: dict[str, Any] = {
+        "benchmark": "search",
+        "seed": seed,
+        "machine": machine_info(),
+        "default": default,
+        "dense_oversample": DENSE_OVERSAMPLE,
+        "ivf_probe": IVF_PROBE,
+        "query_encode_ms": percentiles(encode_ms),
+        "sizes": {},
+    }
     if work_dir is not None:
         work_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mambo-bench-", dir=work_dir) as tmp:
@@ -321,8 +416,11 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
             rng = random.Random(seed)
             order = [rng.choice(queries) for _ in range(searches)]
             # a quantized library has no float vector: its only dense index is the int8 one
-            timed = {k: v for k, v in variants.items()
-                     if not (quantized and v.get("dense_index") in ("float", "bit-rescore"))}
+            timed = {
+                k: v
+                for k, v in variants.items()
+                if not (quantized and v.get("dense_index") in ("float", "bit-rescore"))
+            }
             with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
                 row: dict[str, Any] = child.submit(_timed_searches, str(path), timed, queries, order).result()
             row["builder_peak_rss_mb"] = builder_peak
@@ -354,15 +452,15 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
             asked = [q for q in queries if plans[q].tokens]  # (a query of no words has no dense route)
             exact = exact_top10(reference, ref_ids, ref_servable, ref_whole, asked, qvecs, whole_only=False)
             row["ivf_recall_at_10"] = dense_recall(searcher, exact, variants["dense-ivf"])
-            row["ivf_recall_by_probe"] = {p: dense_recall(searcher, exact, variants[f"dense-ivf-p{p}"])
-                                          for p in probes}
+            row["ivf_recall_by_probe"] = {p: dense_recall(searcher, exact, variants[f"dense-ivf-p{p}"]) for p in probes}
             # the bit index holds the all-fields vectors only: its recall is against their exact top
             # 10 (it rescores with float vectors: none in a quantized library)
             exact_whole = exact_top10(reference, ref_ids, ref_servable, ref_whole, asked, qvecs, whole_only=True)
             row["bit_recall_at_10"] = None if quantized else dense_recall(searcher, exact_whole, variants["dense-bit"])
-            row["bit_recall_by_oversample"] = {o: None if quantized else
-                                               dense_recall(searcher, exact_whole, variants[f"dense-bit-x{o}"])
-                                               for o in oversamples}
+            row["bit_recall_by_oversample"] = {
+                o: None if quantized else dense_recall(searcher, exact_whole, variants[f"dense-bit-x{o}"])
+                for o in oversamples
+            }
             reference.unlink()
             # pages freed when the floats became codes: later writes (`mambo add`) reuse them
             free = int(db.q1("free_bytes")[0])
@@ -376,21 +474,30 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
     m = report["machine"]
     click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}")
     e = report["query_encode_ms"]
-    click.echo(f"query encoding (all-mpnet-base-v2, warm): p50 {e['p50']} ms, p95 {e['p95']} ms; "
-               f"default system: {default}")
+    click.echo(
+        f"query encoding (all-mpnet-base-v2, warm): p50 {e['p50']} ms, p95 {e['p95']} ms; default system: {default}"
+    )
     for size, row in report["sizes"].items():
         floor95 = row["numpy_floor"]["p95"]
         kind = "int8 codes" if row["vectors"] > QUANTIZED_MIN_VECTORS else "float"
-        coarse = (f"{row['clusters']} clusters of {kind} ({row['index_seconds']} s), probe {row['probe']}"
-                  if row["clusters"] else "no clusters (exact)")
-        click.echo(f"{int(size):,} items, {row['vectors']:,} vectors (built in {row['build_seconds']} s, "
-                   f"database {row['database_mb']} MB, {row['database_live_mb']} MB in use, "
-                   f"builder peak RSS {row['builder_peak_rss_mb']} MB; "
-                   f"search process RSS {row['rss_mb']} MB, peak {row['peak_rss_mb']} MB):")
+        coarse = (
+            f"{row['clusters']} clusters of {kind} ({row['index_seconds']} s), probe {row['probe']}"
+            if row["clusters"]
+            else "no clusters (exact)"
+        )
+        click.echo(
+            f"{int(size):,} items, {row['vectors']:,} vectors (built in {row['build_seconds']} s, "
+            f"database {row['database_mb']} MB, {row['database_live_mb']} MB in use, "
+            f"builder peak RSS {row['builder_peak_rss_mb']} MB; "
+            f"search process RSS {row['rss_mb']} MB, peak {row['peak_rss_mb']} MB):"
+        )
         if row["floor_vectors"] < row["vectors"]:
             click.echo(f"  numpy floor timed on {row['floor_vectors']:,} vectors and scaled to all (extrapolated)")
-        bit = (f"bit recall@10 {row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}"
-               if row["bit_recall_at_10"] is not None else "no float vectors kept (int8 codes only)")
+        bit = (
+            f"bit recall@10 {row['bit_recall_at_10']} at oversample {DENSE_OVERSAMPLE}"
+            if row["bit_recall_at_10"] is not None
+            else "no float vectors kept (int8 codes only)"
+        )
         click.echo(f"  coarse index: {coarse}, recall@10 vs float {row['ivf_recall_at_10']}; {bit}")
         for name in [*(v for v in variants if v in row), "numpy_floor"]:
             ratio = f"   {row[name]['p95'] / floor95:5.1f}x floor p95" if name != "numpy_floor" and floor95 else ""
@@ -400,11 +507,11 @@ def bench_search(sizes: tuple[int, ...], searches: int, real_vectors: int, overs
             elif name.startswith("dense-ivf-p"):
                 recall_note = f"   recall@10 {row['ivf_recall_by_probe'][int(name.rsplit('p', 1)[1])]}"
             mark = " *" if name == default else ""
-            click.echo(f"  {name + mark:15} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms"
-                       f"{ratio}{recall_note}")
+            click.echo(
+                f"  {name + mark:15} p50 {row[name]['p50']:7.2f} ms   p95 {row[name]['p95']:7.2f} ms"
+                f"{ratio}{recall_note}"
+            )
         click.echo("  (* the default system)")
-
-
 
 
 def load_queries(rng: Any, dev: list[str], n: int) -> list[str]:
@@ -420,7 +527,7 @@ def load_queries(rng: Any, dev: list[str], n: int) -> list[str]:
         elif kind < 0.85:
             w = rng.choice(SYNTH_WORDS)
             i = rng.randrange(len(w))
-            out.append(w[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + w[i + 1:] + " " + rng.choice(SYNTH_WORDS))
+            out.append(w[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + w[i + 1 :] + " " + rng.choice(SYNTH_WORDS))
         else:
             out.append(rng.choice(HOSTILE_QUERIES))
     return out
@@ -441,13 +548,19 @@ def start_times(runs: int) -> dict[str, dict[str, float]]:
     import statistics
 
     script = str(ROOT / "mambo.py")
-    cases = {"python -c pass": ([sys.executable, "-c", "pass"], {}),
-             "mambo --version": ([sys.executable, script, "--version"], {}),
-             "mambo --help": ([sys.executable, script, "--help"], {}),
-             "completion (mambo se<Tab>)": ([sys.executable, script], {
-                 "_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo se", "COMP_CWORD": "1"}),
-             "completion (mambo search -s b<Tab>)": ([sys.executable, script], {
-                 "_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo search -s b", "COMP_CWORD": "3"})}
+    cases = {
+        "python -c pass": ([sys.executable, "-c", "pass"], {}),
+        "mambo --version": ([sys.executable, script, "--version"], {}),
+        "mambo --help": ([sys.executable, script, "--help"], {}),
+        "completion (mambo se<Tab>)": (
+            [sys.executable, script],
+            {"_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo se", "COMP_CWORD": "1"},
+        ),
+        "completion (mambo search -s b<Tab>)": (
+            [sys.executable, script],
+            {"_MAMBO_COMPLETE": "bash_complete", "COMP_WORDS": "mambo search -s b", "COMP_CWORD": "3"},
+        ),
+    }
     if (ROOT / "mambo").exists():  # the checkout's launcher, as `./mambo` (or a symlink on PATH) runs it
         cases["./mambo --version (the launcher)"] = ([str(ROOT / "mambo"), "--version"], {"MAMBO_VENV": sys.prefix})
     wall: dict[str, list[float]] = {k: [] for k in cases}
@@ -455,15 +568,22 @@ def start_times(runs: int) -> dict[str, dict[str, float]]:
     for _ in range(runs):
         for name, (argv, env) in cases.items():
             t0 = time.perf_counter()
-            child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, **env})
+            child = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env}
+            )
             _, status, usage = os.wait4(child.pid, 0)
             wall[name].append(time.perf_counter() - t0)
             cpu[name].append(usage.ru_utime + usage.ru_stime)
             if os.waitstatus_to_exitcode(status) != 0:
                 raise MamboError(f"`{name}` failed (exit {os.waitstatus_to_exitcode(status)}): run it to see why")
-    return {k: {"wall_s_median": round(statistics.median(wall[k]), 3), "wall_s_min": round(min(wall[k]), 3),
-                "cpu_s_median": round(statistics.median(cpu[k]), 3)} for k in cases}
+    return {
+        k: {
+            "wall_s_median": round(statistics.median(wall[k]), 3),
+            "wall_s_min": round(min(wall[k]), 3),
+            "cpu_s_median": round(statistics.median(cpu[k]), 3),
+        }
+        for k in cases
+    }
 
 
 def warm_bytecode() -> None:
@@ -477,17 +597,29 @@ def warm_bytecode() -> None:
 
 
 @click.command(name="cold")
-@click.option("--query", "queries", multiple=True, default=("john cena",), show_default=True,
-              help="Query to search (repeatable).")
-@click.option("--system", "systems_", multiple=True, default=("hybrid", "bm25"), show_default=True,
-              help="System to time (repeatable); runs are interleaved so every system sees the same load.")
+@click.option(
+    "--query", "queries", multiple=True, default=("john cena",), show_default=True, help="Query to search (repeatable)."
+)
+@click.option(
+    "--system",
+    "systems_",
+    multiple=True,
+    default=("hybrid", "bm25"),
+    show_default=True,
+    help="System to time (repeatable); runs are interleaved so every system sees the same load.",
+)
 @click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 100), help="Cold starts per system.")
-@click.option("--tui/--no-tui", default=True, show_default=True,
-              help="Also time the full-screen search from launch to \"model ready\" (needs pexpect).")
+@click.option(
+    "--tui/--no-tui",
+    default=True,
+    show_default=True,
+    help='Also time the full-screen search from launch to "model ready" (needs pexpect).',
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str, ...], runs: int, tui: bool,
-               as_json: bool) -> None:
+def bench_cold(
+    ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str, ...], runs: int, tui: bool, as_json: bool
+) -> None:
     """What a user waits for: `mambo search QUERY` as a fresh process (wall time and peak RSS, per
     system, interleaved so the ratios are fair on a busy machine), and the full-screen search's
     launch-to-"model ready" time, on the library given by --db (e.g. the demo library)."""
@@ -505,8 +637,16 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
     start = start_times(runs)
     for i in range(runs):
         for system in systems_:
-            argv = [sys.executable, str(ROOT / "mambo.py"), "--db", str(db_path), "search", "-s", system,
-                    queries[i % len(queries)]]
+            argv = [
+                sys.executable,
+                str(ROOT / "mambo.py"),
+                "--db",
+                str(db_path),
+                "search",
+                "-s",
+                system,
+                queries[i % len(queries)],
+            ]
             t0 = time.perf_counter()
             child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             _, status, usage = os.wait4(child.pid, 0)  # wait4: this child's own peak RSS
@@ -516,14 +656,23 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
                 raise MamboError(f"`mambo {' '.join(argv[2:])}` failed (exit {child.returncode}): run it to see why")
             rss[system].append(usage.ru_maxrss / 1024)  # KiB on Linux
             cpu[system].append(usage.ru_utime + usage.ru_stime)
-    report: dict[str, Any] = {"benchmark": "cold", "library": str(db_path), "runs": runs, "queries": list(queries),
-                              "start": start,
-                              "search": {s: {"wall_s_median": round(statistics.median(wall[s]), 3),
-                                             "wall_s_max": round(max(wall[s]), 3),
-                                             "wall_s_min": round(min(wall[s]), 3),
-                                             "cpu_s_median": round(statistics.median(cpu[s]), 3),
-                                             "rss_mb_median": round(statistics.median(rss[s]), 1)}
-                                         for s in systems_}}
+    report: dict[str, Any] = {
+        "benchmark": "cold",
+        "library": str(db_path),
+        "runs": runs,
+        "queries": list(queries),
+        "start": start,
+        "search": {
+            s: {
+                "wall_s_median": round(statistics.median(wall[s]), 3),
+                "wall_s_max": round(max(wall[s]), 3),
+                "wall_s_min": round(min(wall[s]), 3),
+                "cpu_s_median": round(statistics.median(cpu[s]), 3),
+                "rss_mb_median": round(statistics.median(rss[s]), 1),
+            }
+            for s in systems_
+        },
+    }
     if len(systems_) >= 2:
         a, b = systems_[0], systems_[1]
         report["ratio"] = {f"{a}/{b}": round(statistics.median(wall[a]) / statistics.median(wall[b]), 2)}
@@ -537,39 +686,57 @@ def bench_cold(ctx: click.Context, queries: tuple[str, ...], systems_: tuple[str
             app = MeasuredTUI(db_path, DEFAULT_SYSTEM, wait_ready=False, ready="Search:")
             painted.append(app.ready_s)
             app.close()
-        report["tui_first_paint_s"] = {"median": round(statistics.median(painted), 3),
-                                       "max": round(max(painted), 3)}
+        report["tui_first_paint_s"] = {"median": round(statistics.median(painted), 3), "max": round(max(painted), 3)}
     report["machine"] = machine_info() | {"load_average": [round(x, 2) for x in os.getloadavg()]}
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
     for name, r in report["start"].items():
-        click.echo(f"{name}: {r['wall_s_median']} s median ({r['wall_s_min']} min) wall, "
-                   f"{r['cpu_s_median']} s CPU, {runs} runs")
+        click.echo(
+            f"{name}: {r['wall_s_median']} s median ({r['wall_s_min']} min) wall, "
+            f"{r['cpu_s_median']} s CPU, {runs} runs"
+        )
     for s, r in report["search"].items():
-        click.echo(f"mambo search -s {s}: {r['wall_s_median']} s median ({r['wall_s_min']} min, {r['wall_s_max']} max) "
-                   f"wall, {r['cpu_s_median']} s CPU, {r['rss_mb_median']} MB peak RSS, {runs} cold runs")
+        click.echo(
+            f"mambo search -s {s}: {r['wall_s_median']} s median ({r['wall_s_min']} min, {r['wall_s_max']} max) "
+            f"wall, {r['cpu_s_median']} s CPU, {r['rss_mb_median']} MB peak RSS, {runs} cold runs"
+        )
     for k, v in report.get("ratio", {}).items():
         click.echo(f"ratio {k}: {v}")
     if tui:
         t = report["tui_model_ready_s"]
-        click.echo(f"full-screen search, launch to \"model ready\": {t['median']} s median ({t['max']} max)")
+        click.echo(f'full-screen search, launch to "model ready": {t["median"]} s median ({t["max"]} max)')
         t = report["tui_first_paint_s"]
         click.echo(f"full-screen search, launch to first paint: {t['median']} s median ({t['max']} max)")
     m = report["machine"]
-    click.echo(f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}, "
-               f"load average {' '.join(map(str, m['load_average']))}")
+    click.echo(
+        f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}, "
+        f"load average {' '.join(map(str, m['load_average']))}"
+    )
 
 
 @click.command(name="load")
-@click.option("--items", "size", default=10_000, show_default=True, type=click.IntRange(100, 2_000_000),
-              help="Library size (the fixture plus seeded synthetic items).")
+@click.option(
+    "--items",
+    "size",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(100, 2_000_000),
+    help="Library size (the fixture plus seeded synthetic items).",
+)
 @click.option("--searches", default=10_000, show_default=True, type=click.IntRange(1, 10_000_000))
-@click.option("--real-vectors", default=1_000, show_default=True,
-              help="Synthetic items embedded by the real model (the rest mix real vectors).")
+@click.option(
+    "--real-vectors",
+    default=1_000,
+    show_default=True,
+    help="Synthetic items embedded by the real model (the rest mix real vectors).",
+)
 @click.option("--seed", default=13, show_default=True)
-@click.option("--base", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Start from a copy of this library instead of ingesting the fixture.")
+@click.option(
+    "--base",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Start from a copy of this library instead of ingesting the fixture.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Path | None, as_json: bool) -> None:
     """Many searches in a row on one library, as a long TUI session would run them: every system
@@ -584,14 +751,23 @@ def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Pat
     rng = random.Random(seed)
     queries = load_queries(rng, dev, searches)
     hybrid, bm25 = DEFAULT_SYSTEMS["hybrid"], DEFAULT_SYSTEMS["bm25"]
-    systems = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid",
-               "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
-               "hybrid-float": hybrid | {"dense_index": "float"},
-               "bm25-fuzzy": bm25 | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 0.0}},
-               "all-routes": hybrid | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 1.0}}}
+    systems = {
+        "bm25": "bm25",
+        "dense": "dense",
+        "hybrid": "hybrid",
+        "hybrid-bit": hybrid | {"dense_index": "bit-rescore"},
+        "hybrid-float": hybrid | {"dense_index": "float"},
+        "bm25-fuzzy": bm25 | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 0.0}},
+        "all-routes": hybrid | {"route_weights": {"lexical": 1.0, "fuzzy": 0.5, "dense": 1.0}},
+    }
     order = [rng.choice(list(systems)) for _ in range(searches)]
-    report: dict[str, Any] = {"benchmark": "load", "items": size, "searches": searches, "seed": seed,
-                              "machine": machine_info()}
+    report: dict[str, Any] = {
+        "benchmark": "load",
+        "items": size,
+        "searches": searches,
+        "seed": seed,
+        "machine": machine_info(),
+    }
     with tempfile.TemporaryDirectory(prefix="mambo-bench-") as tmp:
         path = Path(tmp) / "load.sqlite"
         t0 = time.monotonic()
@@ -633,18 +809,27 @@ def bench_load(size: int, searches: int, real_vectors: int, seed: int, base: Pat
         report["run_seconds"] = round(time.monotonic() - t_run, 1)
         db.close()
     everything = [x for v in ms.values() for x in v]
-    report |= {"errors": sum(errors.values()), "error_kinds": errors, "error_samples": samples,
-               "results_shown": shown, "unsafe_lines": unsafe, "no_match": empty, "rss_mb": rss,
-               "rss_growth_mb": round(rss["end"] - rss["start"], 1),
-               "latency_ms": percentiles(everything) if everything else {},
-               "latency_ms_by_system": {k: percentiles(v) for k, v in ms.items() if v}}
+    report |= {
+        "errors": sum(errors.values()),
+        "error_kinds": errors,
+        "error_samples": samples,
+        "results_shown": shown,
+        "unsafe_lines": unsafe,
+        "no_match": empty,
+        "rss_mb": rss,
+        "rss_growth_mb": round(rss["end"] - rss["start"], 1),
+        "latency_ms": percentiles(everything) if everything else {},
+        "latency_ms_by_system": {k: percentiles(v) for k, v in ms.items() if v},
+    }
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
     m = report["machine"]
-    click.echo(f"load: {searches} searches on {report['library_items']:,} items (built in "
-               f"{report['build_seconds']} s), {report['run_seconds']} s: {report['errors']} errors, "
-               f"{unsafe} unsafe output lines, {empty} no-match answers")
+    click.echo(
+        f"load: {searches} searches on {report['library_items']:,} items (built in "
+        f"{report['build_seconds']} s), {report['run_seconds']} s: {report['errors']} errors, "
+        f"{unsafe} unsafe output lines, {empty} no-match answers"
+    )
     click.echo(f"  RSS start {rss['start']} MB, middle {rss.get('middle', rss['start'])} MB, end {rss['end']} MB")
     lat = report["latency_ms"]
     if lat:

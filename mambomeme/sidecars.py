@@ -487,8 +487,8 @@ class SidecarFinder:
                             m.sha,
                             held_private(
                                 f"manifest:{MANIFEST_NAME}:{n}",
-                                f"{MANIFEST_NAME} line {n} names {rel!r}, which matches {show_path(image.name)} only by "
-                                "case, spaces or Unicode form (write the name exactly)",
+                                f"{MANIFEST_NAME} line {n} names {rel!r}, which matches {show_path(image.name)} "
+                                "only by case, spaces or Unicode form (write the name exactly)",
                             ),
                         )
                     )

@@ -114,9 +114,8 @@ def bench_show(ctx: click.Context, partition: str) -> None:
     cur = current_set_row(db, pid)
     if cur:
         ag = agreement(db, int(cur[0]))
-        click.echo(
-            f"  judgement set v{cur[1]}: {ag['status']}; agreement {json.dumps({k: ag[k] for k in ('pairs', 'exact', 'within_one', 'grade_kappa_linear', 'safety_kappa')})}"
-        )  # noqa: E501
+        shown = {k: ag[k] for k in ("pairs", "exact", "within_one", "grade_kappa_linear", "safety_kappa")}
+        click.echo(f"  judgement set v{cur[1]}: {ag['status']}; agreement {json.dumps(shown)}")
         click.echo(f"  candidates by origin: {dict(db.q('set_origins', {'set_id': cur[0]}))}")
         batch = db.q1("newest_batch", {"set_id": cur[0]})[0]
         click.echo(f"  newest annotation batch: {batch or '-'}")
@@ -386,9 +385,8 @@ def run_cmd(ctx: click.Context, system: str, partition: str, seed: int) -> None:
     pid = resolve_partition(db, partition)
     run_id = execute_run(db, system, pid, seed=seed)
     c = db.rows("run_components", {"run_id": run_id})
-    click.echo(
-        f"run {run_id}: {json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in c[0].items()}) if c else 'stored'}"
-    )  # noqa: E501
+    rounded = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c[0].items()} if c else None
+    click.echo(f"run {run_id}: {json.dumps(rounded) if c else 'stored'}")
 
 
 @click.group(name="score", invoke_without_command=True, context_settings=CONTEXT)

@@ -476,24 +476,48 @@ def _search(
     if waiting:
         click.echo(f"note: {waiting_note(waiting)}", err=True)
     answer = searcher_for(db, system).answer(query, system, limit)
-    results = answer.results
+    results, withheld = answer.results, withheld_count(db, answer.plan)
     if paths_only:
         echo_paths([result_path(r) for r in results], null=null)
     for r in results if not paths_only else ():
         click.echo(json_line({"query": clean_line(query)} | result_json(r)) if as_json else format_result(r))
+    if as_json:
+        summary_line(query, results, withheld)
     if not results:
-        if as_json:
-            click.echo(json_line({"query": clean_line(query), "no_match": True}))
-        click.echo(no_match_message(db, answer.plan), err=True)
+        click.echo(no_match_message(withheld), err=True)
         ctx.exit(1)
+    if withheld:
+        click.echo(f"note: {withheld_note(withheld)}", err=True)
 
 
-def no_match_message(db: DB, plan: QueryPlan) -> str:
+def withheld_count(db: DB, plan: QueryPlan) -> int:
+    """How many withheld memes hold the query's words: every answer says it (a count, never which)."""
+    from mambomeme.safety_review import withheld_matches
+
+    return withheld_matches(db, plan)
+
+
+def withheld_note(n: int) -> str:
+    from mambomeme.safety_review import withheld_note as note
+
+    return note(n)
+
+
+def summary_line(query: str, results: list[Any], withheld: int) -> None:
+    """--json's last line for a query when it says more than its results: no match, memes withheld."""
+    if not results or withheld:
+        click.echo(
+            json_line(
+                {"query": clean_line(query)}
+                | ({"no_match": True} if not results else {})
+                | ({"withheld": withheld} if withheld else {})
+            )
+        )
+
+
+def no_match_message(withheld: int) -> str:
     """ "no match", and how many withheld memes hold the query's words (a count, never which)."""
-    from mambomeme.safety_review import withheld_matches, withheld_note
-
-    n = withheld_matches(db, plan)
-    return f"no match ({withheld_note(n)})" if n else "no match"
+    return f"no match ({withheld_note(withheld)})" if withheld else "no match"
 
 
 def result_path(r: Any) -> str:
@@ -535,25 +559,27 @@ def prompt_loop(
             continue
         t0 = time.perf_counter()
         answer = searcher.answer(query, system, limit)
-        results = answer.results
+        results, withheld = answer.results, withheld_count(db, answer.plan)
         ms = (time.perf_counter() - t0) * 1000
         missed += not results
         if as_json:
             for r in results:
                 click.echo(json_line({"query": clean_line(query)} | result_json(r)))
-            if not results:
-                click.echo(json_line({"query": clean_line(query), "no_match": True}))
+            summary_line(query, results, withheld)
             continue
         if paths_only:
             echo_paths([result_path(r) for r in results], null=null)
             click.echo("\0" if null else "", nl=not null)  # the block's end
             if not results:
-                click.echo(f"{no_match_message(db, answer.plan)}: {clean_line(query)}", err=True)
+                click.echo(f"{no_match_message(withheld)}: {clean_line(query)}", err=True)
+            elif withheld:
+                click.echo(f"note: {withheld_note(withheld)}: {clean_line(query)}", err=True)
             continue
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
-        said = f"{len(results)} results" if results else no_match_message(db, answer.plan)
+        said = f"{len(results)} results" if results else no_match_message(withheld)
+        said += f" ({withheld_note(withheld)})" if results and withheld else ""
         click.echo(f"{said} in {ms:.0f} ms ({clean_line(system)})")
     return missed
 

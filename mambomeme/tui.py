@@ -188,7 +188,7 @@ class Searched:
     system_version: int | None
     error: str = ""
     live: int = 0
-    withheld: str = ""  # no rows: what the policy withholds that holds the words (a count, never which)
+    withheld: str = ""  # what the policy withholds that holds the words (a count, never which), or ""
     more: bool = False  # the search found more rows than were asked for
     extend: bool = False  # the answer to a DoSearch(extend=True): rows to add below those shown
 
@@ -337,7 +337,7 @@ class TUIState:
     previews: dict[int, Preview | None] = field(default_factory=dict)
     pending: str | None = None  # a query waiting for the model (--wait-ready)
     message: str = ""
-    withheld: str = ""  # the shown "no match": safety_review.withheld_note, or ""
+    withheld: str = ""  # the shown answer's safety_review.withheld_note, or "" (status line; "no match" text)
     color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (nor a preview)
     paste: str | None = None  # a bracketed paste being read: its characters so far
     queued: tuple[str, ...] = ()  # action keys pressed before the list answered the typed query
@@ -1101,11 +1101,18 @@ def _preview_pane(s: TUIState, height: int, width: int) -> list:
     return [caption, *preview_lines(p, width, height - 1, s.truecolor)]
 
 
+def withheld_count(note: str) -> str:
+    """The count a withheld note opens with ("2 memes that hold these words are withheld: ...")."""
+    return note.split(" ", 1)[0]
+
+
 def _status_text(s: TUIState) -> str:
     parts = []
     if s.searched_query is not None:
         n = f"{len(s.rows)}{'+' if s.more else ''}"  # "10+": more are found as the selection nears the end
         parts.append(f"{n} result{'s' if n != '1' else ''}" if s.rows else "no match")
+        if s.rows and s.withheld:  # how many, never which: `mambo safety` lists them
+            parts.append(f"{withheld_count(s.withheld)} withheld")
         if s.search_ms is not None:
             parts.append(f"{s.search_ms:.1f} ms" if s.search_ms < 10 else f"{s.search_ms:.0f} ms")
         if s.used_system:

@@ -483,7 +483,7 @@ class _Shell:
             if system not in self.versions:
                 self.versions[system] = system_version(db, system)
             version = self.versions[system]
-            withheld = "" if results else self.withheld(db, answer.plan)
+            withheld = self.withheld(db, answer.plan)
         except MamboError as e:
             return Searched(seq, query, (), 0.0, system, None, error=clean_line(e.format_message()), live=live)
         except apsw.Error as e:  # e.g. a lock held too long by an ingest: say so, keep the screen
@@ -496,7 +496,7 @@ class _Shell:
 
     @staticmethod
     def withheld(db: DB, plan: QueryPlan) -> str:
-        """A "no match" says, as the command line does, how many withheld memes hold the words."""
+        """Every answer says, as the command line does, how many withheld memes hold the words."""
         from mambomeme.safety_review import withheld_matches, withheld_note
 
         n = withheld_matches(db, plan)

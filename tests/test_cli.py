@@ -351,3 +351,23 @@ def test_templates_list_never_cuts_the_id(tmp_path: Path) -> None:
     listed = invoke("--db", db, "templates", "list").stdout.splitlines()
     ids = [json.loads(x)["slug"] for x in invoke("--db", db, "templates", "list", "--json").stdout.splitlines()]
     assert ids and [ln.split()[0] for ln in listed] == ids
+
+
+def test_every_answer_says_how_many_memes_are_withheld_never_which(fixture_library: Path) -> None:
+    # Two memes the policy withholds hold "officer bumble"; the answer shows the others and says so
+    # on stderr (a pipe gets only the results), and --json ends with the count.
+    note = "2 memes that hold these words are withheld: private, withdrawn or unsafe; see `mambo safety`"
+    said = invoke("--db", fixture_library, "search", "officer bumble")
+    assert said.stdout.startswith(" 1.") and "withheld" not in said.stdout
+    assert said.stderr.strip() == f"note: {note}"
+    lines = [
+        json.loads(x) for x in invoke("--db", fixture_library, "search", "--json", "officer bumble").stdout.splitlines()
+    ]
+    assert lines[:-1] and all("meme_id" in x for x in lines[:-1])
+    assert lines[-1] == {"query": "officer bumble", "withheld": 2}
+    listed = invoke("--db", fixture_library, "search", "-l", "officer bumble")
+    assert listed.stdout and all(Path(p).is_absolute() for p in listed.stdout.splitlines())
+    assert listed.stderr.strip() == f"note: {note}"
+    # queries piped in: each block's note names its query
+    piped = invoke("--db", fixture_library, "search", "-l", input="officer bumble\njohn cena\n")
+    assert piped.stderr.strip() == f"note: {note}: officer bumble"

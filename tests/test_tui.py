@@ -625,6 +625,17 @@ def test_no_match_on_the_screen_counts_the_withheld(fixture_library: Path):
 
 
 @pytest.mark.slow
+def test_every_answer_on_the_screen_counts_the_withheld(fixture_library: Path):
+    # results shown, and the status line says how many memes holding the words are withheld
+    child = run_app(fixture_library, "--system", "bm25")
+    status = search(child, "officer bumble", 1)
+    assert re.search(r"^ \d+ results? · 2 withheld · ", status), status
+    child.send("\x1b")
+    rc, raw = finish(child)
+    assert rc == 130
+
+
+@pytest.mark.slow
 def test_preview_copy_and_open(fixture_library: Path, tmp_path: Path):
     paths = expected_paths(fixture_library, "john cena")
     opened = tmp_path / "opened.txt"

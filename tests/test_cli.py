@@ -183,7 +183,9 @@ def test_piped_queries_print_one_block_each_and_exit_1_on_a_miss(fixture_library
     assert len(cat) == len(cena) == 2
     res = invoke(*args, "-l", input="cat\nzzqxv\n\njohn cena\n", expect=1)
     assert res.stdout == "\n".join(cat) + "\n\n" + "\n" + "\n".join(cena) + "\n\n"  # the blank input line: no query
-    assert res.stderr.strip() == "no match: zzqxv"
+    # stderr: a miss names its query, as does the note of a query whose words a withheld meme holds
+    withheld = "note: 1 meme that holds these words is withheld: private, withdrawn or unsafe; see `mambo safety`"
+    assert res.stderr.splitlines() == [f"{withheld}: cat", "no match: zzqxv"]
     res = invoke(*args, "-l", "-0", input="cat\nzzqxv\njohn cena\n", expect=1)
     assert res.stdout.split("\0") == [*cat, "", "", *cena, "", ""]
     assert invoke(*args, "-l", input="cat\njohn cena\n").stdout.count("\n\n") == 2  # all found: exit 0

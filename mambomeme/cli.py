@@ -486,7 +486,7 @@ def _search(
     if not results:
         click.echo(no_match_message(withheld), err=True)
         ctx.exit(1)
-    if withheld:
+    if withheld and not as_json:  # --json says it on its last line
         click.echo(f"note: {withheld_note(withheld)}", err=True)
 
 

@@ -1111,12 +1111,12 @@ def _status_text(s: TUIState) -> str:
     if s.searched_query is not None:
         n = f"{len(s.rows)}{'+' if s.more else ''}"  # "10+": more are found as the selection nears the end
         parts.append(f"{n} result{'s' if n != '1' else ''}" if s.rows else "no match")
-        if s.rows and s.withheld:  # how many, never which: `mambo safety` lists them
-            parts.append(f"{withheld_count(s.withheld)} withheld")
         if s.search_ms is not None:
             parts.append(f"{s.search_ms:.1f} ms" if s.search_ms < 10 else f"{s.search_ms:.0f} ms")
         if s.used_system:
             parts.append(s.used_system + (f" v{s.used_version}" if s.used_version else ""))
+        if s.rows and s.withheld:  # how many, never which (`mambo safety` lists them); after the
+            parts.append(f"{withheld_count(s.withheld)} withheld")  # time, which the PTY harness reads
     else:
         parts.append(s.system)
     if s.marked:

@@ -629,7 +629,7 @@ def test_every_answer_on_the_screen_counts_the_withheld(fixture_library: Path):
     # results shown, and the status line says how many memes holding the words are withheld
     child = run_app(fixture_library, "--system", "bm25")
     status = search(child, "officer bumble", 1)
-    assert re.search(r"^ \d+ results? · 2 withheld · ", status), status
+    assert re.search(r"^ \d+ results? · [\d.]+ ms · bm25 v\d+ · 2 withheld · ", status), status
     child.send("\x1b")
     rc, raw = finish(child)
     assert rc == 130

@@ -126,32 +126,7 @@ class Writer:
         # What the signals find is stored with the item; its class is computed from them (restate).
         detected = detect_safety(p.ocr_text)
         pic = picture_class(p.picture_score) if p.picture_score is not None else None
-        rec = p.template
-        if meta["template_group"] is None and rec is not None:
-            # A recognised template names the template group, as a sidecar's template would.
-            meta["template_group"] = template_group_id(db, template_name(db, rec.template_id))
-        item_id = int(
-            db.q1(
-                "insert_item",
-                meta
-                | {
-                    "sha256": facts.sha256,
-                    "format": facts.format,
-                    "width": facts.width,
-                    "height": facts.height,
-                    "byte_size": facts.byte_size,
-                    "phash": facts.phash,
-                    "dhash": facts.dhash,
-                    "perceptual_group": None,
-                    "ocr_text": p.ocr_text,
-                    "ocr_engine_id": self.ocr_engine_id,
-                    "template_id": rec.template_id if rec else None,
-                    "template_score": rec.inliers if rec else None,
-                    "recognised_revision": self.revision,
-                    "ocr_boxes": json.dumps(p.boxes),
-                },
-            )[0]
-        )
+        item_id = self._insert_item(p, meta)
         self.insert_file(item_id, p.found, p.size, p.mtime_ns, p.sidecar_sha, p.meta)
         if detected:  # what fired, for `mambo safety` (a person may overrule it)
             record_text_signal(db, item_id, detected, text_engine_id(db))
@@ -181,6 +156,31 @@ class Writer:
         self._created.add(item_id)
         self.stats.added += 1
         return item_id
+
+    def _insert_item(self, p: Pending, meta: dict[str, Any]) -> int:
+        """The new item's row: its metadata, facts, caption and recognised template."""
+        db, facts, rec = self.db, p.facts, p.template
+        assert facts is not None
+        if meta["template_group"] is None and rec is not None:
+            # A recognised template names the template group, as a sidecar's template would.
+            meta["template_group"] = template_group_id(db, template_name(db, rec.template_id))
+        row = meta | {
+            "sha256": facts.sha256,
+            "format": facts.format,
+            "width": facts.width,
+            "height": facts.height,
+            "byte_size": facts.byte_size,
+            "phash": facts.phash,
+            "dhash": facts.dhash,
+            "perceptual_group": None,
+            "ocr_text": p.ocr_text,
+            "ocr_engine_id": self.ocr_engine_id,
+            "template_id": rec.template_id if rec else None,
+            "template_score": rec.inliers if rec else None,
+            "recognised_revision": self.revision,
+            "ocr_boxes": json.dumps(p.boxes),
+        }
+        return int(db.q1("insert_item", row)[0])
 
     def insert_file(
         self, item_id: int, f: Found, size: int, mtime_ns: int, sidecar_sha: str, meta: Metadata | None

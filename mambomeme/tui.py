@@ -13,10 +13,10 @@ the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf 
 Keys as in fzf: typing always edits the query (from anywhere) and the results follow it after a
 short pause, its last word read as a prefix; actions are keys that are not letters (Up/Down,
 Ctrl-N/Ctrl-P, Ctrl-J/Ctrl-K move the selection from anywhere; Enter, Tab, Ctrl-/, Ctrl-O, Ctrl-Y,
-Ctrl-R, F1). Every key acts on the list of the query typed before it: an action key pressed before the list
-answers the typed query is queued, that answer is asked at once, and the key applies to it. So one
-Enter chooses the highlighted meme (or every marked one) of the typed query's answer. Ctrl-S
-searches at once without choosing (the scored submit of the PTY latency protocol, numbered
+Ctrl-R, F1). Every key acts on the list of the query typed before it: an action key pressed before
+the list answers the typed query is queued, that answer is asked at once, and the key applies to
+it. So one Enter chooses the highlighted meme (or every marked one) of the typed query's answer.
+Ctrl-S searches at once without choosing (the scored submit of the PTY latency protocol, numbered
 "search #N" on the status line) and gives the list the focus. The list grows past its first page
 as the selection nears its end. Where the answer is "no match", Ctrl-R shows the nearest memes
 anyway, under a "not confident" line (the search without its "no match" rule); the next query
@@ -503,7 +503,7 @@ MOVES = {
 ENTER = "<Ctrl-m>"
 # Search now without choosing: the scored submit of the PTY latency harness (lab/pty.py).
 SUBMIT = "<Ctrl-s>"
-# Where the answer is "no match": the nearest memes anyway (fzf leaves Ctrl-R unbound).
+# On a "no match": the nearest memes anyway (a key no other binding uses).
 NEAREST = "<Ctrl-r>"
 # The keys that act on the list: pressed before it answers the typed query, they wait for that answer.
 LIST_KEYS = (*MOVES, "<TAB>", "<Shift-TAB>", ENTER, "<Ctrl-o>", "<Ctrl-y>", NEAREST)

@@ -27,6 +27,7 @@ from mambomeme.output import MamboError, NoLibrary, clean_line, clean_text, json
 if TYPE_CHECKING:
     from mambomeme.library import DB
     from mambomeme.query_plan import QueryPlan
+    from mambomeme.search import Answer, Searcher
 
 # The user's commands in the order `mambo --help` lists them: finding, filling, fixing, then the rest.
 USER_COMMANDS = (
@@ -356,6 +357,12 @@ SYSTEM_HELP = (
     help="End each printed path (-l, or the screen's choice) with NUL, not a newline: for `xargs -0`. "
     "A path holding a newline needs it.",
 )
+@click.option(
+    "--nearest",
+    is_flag=True,
+    help='Always answer: where it would say "no match", the nearest memes, with a "not confident" note on '
+    'stderr (--json: "not_confident": true on the query\'s last line); exit 0. The screen: Ctrl-R.',
+)
 @click.option("--query", "-q", "typed", metavar="TEXT", help="Open the full-screen search with TEXT typed in.")
 @click.option(
     "--multi",
@@ -374,6 +381,7 @@ def search(
     as_json: bool,
     paths_only: bool,
     null: bool,
+    nearest: bool,
     typed: str | None,
     multi: bool,
     record_events: bool,
@@ -385,7 +393,7 @@ def search(
 
     \b
     With a QUERY: print the results; exit 0, or 1 and "no match" on stderr, as grep and ripgrep do
-    (2: an error).
+    (2: an error). With --nearest, the nearest memes instead of "no match", and exit 0.
     Without one, on a terminal: the full-screen search, drawn on the terminal even when stdout is
     a pipe or a file; choosing prints the path there (with -m, each one marked with Tab, one a
     line), so it works like a picker (fzf):
@@ -401,6 +409,7 @@ def search(
       mambo search -l cat | head -1       the best match's path
       mambo search -l -0 cat | xargs -0 ls -l
       mambo search --json -n 3 monday
+      mambo search --nearest -l -n 3 qwzx    the nearest memes, even where nothing fits well
     """
     import apsw
 
@@ -417,6 +426,7 @@ def search(
             wait_ready,
             multi,
             null,
+            nearest,
         )
     except MamboError as e:  # ripgrep's codes: 1 is "no match", so an error is 2
         raise as_click(e, code=2) from e
@@ -436,6 +446,7 @@ def _search(
     wait_ready: bool,
     multi: bool = False,
     null: bool = False,
+    nearest: bool = False,
 ) -> None:
     if as_json and (paths_only or null):
         raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
@@ -469,25 +480,45 @@ def _search(
                     null=null,
                 )
             )
-        if prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only, null=null):
+        if prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only, null=null, nearest=nearest):
             ctx.exit(1)  # some query had no match (ripgrep: 1 when nothing matched)
         return
     waiting = waiting_to_embed(db)
     if waiting:
         click.echo(f"note: {waiting_note(waiting)}", err=True)
-    answer = searcher_for(db, system).answer(query, system, limit)
+    answer, unsure = answer_for(searcher_for(db, system), query, system, limit, nearest=nearest)
     results, withheld = answer.results, withheld_count(db, answer.plan)
     if paths_only:
         echo_paths([result_path(r) for r in results], null=null)
     for r in results if not paths_only else ():
         click.echo(json_line({"query": clean_line(query)} | result_json(r)) if as_json else format_result(r))
     if as_json:
-        summary_line(query, results, withheld)
+        summary_line(query, results, withheld, unsure=unsure)
     if not results:
         click.echo(no_match_message(withheld), err=True)
         ctx.exit(1)
+    if unsure:
+        click.echo(f"note: {not_confident_note(query)}", err=True)
     if withheld and not as_json:  # --json says it on its last line
         click.echo(f"note: {withheld_note(withheld)}", err=True)
+
+
+def answer_for(
+    searcher: Searcher, query: str, system: str, limit: int, *, nearest: bool = False
+) -> tuple[Answer, bool]:
+    """The answer to `query`, and whether it holds the nearest memes where the answer is "no match"
+    (--nearest: the search again without its "no match" rule; an answer the rule lets through is
+    the same with or without --nearest)."""
+    answer = searcher.answer(query, system, limit)
+    if not nearest or answer.results:
+        return answer, False
+    answer = searcher.answer(query, system, limit, empty_rule=False)
+    return answer, bool(answer.results)
+
+
+def not_confident_note(query: str) -> str:
+    """What --nearest says on stderr when it shows the nearest memes of a "no match"."""
+    return f'not confident: nothing fits "{clean_line(query)}" well; these are the nearest'
 
 
 def withheld_count(db: DB, plan: QueryPlan) -> int:
@@ -503,13 +534,15 @@ def withheld_note(n: int) -> str:
     return note(n)
 
 
-def summary_line(query: str, results: list[Any], withheld: int) -> None:
-    """--json's last line for a query when it says more than its results: no match, memes withheld."""
-    if not results or withheld:
+def summary_line(query: str, results: list[Any], withheld: int, *, unsure: bool = False) -> None:
+    """--json's last line for a query when it says more than its results: no match, the nearest
+    memes of a "no match" (--nearest: "not_confident"), memes withheld."""
+    if not results or withheld or unsure:
         click.echo(
             json_line(
                 {"query": clean_line(query)}
                 | ({"no_match": True} if not results else {})
+                | ({"not_confident": True} if unsure else {})
                 | ({"withheld": withheld} if withheld else {})
             )
         )
@@ -536,13 +569,21 @@ def echo_paths(paths: list[str], *, null: bool = False) -> None:
 
 
 def prompt_loop(
-    db: DB, system: str, limit: int, *, as_json: bool = False, paths_only: bool = False, null: bool = False
+    db: DB,
+    system: str,
+    limit: int,
+    *,
+    as_json: bool = False,
+    paths_only: bool = False,
+    null: bool = False,
+    nearest: bool = False,
 ) -> int:
     """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
     at a prompt, a blank line quits; returns how many queries had no match.
     With --json: each query's results as JSON lines (each with its query), nothing else. With -l
     (or -0): each query's paths, then a blank line (or an empty NUL-ended record), so the n-th
-    block answers the n-th query even when one has no match."""
+    block answers the n-th query even when one has no match. With --nearest: the nearest memes
+    where a query has no match, said "not confident"."""
     from mambomeme.search import format_result, result_json, searcher_for
 
     searcher = searcher_for(db, system)
@@ -558,27 +599,30 @@ def prompt_loop(
                 break
             continue
         t0 = time.perf_counter()
-        answer = searcher.answer(query, system, limit)
+        answer, unsure = answer_for(searcher, query, system, limit, nearest=nearest)
         results, withheld = answer.results, withheld_count(db, answer.plan)
         ms = (time.perf_counter() - t0) * 1000
         missed += not results
         if as_json:
             for r in results:
                 click.echo(json_line({"query": clean_line(query)} | result_json(r)))
-            summary_line(query, results, withheld)
+            summary_line(query, results, withheld, unsure=unsure)
             continue
         if paths_only:
             echo_paths([result_path(r) for r in results], null=null)
             click.echo("\0" if null else "", nl=not null)  # the block's end
             if not results:
                 click.echo(f"{no_match_message(withheld)}: {clean_line(query)}", err=True)
-            elif withheld:
+            if unsure:
+                click.echo(f"note: {not_confident_note(query)}", err=True)
+            if results and withheld:
                 click.echo(f"note: {withheld_note(withheld)}: {clean_line(query)}", err=True)
             continue
         click.echo(f"» {clean_line(query)}")
         for r in results:
             click.echo(format_result(r))
         said = f"{len(results)} results" if results else no_match_message(withheld)
+        said = f"{len(results)} nearest (not confident: nothing fits well)" if unsure else said
         said += f" ({withheld_note(withheld)})" if results and withheld else ""
         click.echo(f"{said} in {ms:.0f} ms ({clean_line(system)})")
     return missed

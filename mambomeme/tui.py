@@ -13,12 +13,14 @@ the alternate screen is left, so `xdg-open "$(mambo search)"` works like an fzf 
 Keys as in fzf: typing always edits the query (from anywhere) and the results follow it after a
 short pause, its last word read as a prefix; actions are keys that are not letters (Up/Down,
 Ctrl-N/Ctrl-P, Ctrl-J/Ctrl-K move the selection from anywhere; Enter, Tab, Ctrl-/, Ctrl-O, Ctrl-Y,
-F1). Every key acts on the list of the query typed before it: an action key pressed before the list
-answers the typed query is queued, that answer is asked at once, and the key applies to it. So one
-Enter chooses the highlighted meme (or every marked one) of the typed query's answer. Ctrl-S
-searches at once without choosing (the scored submit of the PTY latency protocol, numbered
+Ctrl-R, F1). Every key acts on the list of the query typed before it: an action key pressed before
+the list answers the typed query is queued, that answer is asked at once, and the key applies to
+it. So one Enter chooses the highlighted meme (or every marked one) of the typed query's answer.
+Ctrl-S searches at once without choosing (the scored submit of the PTY latency protocol, numbered
 "search #N" on the status line) and gives the list the focus. The list grows past its first page
-as the selection nears its end."""
+as the selection nears its end. Where the answer is "no match", Ctrl-R shows the nearest memes
+anyway, under a "not confident" line (the search without its "no match" rule); the next query
+typed is answered as usual."""
 
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ from mambomeme.search import DEFAULT_SYSTEM, Result
 # Recorded with every interaction event; bump when the UI changes in a way that could change
 # how people interact with results (layout, keys, what is shown).
 # 5: keys queued, Down moves, the list grows, the preview from 120x30
-TUI_INTERFACE_VERSION = f"mambo-tui/5 ({__version__})"
+# 6: Ctrl-R shows the nearest memes of a "no match" (not confident)
+TUI_INTERFACE_VERSION = f"mambo-tui/6 ({__version__})"
 # Below 80x24 the screen is compact (the list without a preview, two lines a result); below this it
 # only says what it needs (a tmux split of 40x10 still searches).
 TUI_MIN_ROWS, TUI_MIN_COLS = 10, 40
@@ -191,6 +194,7 @@ class Searched:
     withheld: str = ""  # what the policy withholds that holds the words (a count, never which), or ""
     more: bool = False  # the search found more rows than were asked for
     extend: bool = False  # the answer to a DoSearch(extend=True): rows to add below those shown
+    nearest: bool = False  # the answer to a DoSearch(nearest=True): the nearest memes, not confident
 
 
 @dataclass(frozen=True)
@@ -229,6 +233,7 @@ class DoSearch:
     now: bool = False  # keys wait for this answer: the shell answers it before reading the next key
     limit: int = 0  # rows to ask for; 0: the screen's page (--limit)
     extend: bool = False  # more rows of the shown list, to add below it
+    nearest: bool = False  # the search without its "no match" rule: the nearest memes of a "no match"
 
 
 @dataclass(frozen=True)
@@ -342,6 +347,7 @@ class TUIState:
     paste: str | None = None  # a bracketed paste being read: its characters so far
     queued: tuple[str, ...] = ()  # action keys pressed before the list answered the typed query
     more: bool = False  # the search found more rows than the list holds
+    nearest: bool = False  # the rows are the nearest memes of a "no match" (Ctrl-R): not confident
 
 
 def _selected_row(s: TUIState) -> Row | None:
@@ -386,10 +392,11 @@ def _refresh(s: TUIState) -> tuple[TUIState, list]:
     if not query or not query.strip() or (s.wait_ready and s.model == "loading"):
         return s, []
     live = s.live + 1
+    nearest = s.nearest and query == s.searched_query  # the nearest memes shown stay the nearest
     # as long a list as is shown, so a grown list keeps its length and its highlighted meme
     return (
         dataclasses.replace(s, live=live, asked=(s.seq, live)),
-        [DoSearch(query, s.seq, live, exact=s.asked_exact, limit=len(s.rows))],
+        [DoSearch(query, s.seq, live, exact=s.asked_exact, limit=len(s.rows), nearest=nearest)],
     )
 
 
@@ -496,8 +503,10 @@ MOVES = {
 ENTER = "<Ctrl-m>"
 # Search now without choosing: the scored submit of the PTY latency harness (lab/pty.py).
 SUBMIT = "<Ctrl-s>"
+# On a "no match": the nearest memes anyway (a key no other binding uses).
+NEAREST = "<Ctrl-r>"
 # The keys that act on the list: pressed before it answers the typed query, they wait for that answer.
-LIST_KEYS = (*MOVES, "<TAB>", "<Shift-TAB>", ENTER, "<Ctrl-o>", "<Ctrl-y>")
+LIST_KEYS = (*MOVES, "<TAB>", "<Shift-TAB>", ENTER, "<Ctrl-o>", "<Ctrl-y>", NEAREST)
 PREVIEW_KEYS = ("<Ctrl-/>", "<F2>")  # fzf leaves toggle-preview unbound; its docs bind ctrl-/
 
 
@@ -525,7 +534,14 @@ def _grow(s: TUIState) -> tuple[TUIState, list]:
         dataclasses.replace(s, live=live, asked=(s.seq, live), asked_query=sq),
         [
             DoSearch(
-                sq, s.seq, live, exact=s.asked_exact, now=True, limit=min(TUI_MAX_ROWS, 2 * len(s.rows)), extend=True
+                sq,
+                s.seq,
+                live,
+                exact=s.asked_exact,
+                now=True,
+                limit=min(TUI_MAX_ROWS, 2 * len(s.rows)),
+                extend=True,
+                nearest=s.nearest,
             )
         ],
     )
@@ -552,12 +568,28 @@ def _queue(s: TUIState, key: str) -> tuple[TUIState, list]:
 def _replay(s: TUIState, effects: list) -> tuple[TUIState, list]:
     """The answer the queued keys waited for is shown: they act on it, in the order pressed."""
     keys, s = s.queued, dataclasses.replace(s, queued=())
-    for k in keys:
+    for i, k in enumerate(keys):
         if k == ENTER and not s.rows:  # "no match": the screen stays, to try other words
             continue
         s, more = _key(s, k)
         effects = [*effects, *more]
+        if k == NEAREST and more:  # the keys after it act on the nearest memes, once they answer
+            return dataclasses.replace(s, queued=keys[i + 1 :]), effects
     return s, effects
+
+
+def _nearest(s: TUIState) -> tuple[TUIState, list]:
+    """Ctrl-R on a "no match": the typed query searched again without the "no match" rule, as a
+    submit (its last word whole); its rows are shown under a "not confident" line."""
+    if s.rows and not s.nearest:
+        return dataclasses.replace(s, message='Ctrl-R shows the nearest memes where the answer is "no match"'), []
+    if s.searched_query is None or s.rows or s.nearest or s.searched_query != s.query:
+        return s, []  # nothing said "no match" (or the nearest are shown already): nothing to do
+    seq = s.seq + 1
+    return (
+        dataclasses.replace(s, seq=seq, asked=(seq, 0), asked_query=s.query, asked_exact=True, message=""),
+        [DoSearch(s.query, seq, nearest=True)],
+    )
 
 
 def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
@@ -629,6 +661,8 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         return _mark(s, 1 if key == "<TAB>" else -1)
     if key in MOVES:
         return _move(s, key)
+    if key == NEAREST:
+        return _nearest(s)
     enter = key == ENTER
     row = _selected_row(s)
     if row is not None and s.searched_query is not None:
@@ -659,6 +693,7 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
             edited,
             rows=(),
             searched_query=None,
+            nearest=False,
             selected=0,
             search_ms=None,
             live=s.live + 1,
@@ -732,6 +767,7 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
                 used_version=event.system_version,
                 selected=selected,
                 more=event.more,
+                nearest=event.nearest,
                 focus=s.focus if event.rows else "query",
                 message=s.message if same else "",
                 withheld=event.withheld,
@@ -748,6 +784,7 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
                 used_version=event.system_version,
                 selected=0,
                 more=event.more,
+                nearest=event.nearest,
                 focus="list" if event.rows else "query",
                 cursor=len(s.query),
                 withheld=event.withheld,
@@ -766,7 +803,7 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             s, effects = _live_search(s, s.query, now=True)  # the keys held for the model (--wait-ready)
         elif event.status == "ready" and was == "loading" and s.asked_query is not None:
             # What is on screen came from the lexical stand-in: ask again with the full system.
-            s, effects = _live_search(s, s.asked_query)
+            s, effects = _refresh(s) if s.nearest else _live_search(s, s.asked_query)
         if event.status == "failed":  # said after the submit it lets go (--wait-ready): its answer keeps it
             s = dataclasses.replace(s, message=_model_failed_note(event.detail))
     elif isinstance(event, PreviewLoaded):
@@ -1015,6 +1052,7 @@ HELP_LINES = (
     "  Enter             choose the highlighted result, or every marked one: quit",
     "                    and print the paths (waits for the typed query's list)",
     "  Ctrl-S            search now, without choosing",
+    '  Ctrl-R            at "no match": the nearest memes anyway (not confident)',
     "  Up/Down Ctrl-P/N  move through the results (Ctrl-K/J, PgUp/PgDn too)",
     "  Tab / Shift-Tab   with -m: mark or unmark the result, move down / up",
     "  Ctrl-/ or F2      show or hide the preview",
@@ -1025,8 +1063,7 @@ HELP_LINES = (
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
     "        D by meaning (dense); * marked (Tab);",
     "        sensitive, +N dup = N more copies of the file.",
-    'Picker: xdg-open "$(mambo search)"',
-    "        mambo search -m | xargs -d '\\n' ls",
+    "Picker: xdg-open \"$(mambo search)\" · mambo search -m | xargs -d '\\n' ls",
     "",
     "Press any key to close this help.",
 )
@@ -1063,6 +1100,9 @@ def _row_lines(r: Row, width: int, selected: bool, focused: bool, with_path: boo
     return lines
 
 
+NEAREST_OFFER = "Ctrl-R shows the nearest memes anyway (not confident)."
+
+
 def _list_lines(s: TUIState, height: int, width: int) -> list:
     if s.searched_query is None:
         intro = [
@@ -1073,12 +1113,19 @@ def _list_lines(s: TUIState, height: int, width: int) -> list:
     if not s.rows:
         said = [_plain(f"no match for “{clean_line(s.searched_query)}”", width, bold=True)]
         if s.withheld:  # wrapped: the count and what to do both stay on a 40-column screen
-            return said + [_plain(line, width) for line in textwrap.wrap(s.withheld + ".", width)]
-        return said + [_plain("Nothing in the library is close enough; try other words.", width)]
+            said += [_plain(line, width) for line in textwrap.wrap(s.withheld + ".", width)]
+        else:
+            said.append(_plain("Nothing in the library is close enough; try other words.", width))
+        if s.nearest:
+            return said + [_plain("Nothing is near it either.", width)]
+        return said + [_plain(line, width) for line in textwrap.wrap(NEAREST_OFFER, width)]
+    out = []
+    if s.nearest:  # the rule said "no match": these are only the nearest
+        out.append(_plain(f"not confident: nothing fits “{clean_line(s.searched_query)}” well; the nearest:", width))
+        height -= 1
     per = 3 if height >= 3 * len(s.rows) else 2
     visible = max(1, height // per)
     first = max(0, min(s.selected - visible + 1, len(s.rows) - visible))
-    out = []
     marked = {m.item_id for m in s.marked}
     for i, r in enumerate(s.rows[first : first + visible], first):
         out.extend(_row_lines(r, width, i == s.selected, s.focus == "list", per == 3, r.item_id in marked))
@@ -1111,6 +1158,8 @@ def _status_text(s: TUIState) -> str:
     if s.searched_query is not None:
         n = f"{len(s.rows)}{'+' if s.more else ''}"  # "10+": more are found as the selection nears the end
         parts.append(f"{n} result{'s' if n != '1' else ''}" if s.rows else "no match")
+        if s.nearest and s.rows:
+            parts[-1] = f"{n} nearest, not confident"
         if s.search_ms is not None:
             parts.append(f"{s.search_ms:.1f} ms" if s.search_ms < 10 else f"{s.search_ms:.0f} ms")
         if s.used_system:
@@ -1247,6 +1296,8 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
             cols,
             dark=True,
         )
+    elif s.searched_query is not None and s.searched_query == s.query and not s.nearest:  # "no match"
+        msg = _plain(" Ctrl-R the nearest memes · Ctrl-S search · F1 help · Esc quit", cols, dark=True)
     else:
         msg = _plain(" Enter choose · Down results · Ctrl-S search · Ctrl-O open · F1 help · Esc quit", cols, dark=True)
     lines.append(msg)

@@ -460,7 +460,8 @@ class _Shell:
         (Enter, Ctrl-S) and a search keys wait for (DoSearch.now) here on the main thread: a
         hand-over to another thread cost the submit ~5 ms at p50 in the PTY harness (bm25 p50
         10.4 ms vs 4.1 ms of search: the painter and the search thread took turns at the GIL).
-        One row more than asked is looked for, to say whether the list has more ("10+")."""
+        One row more than asked is looked for, to say whether the list has more ("10+"). A nearest
+        job (Ctrl-R on a "no match") is the search without its "no match" rule."""
         query, seq, live = job.query, job.seq, job.live
         system, embedder = self.system, None
         if self.needs_model:
@@ -477,7 +478,7 @@ class _Shell:
             db = self._search_db if on_thread else self.db
             limit = max(job.limit, self.limit)
             answer = Searcher(db, embedder, vectors=self.vectors).answer(
-                query, system, limit + 1, live=live > 0 and not job.exact
+                query, system, limit + 1, empty_rule=not job.nearest, live=live > 0 and not job.exact
             )
             more, results = len(answer.results) > limit, answer.results[:limit]
             if system not in self.versions:
@@ -491,7 +492,17 @@ class _Shell:
         rows = tuple(row_from_result(r, query) for r in results)
         ms = (time.perf_counter() - t0) * 1000
         return Searched(
-            seq, query, rows, ms, system, version, live=live, withheld=withheld, more=more, extend=job.extend
+            seq,
+            query,
+            rows,
+            ms,
+            system,
+            version,
+            live=live,
+            withheld=withheld,
+            more=more,
+            extend=job.extend,
+            nearest=job.nearest,
         )
 
     @staticmethod

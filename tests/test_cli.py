@@ -193,6 +193,31 @@ def test_piped_queries_print_one_block_each_and_exit_1_on_a_miss(fixture_library
     assert "» zzqxv\nno match" in res.stdout
 
 
+def test_nearest_answers_past_no_match_and_says_it_is_not_confident(fixture_library: Path) -> None:
+    """--nearest: where the answer is "no match", the nearest memes, exit 0 and a note on stderr;
+    --json marks the query's last line; -l, -0 and queries piped in too; a match is unchanged."""
+    q = "qwzx vbnm"
+    note = f'note: not confident: nothing fits "{q}" well; these are the nearest'
+
+    def nearest(*args: str, input: str | None = None):
+        return invoke("--db", fixture_library, "search", "--nearest", "-n", "3", *args, input=input)
+
+    assert invoke("--db", fixture_library, "search", q, expect=1).stderr.strip() == "no match"
+    res = nearest(q)
+    assert res.stdout.startswith(" 1.") and res.stdout.count("\n    /") == 3 and res.stderr.strip() == note
+    lines = [json.loads(x) for x in nearest("--json", q).stdout.splitlines()]
+    assert [x["rank"] for x in lines[:-1]] == [1, 2, 3] and lines[-1] == {"query": q, "not_confident": True}
+    paths = nearest("-l", q).stdout.splitlines()
+    assert paths == [x["path"] for x in lines[:-1]]
+    assert nearest("-0", q).stdout.split("\0") == [*paths, ""]
+    piped = nearest("-l", input=f"{q}\ncat\n")
+    assert piped.stdout.split("\n\n")[0].splitlines() == paths and note in piped.stderr
+    assert [json.loads(x) for x in nearest("--json", input=f"{q}\n").stdout.splitlines()] == lines
+    assert "3 nearest (not confident" in nearest(input=f"{q}\n").stdout
+    for args in (["john cena"], ["--json", "john cena"]):  # a match: the same answer
+        assert nearest(*args).stdout == invoke("--db", fixture_library, "search", "-n", "3", *args).stdout
+
+
 def test_the_library_view_has_absolute_paths(fixture_library: Path) -> None:
     res = invoke("--db", fixture_library, "sql", "--json", "SELECT item_id, path, abs_path FROM library")
     rows = [json.loads(x) for x in res.stdout.splitlines()]

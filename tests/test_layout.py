@@ -64,7 +64,11 @@ LAYERS: dict[str, int] = {
 }
 COMMAND_LINE = ("mambo", "mambomeme.cli")  # the script and the module that holds its commands
 LAYER_NAMES = ("library", "search / ingest / templates", "features", "command line")
-MAX_LINES = 1200
+# Counted on ruff-formatted code, which writes one argument a line where a call does not fit: the
+# long files grew 20-29 % when it was adopted with no change of content (commands 1,125 -> 1,353
+# lines, lab/evaluation.py 1,061 -> 1,293, tests/test_evaluation.py 943 -> 1,219), so the 1,200
+# lines of the hand-wrapped style are ~1,500 now. cli.py and tui.py are the next to split by job.
+MAX_LINES = 1500
 
 
 def modules() -> dict[str, Path]:

@@ -4,6 +4,7 @@ page). Headless through process_event and paint, then in a real PTY on the fixtu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from test_tui import (
     served_results,
 )
 
-from helpers import assert_restored, finish, output, run_app, search
+from helpers import assert_restored, expect_ready, finish, output, run_app, search
 from mambomeme import tui
 
 # -- headless ----------------------------------------------------------------------------------
@@ -111,6 +112,49 @@ def test_the_help_fits_an_80x24_screen():
         assert line.strip() in body, line
 
 
+def test_ctrl_r_shows_the_nearest_memes_of_a_no_match_under_not_confident():
+    """A "no match" offers Ctrl-R (its text, the hint line, F1): the typed query searched without the
+    "no match" rule, its rows under a "not confident" line, Enter picks from them; a new query
+    typed is answered as usual."""
+    rows = tuple(tui.row_from_result(fake_result(i), "zzqx") for i in range(1, 4))
+    s, _ = feed(tui.TUIState(system="hybrid", model="ready"), *"zzqx", "<Ctrl-s>")
+    s, eff = feed(s, tui.Searched(1, "zzqx", (), 1.0, "hybrid", 2))
+    text, _ = screen(s)
+    assert "no match for “zzqx”" in text[2] and "Ctrl-R shows the nearest memes" in text[4]
+    assert "Ctrl-R the nearest memes" in text[22]
+    s, eff = feed(s, "<Ctrl-r>")
+    assert eff == [tui.DoSearch("zzqx", 2, nearest=True)]
+    s, eff = feed(s, tui.Searched(2, "zzqx", rows, 3.0, "hybrid", 2, nearest=True))
+    text, _ = screen(s)
+    assert text[2].startswith("not confident: nothing fits “zzqx” well") and "› 1. Meme number 1" in text[3]
+    assert "3 nearest, not confident" in text[23] and s.focus == "list"
+    s, eff = feed(s, "<DOWN>")
+    t, eff = feed(s, "<Ctrl-y>")
+    assert eff[-1] == tui.CopyPath("/memes/cena-02.png", 2)
+    t, eff = feed(s, "<Ctrl-m>")
+    assert eff[-1] == tui.Choose(("/memes/cena-02.png",), (2,))
+    # the list grows, and the library changing asks again, without the rule too
+    t, eff = feed(dataclass_replace(s, more=True), "<DOWN>")
+    assert eff[-1].extend and eff[-1].nearest
+    assert feed(s, tui.LibraryChanged())[1][-1].nearest
+    # a new query typed: answered as usual
+    s, eff = feed(s, "s", tui.Paused(s.edits + 1))
+    assert eff[-1] == tui.DoSearch("zzqxs", 2, 1)
+    s, _ = feed(s, tui.Searched(2, "zzqxs", (), 1.0, "hybrid", 2, live=1))
+    assert not s.nearest and "Ctrl-R shows the nearest memes" in screen(s)[0][4]
+    # Ctrl-R typed with the query, before its answer: it waits for it, then asks for the nearest
+    s, eff = feed(tui.TUIState(system="hybrid", model="ready"), *"zzqx", "<Ctrl-r>", "<Ctrl-m>")
+    assert eff[-1] == tui.DoSearch("zzqx", 1) and s.queued == ("<Ctrl-r>", "<Ctrl-m>")
+    s, eff = feed(s, tui.Searched(1, "zzqx", (), 1.0, "hybrid", 2))
+    assert eff[-1] == tui.DoSearch("zzqx", 2, nearest=True) and s.queued == ("<Ctrl-m>",)
+    s, eff = feed(s, tui.Searched(2, "zzqx", rows, 3.0, "hybrid", 2, nearest=True))
+    assert eff[-1] == tui.Choose(("/memes/cena-01.png",), (1,))
+    # a list that answers confidently: Ctrl-R says what it is for, and asks nothing
+    s, eff = feed(searched_state(), "<Ctrl-r>")
+    assert eff == [] and "no match" in s.message
+    assert any("Ctrl-R" in line for line in tui.HELP_LINES)
+
+
 def test_the_preview_is_on_where_it_fits_beside_a_readable_list():
     s = searched_state()
     t, eff = feed(s, tui.Sized(24, 80))
@@ -169,4 +213,20 @@ def test_every_match_is_reachable_past_the_first_page(fixture_library: Path):
     child.send("\r")
     rc, raw = finish(child)
     assert rc == 0 and printed(raw) == [served[-1][1]]
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_the_nearest_memes_past_no_match_on_one_key(fixture_library: Path):
+    """A query with no match, then Ctrl-R: the nearest memes under "not confident"; Enter prints one."""
+    child = run_app(fixture_library, "--system", "hybrid", timeout=90)
+    expect_ready(child, timeout=90)
+    assert search(child, "qwzx vbnm", 1).startswith(" no match · ")
+    child.send("\x12")  # Ctrl-R
+    child.expect(r"\x1b\[7m([^\x1b\n]*)search #2 ")
+    assert re.match(r" 10\+? nearest, not confident · ", child.match.group(1))
+    assert "not confident: nothing fits “qwzx vbnm” well" in output(child)
+    child.send("\r")
+    rc, raw = finish(child)
+    assert rc == 0 and len(printed(raw)) == 1 and Path(printed(raw)[0]).is_file()
     assert_restored(raw)

@@ -448,6 +448,12 @@ def _search(
     null: bool = False,
     nearest: bool = False,
 ) -> None:
+    if query is not None:  # a one-shot search: the helper that keeps the model loaded answers it, if one runs
+        from mambomeme.search_helper import forwarded
+
+        code = forwarded(ctx.obj["db_path"], query, system, limit, as_json=as_json, paths_only=paths_only, null=null)
+        if code is not None:
+            ctx.exit(code)
     if as_json and (paths_only or null):
         raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
     paths_only = paths_only or null  # -0 prints paths

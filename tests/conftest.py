@@ -19,6 +19,8 @@ def _session_env(tmp_path_factory: pytest.TempPathFactory) -> None:
     # The OCR engine's optimised-model cache is shared by the session; data folders are per test.
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
     os.environ["HF_HUB_OFFLINE"] = "1"
+    # No search helper outlives a test: only the helper's own tests (test_search_helper.py) start one.
+    os.environ["MAMBO_NO_HELPER"] = "1"
 
 
 @pytest.fixture(autouse=True)

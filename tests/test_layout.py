@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.sqlshell": 2,
     "mambomeme.cli_base": 2,
     "mambomeme.safety_batch": 2,
+    "mambomeme.search_helper": 2,
     # the lab: benchmarks, evaluation, calibration (the product never imports it)
     "mambomeme.lab": 2,
     "mambomeme.lab.bench": 2,

@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -161,9 +162,15 @@ def forwarded(
     return int(reply["code"])
 
 
+def private_folder(folder: Path) -> bool:
+    """The socket's folder is this user's alone (not a look-alike another user made in /tmp)."""
+    st = folder.lstat()
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
 def ask(request: dict[str, Any]) -> dict[str, Any] | None:
     path = socket_path()
-    if not path.exists():
+    if not path.exists() or not private_folder(path.parent):
         return None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(CONNECT_SECONDS)
@@ -293,9 +300,9 @@ def serve(run: Callable[[list[str]], None]) -> None:
     _serving = True
     folder = socket_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.lstat().st_uid != os.getuid() or not folder.is_dir() or folder.is_symlink():
+        return  # someone else's folder (a shared temp folder): no helper
     os.chmod(folder, 0o700)
-    if folder.stat().st_uid != os.getuid():
-        return
     path = socket_path()
     lock = open(path.with_suffix(".lock"), "w")  # noqa: SIM115 - held for the helper's life
     if not take(lock):

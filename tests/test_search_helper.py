@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from helpers import REPO, run_process
@@ -105,8 +106,19 @@ def test_the_helper_answers_as_the_command_does(fixture_library: Path, helper_en
         same_as_in_process(args, env)
         assert answers(log).count(f"answer {pid}") == before + 1, f"{args} not answered by the helper"
     assert mambo("--db", db, "search", "zzqxj wvvkp", env=env).returncode == 1
-    # The runs with MAMBO_NO_HELPER=1 above were never sent to it: eight compared, and this one.
-    assert answers(log).count(f"answer {pid}") == 9
+    # On a terminal -l escapes the paths: the helper is told stdout is one, and writes the same.
+    on_terminal = [in_pty(["--db", db, "search", "-l", "cat"], e) for e in (env, env | {"MAMBO_NO_HELPER": "1"})]
+    assert on_terminal[0] == on_terminal[1] and on_terminal[0][1] == 0
+    # The runs with MAMBO_NO_HELPER=1 above were never sent to it: eight compared, and two more.
+    assert answers(log).count(f"answer {pid}") == 10
+
+
+def in_pty(args: list[object], env: dict[str, str]) -> tuple[bytes, int]:
+    """mambo.py on a terminal (stdout and stderr both): what it writes, and its exit status."""
+    child = pexpect.spawn(sys.executable, [str(REPO / "mambo.py"), *map(str, args)], env=env, timeout=120)
+    out = child.read()
+    child.close()
+    return out, child.exitstatus
 
 
 def test_a_killed_helper_is_replaced_without_an_error(fixture_library: Path, helper_env) -> None:

@@ -34,8 +34,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from mambomeme.library import __version__, default_db_path
-
 # An idle helper exits after this long: a working session's or a script's searches come minutes
 # apart at most, and a helper holds the model (~0.5 GB) that nobody else needs once they stop.
 IDLE_SECONDS = 5 * 60
@@ -44,10 +42,13 @@ IDLE_SECONDS = 5 * 60
 ANSWER_SECONDS = 60.0
 # How long a client waits to connect: a live helper accepts at once (its backlog queues callers).
 CONNECT_SECONDS = 1.0
-# MAMBO_HELPER_LOG (tests): the helper appends "start PID" there, and "answer PID" for each search
-# it answers, so a test can tell who answered without any change to the output.
+# MAMBO_HELPER_LOG (tests): the helper appends "start PID" there, "ready PID" once warm, and
+# "answer PID" for each search it answers, so a test can tell who answered without any change to the output.
 LOG_ENV = "MAMBO_HELPER_LOG"
 NO_HELPER_ENV = "MAMBO_NO_HELPER"
+FIRST_ENV = "MAMBO_HELPER_FIRST"  # the search that started a helper, run again to warm it
+# A new helper loads the model once the search that started it has ended, or after this long.
+STARTER_SECONDS = 30.0
 # A new helper waits up to LOCK_TRIES x 0.1 s for a stale one (told so by a client) to exit.
 LOCK_TRIES = 20
 PACKAGE = Path(__file__).resolve().parent
@@ -76,6 +77,8 @@ def code_stamp() -> str:
         for e in sorted(os.scandir(d), key=lambda e: e.name)
         if e.name.endswith((".py", ".sql"))
     ]
+    from mambomeme.library import __version__
+
     text = "\n".join([sys.executable, str(PACKAGE), __version__, *times])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -87,6 +90,8 @@ def socket_path() -> Path:
 
 def library_path(db_path: Path | None) -> str:
     """The library a search opens, as the client resolves it (the helper must resolve the same)."""
+    from mambomeme.library import default_db_path
+
     return str(Path(db_path or default_db_path()).resolve())
 
 
@@ -153,7 +158,7 @@ def forwarded(
     except (OSError, ValueError, ConnectionError):  # nobody listening, a dead or stuck helper
         reply = None
     if reply is None or "refused" in reply:
-        start_helper()
+        start_helper(request)
         return None
     streams = (sys.stdout.buffer, sys.stderr.buffer)
     for fd, text in reply["chunks"]:
@@ -180,10 +185,12 @@ def ask(request: dict[str, Any]) -> dict[str, Any] | None:
         return receive(sock)
 
 
-def start_helper() -> None:
+def start_helper(first: dict[str, Any]) -> None:
     """Start a helper, detached from this terminal and session; it writes nothing to the user's
-    terminal. One that finds another already serving (its lock held) exits at once."""
+    terminal. One that finds another already serving (its lock held) exits at once. It is given
+    this search (in its environment, which only its user can read) to run once as a warm-up."""
     env = dict(os.environ)
+    env[FIRST_ENV] = json.dumps(first)
     env["PYTHONPATH"] = os.pathsep.join(x for x in (str(PACKAGE.parent), env.get("PYTHONPATH")) if x)
     with contextlib.suppress(OSError):
         subprocess.Popen(
@@ -317,7 +324,8 @@ def serve(run: Callable[[list[str]], None]) -> None:
     log("start")
     signal.signal(signal.SIGTERM, _stop)
     try:
-        preload()
+        preload(run)
+        log("ready")
         server.settimeout(IDLE_SECONDS)
         while True:
             try:
@@ -379,23 +387,34 @@ def log(what: str) -> None:
             f.write(f"{what} {os.getpid()}\n")
 
 
-def preload() -> None:
-    """Load the model before the first request: the second search should not wait for it."""
+def wait_for_starter() -> None:
+    """Until the search that started this helper has ended (or STARTER_SECONDS): on two cores,
+    starting beside it would slow that first search down."""
+    starter, end = os.getppid(), time.monotonic() + STARTER_SECONDS
+    while os.getppid() == starter and time.monotonic() < end:
+        time.sleep(0.02)
+
+
+def preload(run: Callable[[list[str]], None]) -> None:
+    """Load what a search needs before the next request, by running the search that started this
+    helper once more (its output dropped): the model if it uses one, the library's vectors, the
+    modules."""
     with contextlib.suppress(Exception):
-        from mambomeme.embed import get_embedder
-
-        get_embedder()
+        answer(json.loads(os.environ.pop(FIRST_ENV)), run)
 
 
-def main() -> None:
+def command_line() -> Any:
     # The helper serves the command line it belongs to: it runs `mambo search` itself, found by
     # name when it runs (the command line calls this module, never the reverse at import).
     import importlib
 
-    cli = importlib.import_module("mambomeme.cli").cli
+    return importlib.import_module("mambomeme.cli").cli
 
+
+def main() -> None:
     def run(args: list[str]) -> None:
-        cli.main(args=args, prog_name="mambo", standalone_mode=True)
+        command_line().main(args=args, prog_name="mambo", standalone_mode=True)
 
     with contextlib.suppress(KeyboardInterrupt):
+        wait_for_starter()
         serve(run)

@@ -157,14 +157,17 @@ def forwarded(
         reply = ask(request)
     except (OSError, ValueError, ConnectionError):  # nobody listening, a dead or stuck helper
         reply = None
-    if reply is None or "refused" in reply:
+    try:
+        code = int(reply["code"])
+        chunks = [(int(fd), text.encode("latin-1")) for fd, text in reply["chunks"]]
+        streams = (sys.stdout.buffer, sys.stderr.buffer)
+    except (TypeError, KeyError, ValueError, AttributeError):  # refused, or no answer
         start_helper(request)
         return None
-    streams = (sys.stdout.buffer, sys.stderr.buffer)
-    for fd, text in reply["chunks"]:
-        streams[fd].write(text.encode("latin-1"))
+    for fd, data in chunks:
+        streams[fd].write(data)
         streams[fd].flush()
-    return int(reply["code"])
+    return code
 
 
 def private_folder(folder: Path) -> bool:
@@ -180,9 +183,16 @@ def ask(request: dict[str, Any]) -> dict[str, Any] | None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(CONNECT_SECONDS)
         sock.connect(str(path))
+        pid, uid = peer(sock)
+        if uid != os.getuid():
+            return None
         sock.settimeout(ANSWER_SECONDS)
         send(sock, request)
-        return receive(sock)
+        try:
+            return receive(sock)
+        except TimeoutError:  # a stuck helper: gone, so that the next one can take its place
+            os.kill(pid, signal.SIGKILL)
+            raise
 
 
 def start_helper(first: dict[str, Any]) -> None:
@@ -295,9 +305,10 @@ def _db_arg(args: list[str]) -> Path | None:
     return Path(args[1]) if args[:1] == ["--db"] else None
 
 
-def peer_uid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+def peer(conn: socket.socket) -> tuple[int, int]:
+    """The process at the other end of the socket, and its user (SO_PEERCRED): pid, uid."""
+    pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid
 
 
 def serve(run: Callable[[list[str]], None]) -> None:
@@ -366,7 +377,7 @@ def serve_one(conn: socket.socket, stamp: str, run: Callable[[list[str]], None])
     """Answer one request; False when this helper should stop (its code changed on disk)."""
     try:
         conn.settimeout(ANSWER_SECONDS)
-        if peer_uid(conn) != os.getuid():
+        if peer(conn)[1] != os.getuid():
             return True
         request = receive(conn)
         if request.get("stamp") != stamp:

@@ -648,7 +648,10 @@ def bench_cold(
                 queries[i % len(queries)],
             ]
             t0 = time.perf_counter()
-            child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # Cold: each search loads everything itself, never through a search helper.
+            child = subprocess.Popen(
+                argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ | {"MAMBO_NO_HELPER": "1"}
+            )
             _, status, usage = os.wait4(child.pid, 0)  # wait4: this child's own peak RSS
             wall[system].append(time.perf_counter() - t0)
             child.returncode = os.waitstatus_to_exitcode(status)

@@ -451,7 +451,7 @@ def _search(
     if query is not None:  # a one-shot search: the helper that keeps the model loaded answers it, if one runs
         from mambomeme.search_helper import forwarded
 
-        code = forwarded(ctx.obj["db_path"], query, system, limit, as_json=as_json, paths_only=paths_only, null=null)
+        code = forwarded(ctx)
         if code is not None:
             ctx.exit(code)
     if as_json and (paths_only or null):

@@ -124,34 +124,40 @@ def receive(sock: socket.socket) -> dict[str, Any]:
 # ─────────────────────────────────────────────────────────────────────────────
 
 
-def search_args(db_path: Path | None, query: str, system: str, limit: int, flags: dict[str, bool]) -> list[str]:
-    """`mambo search`'s command line for one query, as parsed (the helper parses it again)."""
-    args = ["--db", str(db_path)] if db_path is not None else []
-    args += ["search", "--system", system, "-n", str(limit)]
-    args += [flag for flag, on in flags.items() if on]
-    return [*args, "--", query]
+def search_args(ctx: Any) -> list[str]:
+    """`mambo search`'s command line for one query, from what click parsed (every option, so that
+    the helper parses the same search again); the query's words as one, after `--`."""
+    args = ["--db", str(ctx.obj["db_path"])] if ctx.obj.get("db_path") is not None else []
+    args.append("search")
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.param_type_name != "option" or value is None:
+            continue
+        if param.is_flag:
+            args += [param.opts[0]] if value else []
+        else:
+            args += [param.opts[0], str(value)]
+    return [*args, "--", " ".join(ctx.params["words"])]
 
 
-def forwarded(
-    db_path: Path | None, query: str, system: str, limit: int, *, as_json: bool, paths_only: bool, null: bool
-) -> int | None:
-    """Answer a one-shot search through the helper: write its output and return its exit status,
-    or None (nothing written) when there is no helper to answer; then one is started for the next
-    call, and the caller answers this one."""
+def forwarded(ctx: Any) -> int | None:
+    """Answer a one-shot search (`mambo search`'s click context, with a QUERY) through the helper:
+    write its output and return its exit status, or None (nothing written) when there is no helper
+    to answer; then one is started for the next call, and the caller answers this one."""
     if not enabled():
         return None
     try:
-        args = search_args(db_path, query, system, limit, {"--json": as_json, "--paths": paths_only, "--null": null})
+        args = search_args(ctx)
         request = {
             "stamp": code_stamp(),
             "args": args,
-            "library": library_path(db_path),
+            "library": library_path(ctx.obj.get("db_path")),
             "cwd": os.getcwd(),
             "env": dict(os.environ),
             "tty": [s.isatty() for s in (sys.stdin, sys.stdout, sys.stderr)],
             "encodings": [[s.encoding, s.errors] for s in (sys.stdout, sys.stderr)],
         }
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return None
     try:
         reply = ask(request)

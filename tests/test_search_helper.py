@@ -101,6 +101,7 @@ def test_the_helper_answers_as_the_command_does(fixture_library: Path, helper_en
         ["--db", db, "search", "--json", "-s", "hybrid", "zzqxj wvvkp"],  # no match: exit 1
         ["--db", db, "search", "zzqxj wvvkp"],
         ["--db", db, "search", "--json", "-l", "cat"],  # an error: exit 2
+        ["--db", db, "search", "--nearest", "-l", "-n", "3", "zzqxj wvvkp"],
     ):
         before = answers(log).count(f"answer {pid}")
         same_as_in_process(args, env)
@@ -109,8 +110,8 @@ def test_the_helper_answers_as_the_command_does(fixture_library: Path, helper_en
     # On a terminal -l escapes the paths: the helper is told stdout is one, and writes the same.
     on_terminal = [in_pty(["--db", db, "search", "-l", "cat"], e) for e in (env, env | {"MAMBO_NO_HELPER": "1"})]
     assert on_terminal[0] == on_terminal[1] and on_terminal[0][1] == 0
-    # The runs with MAMBO_NO_HELPER=1 above were never sent to it: eight compared, and two more.
-    assert answers(log).count(f"answer {pid}") == 10
+    # The runs with MAMBO_NO_HELPER=1 above were never sent to it: nine compared, and two more.
+    assert answers(log).count(f"answer {pid}") == 11
 
 
 def in_pty(args: list[object], env: dict[str, str]) -> tuple[bytes, int]:

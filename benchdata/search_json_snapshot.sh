@@ -8,7 +8,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 tree="$(cd "$1" && pwd)"; out="$(realpath -m "$2")"; lib="$(mktemp -d)"
 cp -r "$here/benchdata/fixture/images" "$lib/images"
 cd "$lib"  # not the caller's folder: python puts the working folder first on sys.path
-export PYTHONPATH="$tree" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+export MAMBO_NO_HELPER=1 PYTHONPATH="$tree" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 "$here/.venv/bin/python" "$tree/mambo.py" --db "$lib/lib.sqlite" add -q "$lib/images" 2>/dev/null
 "$here/.venv/bin/python" - "$lib/lib.sqlite" "$here/benchdata/fixture/queries.jsonl" > "$out" <<'PY'
 import json

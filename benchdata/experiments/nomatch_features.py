@@ -221,7 +221,7 @@ def main() -> None:
         "--condition",
         choices=("both", "annotated", "bare"),
         default="both",
-        help="fit over both libraries (sessions 6-7) or one library's condition (session 8)",
+        help="one model over both libraries' queries, or one per condition (as `mambo eval bench no-match`)",
     )
     args = ap.parse_args()
     queries = judged_queries(Path(args.queries), Path(args.labels))

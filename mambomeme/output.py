@@ -1,10 +1,14 @@
 """What reaches a person or another program: text with its escape sequences removed, paths
-escaped for a terminal or as their exact bytes for a pipe, and the one-line error a user sees."""
+escaped for a terminal or as their exact bytes for a pipe, the one-line error a user sees, and a
+file handed to the person's viewer."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
@@ -91,3 +95,22 @@ def path_bytes(paths: Iterable[str], *, null: bool = False, tty: bool = False) -
         except UnicodeEncodeError:
             raise MamboError(f"path is not valid UTF-8 and cannot be printed exactly: {show_path(p)}") from None
     return b"".join(out)
+
+
+def viewer() -> str:
+    """The command that opens a file for the person: $MAMBO_OPENER, else xdg-open."""
+    return os.environ.get("MAMBO_OPENER") or "xdg-open"
+
+
+def start_viewer(path: str) -> subprocess.Popen:
+    """Hand `path` to the viewer, detached (its own session, no stdin or output of ours), so it
+    outlives this process and never writes over a screen. Raises OSError when the command cannot
+    start and ValueError when $MAMBO_OPENER cannot be split into words."""
+    return subprocess.Popen(
+        [*shlex.split(viewer()), path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )

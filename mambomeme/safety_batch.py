@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
-import subprocess
 import sys
 import termios
 import tty
@@ -22,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mambomeme.library import DB
-from mambomeme.output import clean_line, show_path
+from mambomeme.output import clean_line, show_path, start_viewer, viewer
 from mambomeme.safety_meaning import meaning_model
 from mambomeme.safety_picture import REASON as PICTURE_REASON
 from mambomeme.safety_review import decide, has_decision, review_list
@@ -131,18 +129,10 @@ def open_picture(path: Path | None) -> str:
     """Hand the meme's file to the viewer ($MAMBO_OPENER, else xdg-open), detached, as the search screen does."""
     if path is None or not path.exists():
         return "  the file is not there any more"
-    opener = os.environ.get("MAMBO_OPENER") or "xdg-open"
     try:
-        subprocess.Popen(
-            [*shlex.split(opener), str(path)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-        )
+        start_viewer(str(path))
     except (OSError, ValueError) as e:
-        return f"  cannot open with {clean_line(opener)!r}: {clean_line(str(e))} (set $MAMBO_OPENER)"
+        return f"  cannot open with {clean_line(viewer())!r}: {clean_line(str(e))} (set $MAMBO_OPENER)"
     return f"  opening: {show_path(path)}"
 
 

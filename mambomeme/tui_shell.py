@@ -9,7 +9,6 @@ import contextlib
 import functools
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from typing import Any
 from mambomeme.dense_memory import InMemoryVectors
 from mambomeme.embed import get_embedder, waiting_note, waiting_to_embed
 from mambomeme.library import DB, db_error_message, get_setting
-from mambomeme.output import MamboError, clean_line, clean_text, path_bytes
+from mambomeme.output import MamboError, clean_line, clean_text, path_bytes, start_viewer, viewer
 from mambomeme.query_plan import QueryPlan
 from mambomeme.search import DEFAULT_SYSTEM, Searcher, load_system, needs_model, plan_for, system_version
 from mambomeme.tui import (
@@ -551,18 +550,10 @@ class _Shell:
     def open_file(self, path: str, shown: str) -> Message:
         if not Path(path).exists():
             return Message(f"file not found: {shown}")
-        opener = os.environ.get("MAMBO_OPENER") or "xdg-open"
+        opener = viewer()
         self.children = [c for c in self.children if c.poll() is None]  # reap finished openers
         try:
-            cmd = shlex.split(opener)
-            child = subprocess.Popen(
-                [*cmd, path],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                close_fds=True,
-            )
+            child = start_viewer(path)
         except (OSError, ValueError) as e:
             return Message(f"cannot open with {clean_line(opener)!r}: {clean_line(str(e))}")
         self.children.append(child)

@@ -717,6 +717,24 @@ def _want_preview(s: TUIState, effects: list) -> list:
     return effects
 
 
+def _answered(s: TUIState, event: Searched) -> TUIState:
+    """The state showing an answer to a new search (typed or submitted): its rows and what the
+    status line says of it; the previews already decoded for rows it keeps."""
+    return dataclasses.replace(
+        s,
+        rows=event.rows,
+        searched_query=event.query,
+        shown_seq=event.seq,
+        search_ms=event.ms,
+        used_system=event.system,
+        used_version=event.system_version,
+        more=event.more,
+        nearest=event.nearest,
+        withheld=event.withheld,
+        previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews},
+    )
+
+
 def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
     """The whole behaviour: (state, event) -> (new state, effects for the shell to perform)."""
     s = state
@@ -758,38 +776,18 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             keep = _selected_row(s) if event.query == s.searched_query else None
             selected = next((i for i, r in enumerate(event.rows) if keep and r.item_id == keep.item_id), 0)
             s = dataclasses.replace(
-                s,
-                rows=event.rows,
-                searched_query=event.query,
-                shown_seq=event.seq,
-                search_ms=event.ms,
-                used_system=event.system,
-                used_version=event.system_version,
+                _answered(s, event),
                 selected=selected,
-                more=event.more,
-                nearest=event.nearest,
                 focus=s.focus if event.rows else "query",
                 message=s.message if same else "",
-                withheld=event.withheld,
-                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews},
             )
         else:
             s = dataclasses.replace(
-                s,
-                rows=event.rows,
-                searched_query=event.query,
-                shown_seq=event.seq,
-                search_ms=event.ms,
-                used_system=event.system,
-                used_version=event.system_version,
+                _answered(s, event),
                 selected=0,
-                more=event.more,
-                nearest=event.nearest,
                 focus="list" if event.rows else "query",
                 cursor=len(s.query),
-                withheld=event.withheld,
                 message=s.message if s.model == "failed" and s.message == _model_failed_note(s.model_detail) else "",
-                previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews},
             )
             effects = [Record("render", event.query)]
         if s.queued and event.query == s.query and not event.extend:

@@ -361,7 +361,7 @@ SYSTEM_HELP = (
     "--nearest",
     is_flag=True,
     help='Always answer: where it would say "no match", the nearest memes, with a "not confident" note on '
-    'stderr (--json: "not_confident": true on the query\'s last line); exit 0. The screen: Ctrl-R.',
+    'stderr (--json: "not_confident": true on each result); exit 0. The screen: Ctrl-R.',
 )
 @click.option("--query", "-q", "typed", metavar="TEXT", help="Open the full-screen search with TEXT typed in.")
 @click.option(
@@ -466,7 +466,7 @@ def _search(
             "chosen paths: give a QUERY, as `mambo search --json cat`"
         )
     from mambomeme.embed import waiting_note, waiting_to_embed
-    from mambomeme.search import format_result, result_json, searcher_for, sync_systems
+    from mambomeme.search import format_result, searcher_for, sync_systems
 
     db = open_library(ctx)
     sync_systems(db)
@@ -496,10 +496,10 @@ def _search(
     results, withheld = answer.results, withheld_count(db, answer.plan)
     if paths_only:
         echo_paths([result_path(r) for r in results], null=null)
-    for r in results if not paths_only else ():
-        click.echo(json_line({"query": clean_line(query)} | result_json(r)) if as_json else format_result(r))
     if as_json:
-        summary_line(query, results, withheld, unsure=unsure)
+        json_answer(query, results, withheld, unsure=unsure)
+    for r in results if not (paths_only or as_json) else ():
+        click.echo(format_result(r))
     if not results:
         click.echo(no_match_message(withheld), err=True)
         ctx.exit(1)
@@ -540,18 +540,17 @@ def withheld_note(n: int) -> str:
     return note(n)
 
 
-def summary_line(query: str, results: list[Any], withheld: int, *, unsure: bool = False) -> None:
-    """--json's last line for a query when it says more than its results: no match, the nearest
-    memes of a "no match" (--nearest: "not_confident"), memes withheld."""
-    if not results or withheld or unsure:
-        click.echo(
-            json_line(
-                {"query": clean_line(query)}
-                | ({"no_match": True} if not results else {})
-                | ({"not_confident": True} if unsure else {})
-                | ({"withheld": withheld} if withheld else {})
-            )
-        )
+def json_answer(query: str, results: list[Any], withheld: int, *, unsure: bool = False) -> None:
+    """--json: a line a result, each a result (with its rank), so a reader takes every line of a
+    found answer as one; what the answer says beside its results rides on each of them (memes
+    withheld, --nearest's "not_confident"); "no match" is the one line without a result."""
+    from mambomeme.search import result_json
+
+    said = ({"not_confident": True} if unsure else {}) | ({"withheld": withheld} if withheld else {})
+    for r in results:
+        click.echo(json_line({"query": clean_line(query)} | result_json(r) | said))
+    if not results:
+        click.echo(json_line({"query": clean_line(query), "no_match": True} | said))
 
 
 def no_match_message(withheld: int) -> str:
@@ -590,7 +589,7 @@ def prompt_loop(
     (or -0): each query's paths, then a blank line (or an empty NUL-ended record), so the n-th
     block answers the n-th query even when one has no match. With --nearest: the nearest memes
     where a query has no match, said "not confident"."""
-    from mambomeme.search import format_result, result_json, searcher_for
+    from mambomeme.search import format_result, searcher_for
 
     searcher = searcher_for(db, system)
     interactive = sys.stdin.isatty()
@@ -610,9 +609,7 @@ def prompt_loop(
         ms = (time.perf_counter() - t0) * 1000
         missed += not results
         if as_json:
-            for r in results:
-                click.echo(json_line({"query": clean_line(query)} | result_json(r)))
-            summary_line(query, results, withheld, unsure=unsure)
+            json_answer(query, results, withheld, unsure=unsure)
             continue
         if paths_only:
             echo_paths([result_path(r) for r in results], null=null)

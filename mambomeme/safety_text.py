@@ -14,7 +14,10 @@ from typing import NamedTuple
 # between words, never one word (a group AND a dehumanising predicate, a violent outcome AND a human
 # target, a phone number AND an address). benchdata/safety_check.py, 2026-11-30: 0 of 339 harmless
 # captions hidden (target <= 1 %), 28/28 dev unsafe + critical caught. See docs/decisions.md#text-safety.
-RULES_VERSION = "mambo-text-rules-2"
+# Rules that see a group of people near violence or a dehumanising comparison without that relation
+# mark the meme `sensitive` (shown, with a marker: dark humour is sensitive under the policy) rather
+# than withhold it: real captions joke this way far more often than they incite.
+RULES_VERSION = "mambo-text-rules-3"
 
 
 class Detection(NamedTuple):
@@ -121,6 +124,57 @@ VIOLENT_ON_THEM_RE = re.compile(
     re.IGNORECASE,
 )
 
+# ── a group of people in the caption (sensitive unless a rule above proves more). Groups by the
+# characteristics hate speech targets (ethnicity, nationality, religion, sexuality, gender identity,
+# disability) and the groups jokes pick on by age. Named beside violence, in a generalising question,
+# or compared to vermin, the meme is marked: the policy's dark humour, shown with a marker, while a
+# person decides (`mambo safety review`); only the explicit "kill all the <group>" is withheld.
+PEOPLE_GROUP = (
+    r"(?:jews|jewish\s+people|muslims|christians|catholics|hindus|sikhs|atheists|arabs|blacks|whites|asians|"
+    r"africans|mexicans|latinos|immigrants|refugees|migrants|gypsies|gays|lesbians|homosexuals|queers|"
+    r"trans\s+people|transgenders?|autistic\s+(?:kids?|people|children)|autists?|retards|disabled\s+people|"
+    r"cripples|millennials|boomers|zoomers|gen\s+z(?:ers)?|feminists|"
+    r"(?:black|white|brown|asian|gay|jewish|muslim|mexican|chinese|indian|trans|autistic|disabled|fat|old|"
+    r"poor)\s+(?:people|folks|guys|men|women|kids|children))"
+)
+# OCR reads the hard c of "autistic" as g ("AUTISTIG"): the word rules see it restored.
+OCR_GROUP_FIXES = ((re.compile(r"\bautistig\b"), "autistic"),)
+GROUP_RE = re.compile(rf"\b{PEOPLE_GROUP}\b", re.IGNORECASE)
+KILL_ALL_RE = re.compile(
+    rf"\b(?:kill|gas|shoot|exterminate|hang|burn|nuke|genocide)\s+(?:all|every)\s+(?:of\s+)?(?:the\s+)?"
+    rf"(?:\w+\s+)?{PEOPLE_GROUP}\b",
+    re.IGNORECASE,
+)
+VIOLENT_ACT_RE = re.compile(
+    r"\b(?:kill\w*|murder\w*|shoot|shot|stab\w*|gas(?:sed)?|hang(?:ed)?|lynch\w*|drown\w*|bomb\w*|slaughter\w*|"
+    r"behead\w*|massacre\w*|genocide|holocaust|(?:push|pushed|throw|threw|thrown)\s+(?:\w+\s+){0,3}off|"
+    r"(?:bite|bites|bit|cut|cuts|rip|rips)\s+(?:\w+\s+){0,4}off|beat\s+up|run\s+over)\b",
+    re.IGNORECASE,
+)
+GROUP_QUESTION_RE = re.compile(
+    rf"\bwhy\s+(?:do|don\s*t|does|doesn\s*t|are|aren\s*t|can\s*t|cant|is|isn\s*t)\s+(?:\w+\s+){{0,3}}"
+    rf"{PEOPLE_GROUP}\b|\b(?:all|most)\s+{PEOPLE_GROUP}\s+(?:are|is|can\s*t|cant|don\s*t|never|always)\b",
+    re.IGNORECASE,
+)
+VERMIN = _any("rats roaches cockroaches vermin animals savages")
+VERMIN_RE = re.compile(
+    rf"\b(?:breed\w*|multiply\w*|live|living|act\w*)\s+like\s+{VERMIN}\b",
+    re.IGNORECASE,
+)
+# "They need to be shot" wishes violence as "should" does, but "need to be shot / hit" is also a
+# film crew's or a setlist's job: marked, not withheld.
+NEED_VIOLENCE_RE = re.compile(
+    rf"\b{TARGET}\b(?:\s+\w+){{0,6}}?\s+needs?\s+to\s+(?:get|be)\s+(?:{OUTCOME})\b", re.IGNORECASE
+)
+# Slurs against a group: one word never withholds a meme (it may be reclaimed, quoted or a name), so
+# a slur marks it.
+SLUR_RE = re.compile(
+    r"\b(?:fags?|faggots?|retards?|retarded|trann(?:y|ies)|niggers?|niggas?|spics?|chinks?|kikes?|wetbacks?|"
+    r"dykes?|towelheads?|ragheads?|gooks?|beaners?)\b",
+    re.IGNORECASE,
+)
+
+
 # ── graphic gore (unsafe): two distinct gore words, or a wound described: chunks of flesh, a
 # body part cut off or lying somewhere. "blood type", "body parts" (biology class), "flesh wound",
 # "guts" (courage) and "skin care" alone are everyday.
@@ -149,19 +203,48 @@ HARM_RE = re.compile(
 # ── profanity and crude words (sensitive: shown with a marker).
 PROFANITY_RE = re.compile(
     r"\b(?:damn|shit\w*|bullshit|ass|arse|asshole|crap\w*|wtf|fuck\w*|bastard|bitch\w*|piss\w*|"
-    r"hell)\b",
+    r"hell|dick|dicks|cock|pussy|cunt|slut|whore|tits|penis)\b",
+    re.IGNORECASE,
+)
+
+
+# What a saved meme carries besides its caption and that splits a caption's words apart ("KILL ALL
+# THE / imgflip.com / JEWS"): a site's watermark (a domain, or the meme generator's name as OCR
+# reads it) and a phone's status bar ("1:21 71%").
+NOISE_RE = re.compile(
+    r"\b[\w-]+\.(?:com|net|org|co|io|me|gg|tv)\b|\bim[gq][fl][il1|]{1,2}[ip]\b|\b\d{1,2}:\d{2}\b|\b\d{1,3}\s?%",
     re.IGNORECASE,
 )
 
 
 def _words(text: str) -> str:
-    """Text for the word rules: lower case, punctuation and OCR's stray glyphs ("LEFT-OF-THE",
-    "EASTΛFERNHOLLOW", "pARE:") and apostrophes ("they're") turned into single spaces."""
-    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+    """Text for the word rules: lower case, watermarks and status bars out, punctuation and OCR's
+    stray glyphs ("LEFT-OF-THE", "EASTΛFERNHOLLOW", "pARE:") and apostrophes ("they're") turned
+    into single spaces."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", NOISE_RE.sub(" ", text.lower())).split())
 
 
 def _fired(*matches: re.Match | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m.group(0) for m in matches if m))
+
+
+def _group_marked(words: str) -> Detection | None:
+    """A group of people beside violence, in a generalising question, or compared to vermin, or a
+    slur: the meme is marked sensitive (the relation that would withhold it is not proved)."""
+    for pattern, fix in OCR_GROUP_FIXES:
+        words = pattern.sub(fix, words)
+    group = GROUP_RE.search(words)
+    if group and (act := VIOLENT_ACT_RE.search(words)):
+        return Detection("sensitive", "group-violence", _fired(group, act))
+    if question := GROUP_QUESTION_RE.search(words):
+        return Detection("sensitive", "group-joke", _fired(question))
+    if need := NEED_VIOLENCE_RE.search(words):
+        return Detection("sensitive", "violence", _fired(need))
+    if vermin := VERMIN_RE.search(words):
+        return Detection("sensitive", "dehumanising", _fired(vermin))
+    if slur := SLUR_RE.search(words):
+        return Detection("sensitive", "slur", _fired(slur))
+    return None
 
 
 def detect_safety(text: str) -> Detection | None:
@@ -182,7 +265,7 @@ def detect_safety(text: str) -> Detection | None:
     action = GROUP_ACTION_RE.search(words) if origin else None
     if strong or weak or action:
         return Detection("unsafe", "hate-speech", _fired(origin, strong, weak, action))
-    if violence := VIOLENCE_RE.search(words):
+    if violence := VIOLENCE_RE.search(words) or KILL_ALL_RE.search(words):
         return Detection("unsafe", "violence", _fired(violence))
     if (group := GROUP_CONTEXT_RE.search(words)) and (violence := VIOLENT_ON_THEM_RE.search(words)):
         return Detection("unsafe", "violence", _fired(group, violence))
@@ -191,6 +274,8 @@ def detect_safety(text: str) -> Detection | None:
         return Detection("unsafe", "gore", _fired(phrase, *(gore.values() if len(gore) >= 2 else ())))
     if harm := HARM_RE.search(flat):
         return Detection("unsafe", "harm-instructions", _fired(harm))
+    if marked := _group_marked(words):
+        return marked
     if profanity := PROFANITY_RE.search(words):
         return Detection("sensitive", "profanity", _fired(profanity))
     return None

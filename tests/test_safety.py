@@ -251,6 +251,34 @@ def test_safety_detector_follows_the_policy() -> None:
         assert detect_safety(safe) is None, safe
 
 
+def test_a_group_beside_violence_is_marked_and_only_explicit_incitement_withheld() -> None:
+    """Real captions joke about groups far more often than they incite: a group of people beside
+    violence, a generalising question about a group, a vermin comparison or a slur marks the meme
+    (shown, with a marker, for a person to decide); "kill all the <group>" is withheld, also when a
+    watermark or a status bar sits between its words."""
+    assert detect_safety("IT WOULD BE KILL ALL THE\nimgflip.com JEWS")[:2] == ("unsafe", "violence")
+    assert detect_safety("12:41 88%\nKILL ALL THE MIGRANTS")[:2] == ("unsafe", "violence")
+    marked = {
+        "how many boomers did you push off the roof today": "group-violence",
+        "WHY DO MEXICANS ALWAYS": "group-joke",
+        "if y'all could stop breeding like rats": "dehumanising",
+        "they are so annoying they need to be shot": "violence",
+        "when someone calls you a retard": "slur",
+        "the autistig kid bites the teacher's ear off": "group-violence",
+    }
+    for caption, rule in marked.items():
+        assert detect_safety(caption)[:2] == ("sensitive", rule), caption
+    for everyday in (
+        "millennials when the avocado toast costs 12 dollars",
+        "kill all the spiders in the shed",
+        "these scenes need to be shot again tomorrow",
+        "why do cats always sit on my keyboard",
+        "follow me on instagram.com for more",
+        "boomers trying to open a pdf",
+    ):
+        assert detect_safety(everyday) is None, everyday
+
+
 @pytest.mark.slow
 def test_review_decides_one_key_at_a_time_in_a_real_terminal(library_copy: tuple[Path, Path], tmp_path: Path) -> None:
     """`mambo safety review` in a PTY: withheld memes first, a card with the words and why, one key

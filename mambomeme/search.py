@@ -105,16 +105,13 @@ FULL_MATCH_TIER = 1.0  # fusion scores are sums of weight / (rrf_k + rank): far 
 # 0.45 its judged end. See docs/decisions.md#dense-feedback.
 DENSE_FEEDBACK = {"top": 5, "alpha": 0.45, "best": True}
 # Dense and hybrid say "no match" by a logistic evidence model (evidence_features), one for annotated and
-# one for bare libraries (condition_model). The annotated model is fitted by `mambo bench no-match` on
-# dev v2: the most correct "no match" answers at <= 3 % false "no match" and <= 0.02 of Hit@10 lost
-# (hybrid CorrectEmpty 0.892, false no-match 0.8 %). The bare model is fitted on the real-style set
-# (benchdata/real: real captions, no sidecars, what a person's folder is), held out by template:
-# seven features whose weights keep their meaning's sign, the threshold the most CorrectEmpty at <= 1 %
-# false "no match" on the training folds. Held out, hybrid CorrectEmpty 0.224 at 0 of 197 answerable
-# emptied, semantic nDCG@10 0.369 = the lists without a rule; dense 0.224 at 1 (0.5 %). The dev v2 fit
-# it replaces emptied 23 (hybrid) and 20 (dense) of those 197 for CorrectEmpty 0.478 / 0.463: on real
-# captions no feature we have parts absent famous memes from paraphrases at a small price
-# (benchdata/experiments/nomatch_real.py, nomatch_real-result.txt; docs/evaluation.md#no-match).
+# one for bare libraries (condition_model). Annotated: `mambo bench no-match` on dev v2, the most correct
+# "no match" answers at <= 3 % false "no match" (hybrid CorrectEmpty 0.892, false no-match 0.8 %). Bare:
+# the real-style set (real captions, no sidecars), folds by template, seven features whose weights keep
+# their meaning's sign, threshold at <= 1 % false "no match" on the training folds. Held out, hybrid
+# CorrectEmpty 0.224 with 0 of 197 answerable emptied (semantic 0.369 = no rule), dense 0.224 at 1; a
+# dev v2 fit empties 23 / 20 of them for 0.478 / 0.463. Real captions give absent famous memes the
+# similarities of paraphrases (benchdata/experiments/nomatch_real.py and -result.txt; docs/evaluation.md).
 NO_MATCH_NOTE = (
     "annotated: dev v2 (131 answerable, 93 no-match; judged labels), mambo bench no-match: most "
     "CorrectEmpty with false no-match <= 3 % and Hit@10 loss <= 0.02; bare: the real-style set (197 "

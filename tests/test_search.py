@@ -752,6 +752,17 @@ def test_a_bare_library_answers_no_match_by_the_bare_model(fixture_library: Path
     assert "bare (described < 0.5)" in invoke("--db", bare, "systems", "-v").output
 
 
+def test_the_bare_models_weigh_evidence_by_its_meaning() -> None:
+    """The bare "no match" models (fitted on real captions: benchdata/experiments/nomatch_real.py)
+    hold only features whose weight has the sign its meaning gives: similarity, its margin, word
+    coverage and a full match say the folder holds an answer; unknown words, words only a typo
+    correction stands in for, and a famous template named that no meme here is, say it does not."""
+    for system in ("hybrid", "dense"):
+        weights = DEFAULT_SYSTEMS[system]["empty_rule"]["bare"]["weights"]
+        assert {k for k, v in weights.items() if v > 0} == {"similarity", "margin", "coverage", "full"}, system
+        assert {k for k, v in weights.items() if v < 0} == {"unknown", "corrected", "absent"}, system
+
+
 def test_the_evidence_model_is_the_systems_no_match_rule(fixture_library: Path) -> None:
     out = invoke("--db", fixture_library, "systems", "-v").output
     assert re.search(r"hybrid +v", out) and "P(answerable)<" in out and "unknown" in out

@@ -1,8 +1,10 @@
 """Calibrating "no match" on development queries, on the annotated and the bare library:
 `mambo bench no-match` fits the evidence model of each system (a small logistic model over what a
 ranked list and the query say, search.evidence_features) for each library condition, on that
-library, and picks its threshold. The chosen coefficients go into search.EMPTY_RULES with the
-numbers behind them. Registered under `mambo bench`."""
+library, and picks its threshold. The annotated coefficients in search.EMPTY_RULES come from it; the
+bare ones from the real-style set, held out by template (benchdata/experiments/nomatch_real.py,
+whose fit and threshold use fit_logistic and as_rule from here); its bare fit on dev v2 is the
+comparison. Registered under `mambo bench`."""
 
 from __future__ import annotations
 

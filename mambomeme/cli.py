@@ -520,7 +520,7 @@ def _search(
         json_answer(query, results, withheld, unsure=unsure)
     if not (paths_only or as_json):
         echo_results(listed)
-        if len(listed) < len(results):
+        if len(listed) < len(results) and sys.stdout.isatty():  # a person reads it: say what -n adds
             click.echo(f"note: {weaker_note(len(results) - len(listed), limit)}", err=True)
     if not results:
         click.echo(no_match_message(withheld), err=True)

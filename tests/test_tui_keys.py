@@ -19,7 +19,7 @@ from test_tui import (
     served_results,
 )
 
-from helpers import assert_restored, expect_ready, finish, output, run_app, search
+from helpers import assert_restored, expect_ready, finish, output, run_app, screen_text, search
 from mambomeme import tui
 
 # -- headless ----------------------------------------------------------------------------------
@@ -263,4 +263,34 @@ def test_the_nearest_memes_past_no_match_on_one_key(fixture_library: Path):
     child.send("\r")
     rc, raw = finish(child)
     assert rc == 0 and len(printed(raw)) == 1 and Path(printed(raw)[0]).is_file()
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_the_screen_divides_john_cena_from_the_weaker_matches(fixture_library: Path):
+    """In a PTY with the model: "john cena" draws its five memes, a "weaker matches" line, then the
+    weaker ones; Down five times crosses the line to the sixth, which Enter prints."""
+    from mambomeme.embed import get_embedder
+    from mambomeme.library import DB
+    from mambomeme.search import Searcher
+
+    d = DB(fixture_library, create=False)
+    try:
+        results = Searcher(d, get_embedder()).search("john cena", "hybrid", 10)
+    finally:
+        d.close()
+    weaker = [i for i, r in enumerate(results) if r.evidence == "weaker"]
+    assert weaker and weaker[0] == 5
+    child = run_app(fixture_library, "--system", "hybrid", timeout=90)
+    expect_ready(child, timeout=90)
+    assert re.match(r" 10\+? results · ", search(child, "john cena", 1))
+    drawn = screen_text(output(child))
+    drawn = drawn[drawn.rindex("“john cena”") :]
+    assert drawn.index(" 5. ") < drawn.index("── weaker matches ──") < drawn.index(" 6. ")
+    child.send("\x1b[B" * 5)
+    child.expect(r" 6/10\+? ")
+    child.send("\r")
+    rc, raw = finish(child)
+    want = str(Path(results[5].details["root_path"]) / results[5].details["rel_path"])
+    assert rc == 0 and printed(raw) == [want]
     assert_restored(raw)

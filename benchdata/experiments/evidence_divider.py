@@ -249,6 +249,11 @@ def sweep(paths: list[Path]) -> None:
         for lib in sorted({x["lib"] for x in data}):
             sel = [x for x in data if x["system"] == system and x["lib"] == lib]
             print(f"{system:7s} {lib:24s} {describe(tally(sel, chosen))}")
+    print(f"\n## Chosen rule {chosen} per library and slice (hybrid), in sample")
+    for lib in sorted({x["lib"] for x in hybrid}):
+        for sl in sorted({x["slice"] for x in hybrid}):
+            sel = [x for x in hybrid if x["lib"] == lib and x["slice"] == sl]
+            print(f"{lib:24s} {sl:9s} {describe(tally(sel, chosen))}")
     print("\n## The best rules on every fold (hybrid), by cost")
     ranked = sorted(grid(), key=lambda rule: macro_cost(hybrid, rule))
     for rule in ranked[:12] + [(w, None, None) for w in WORD_GAPS]:

@@ -27,6 +27,8 @@ chosen on the other folds (every library pooled) and counted on the fold.
     # 2. the sweep, held out by template
     .venv/bin/python benchdata/experiments/evidence_divider.py sweep /tmp/D-real.json /tmp/D-dev-ann.json \
         /tmp/D-dev-bare.json > benchdata/experiments/evidence_divider-result.txt
+    # 3. one rule (search.EVIDENCE_DIVIDER) counted on lists it was not fitted on
+    .venv/bin/python benchdata/experiments/evidence_divider.py check /tmp/D-dev-ann.json --word-gap 0.5 --ratio 0.85
 """
 
 from __future__ import annotations
@@ -265,6 +267,23 @@ def sweep(paths: list[Path]) -> None:
     print(describe(tally(hybrid, chosen, 20)))
 
 
+def check(paths: list[Path], rule: tuple) -> None:
+    """One rule counted on every list of each file, per system and (hybrid) per slice: a library
+    the sweep did not fit on, as a check."""
+    for p in paths:
+        d = json.loads(p.read_text(encoding="utf-8"))
+        queries = {q["id"]: q for q in load_jsonl(SETS[d["set"]][0])}
+        print(f"# evidence_divider.py check {p} (set {d['set']}, library {d['library']}), rule {rule}")
+        for system in SYSTEMS:
+            sel = [x for x in d["lists"] if x["system"] == system]
+            print(f"{system:7s} all       {describe(tally(sel, rule))}")
+        hybrid = [x for x in d["lists"] if x["system"] == "hybrid"]
+        for sl in sorted({q["slice"] for q in queries.values()}):
+            sel = [x for x in hybrid if queries[x["qid"]]["slice"] == sl]
+            print(f"hybrid  {sl:9s} {describe(tally(sel, rule))}")
+        print(f"hybrid  no divider {describe(tally(hybrid, None))}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -274,9 +293,15 @@ def main() -> int:
     c.add_argument("out", type=Path)
     s = sub.add_parser("sweep")
     s.add_argument("data", type=Path, nargs="+")
+    k = sub.add_parser("check")
+    k.add_argument("data", type=Path, nargs="+")
+    k.add_argument("--word-gap", type=float, required=True)
+    k.add_argument("--ratio", type=float, required=True)
     args = ap.parse_args()
     if args.cmd == "collect":
         collect(args.lib, args.set, args.out)
+    elif args.cmd == "check":
+        check(args.data, (args.word_gap, None, args.ratio))
     else:
         sweep(args.data)
     return 0

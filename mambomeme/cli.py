@@ -334,7 +334,15 @@ SYSTEM_HELP = (
     type=SystemChoice(),
     help=SYSTEM_HELP,
 )
-@click.option("-n", "limit", default=10, show_default=True, type=click.IntRange(1, 100), help="How many results.")
+@click.option(
+    "-n",
+    "limit",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help='How many results. Without it, a list (and -l) stops at the "weaker matches" divider: the best 10 '
+    "whose evidence is not much weaker than the first's; with it, N results, the weaker ones too.",
+)
 @click.option(
     "--json",
     "as_json",
@@ -394,6 +402,9 @@ def search(
     \b
     With a QUERY: print the results; exit 0, or 1 and "no match" on stderr, as grep and ripgrep do
     (2: an error). With --nearest, the nearest memes instead of "no match", and exit 0.
+    The list (and -l) stops where the evidence stops: results much weaker than the first (by
+    their words and their meaning) are left out, unless -n asks for N results; the list then
+    shows a "weaker matches" line before them, and --json gives each result its "evidence".
     Without one, on a terminal: the full-screen search, drawn on the terminal even when stdout is
     a pipe or a file; choosing prints the path there (with -m, each one marked with Tab, one a
     line), so it works like a picker (fzf):
@@ -407,12 +418,16 @@ def search(
     Examples:
       mambo search john cena
       mambo search -l cat | head -1       the best match's path
+      mambo search -l -n 20 cat           20 paths, weaker matches too
       mambo search -l -0 cat | xargs -0 ls -l
       mambo search --json -n 3 monday
       mambo search --nearest -l -n 3 qwzx    the nearest memes, even where nothing fits well
     """
     import apsw
+    from click.core import ParameterSource
 
+    # -n given: that many results; not given: the list stops at the "weaker matches" divider
+    asked = ctx.get_parameter_source("limit") not in (ParameterSource.DEFAULT, None)
     try:
         _search(
             ctx,
@@ -427,6 +442,7 @@ def search(
             multi,
             null,
             nearest,
+            asked,
         )
     except MamboError as e:  # ripgrep's codes: 1 is "no match", so an error is 2
         raise as_click(e, code=2) from e
@@ -447,6 +463,7 @@ def _search(
     multi: bool = False,
     null: bool = False,
     nearest: bool = False,
+    asked: bool = True,
 ) -> None:
     if query is not None:  # a one-shot search: the helper that keeps the model loaded answers it, if one runs
         from mambomeme.search_helper import forwarded
@@ -466,7 +483,7 @@ def _search(
             "chosen paths: give a QUERY, as `mambo search --json cat`"
         )
     from mambomeme.embed import waiting_note, waiting_to_embed
-    from mambomeme.search import format_result, searcher_for, sync_systems
+    from mambomeme.search import above_divider, searcher_for, sync_systems
 
     db = open_library(ctx)
     sync_systems(db)
@@ -486,7 +503,9 @@ def _search(
                     null=null,
                 )
             )
-        if prompt_loop(db, system, limit, as_json=as_json, paths_only=paths_only, null=null, nearest=nearest):
+        if prompt_loop(
+            db, system, limit, as_json=as_json, paths_only=paths_only, null=null, nearest=nearest, asked=asked
+        ):
             ctx.exit(1)  # some query had no match (ripgrep: 1 when nothing matched)
         return
     waiting = waiting_to_embed(db)
@@ -494,12 +513,15 @@ def _search(
         click.echo(f"note: {waiting_note(waiting)}", err=True)
     answer, unsure = answer_for(searcher_for(db, system), query, system, limit, nearest=nearest)
     results, withheld = answer.results, withheld_count(db, answer.plan)
+    listed = results if asked else above_divider(results)
     if paths_only:
-        echo_paths([result_path(r) for r in results], null=null)
+        echo_paths([result_path(r) for r in listed], null=null)
     if as_json:
         json_answer(query, results, withheld, unsure=unsure)
-    for r in results if not (paths_only or as_json) else ():
-        click.echo(format_result(r))
+    if not (paths_only or as_json):
+        echo_results(listed)
+        if len(listed) < len(results) and sys.stdout.isatty():  # a person reads it: say what -n adds
+            click.echo(f"note: {weaker_note(len(results) - len(listed), limit)}", err=True)
     if not results:
         click.echo(no_match_message(withheld), err=True)
         ctx.exit(1)
@@ -513,13 +535,34 @@ def answer_for(
     searcher: Searcher, query: str, system: str, limit: int, *, nearest: bool = False
 ) -> tuple[Answer, bool]:
     """The answer to `query`, and whether it holds the nearest memes where the answer is "no match"
-    (--nearest: the search again without its "no match" rule; an answer the rule lets through is
-    the same with or without --nearest)."""
+    (--nearest: the list the search had before its "no match" rule; an answer the rule lets
+    through is the same with or without --nearest)."""
+    import dataclasses
+
     answer = searcher.answer(query, system, limit)
     if not nearest or answer.results:
         return answer, False
-    answer = searcher.answer(query, system, limit, empty_rule=False)
-    return answer, bool(answer.results)
+    return dataclasses.replace(answer, results=answer.nearest), bool(answer.nearest)
+
+
+WEAKER_LINE = "── weaker matches ──"
+
+
+def echo_results(results: list[Any]) -> None:
+    """The text list: each result, and a "weaker matches" line before the first weaker one."""
+    from mambomeme.search import format_result
+
+    divided = False
+    for r in results:
+        if r.evidence == "weaker" and not divided:
+            click.echo(WEAKER_LINE)
+            divided = True
+        click.echo(format_result(r))
+
+
+def weaker_note(n: int, limit: int) -> str:
+    """What a list that stopped at the divider says on stderr: how many weaker matches it left out."""
+    return f"{n} weaker match{'es' if n != 1 else ''} not shown (-n {limit} lists them)"
 
 
 def not_confident_note(query: str) -> str:
@@ -582,14 +625,16 @@ def prompt_loop(
     paths_only: bool = False,
     null: bool = False,
     nearest: bool = False,
+    asked: bool = True,
 ) -> int:
     """Queries read one a line (piped into `mambo search`; a terminal gets the full-screen search);
     at a prompt, a blank line quits; returns how many queries had no match.
     With --json: each query's results as JSON lines (each with its query), nothing else. With -l
     (or -0): each query's paths, then a blank line (or an empty NUL-ended record), so the n-th
     block answers the n-th query even when one has no match. With --nearest: the nearest memes
-    where a query has no match, said "not confident"."""
-    from mambomeme.search import format_result, searcher_for
+    where a query has no match, said "not confident". Without -n (`asked`), each list and each
+    block of paths stops at the "weaker matches" divider."""
+    from mambomeme.search import above_divider, searcher_for
 
     searcher = searcher_for(db, system)
     interactive = sys.stdin.isatty()
@@ -606,13 +651,14 @@ def prompt_loop(
         t0 = time.perf_counter()
         answer, unsure = answer_for(searcher, query, system, limit, nearest=nearest)
         results, withheld = answer.results, withheld_count(db, answer.plan)
+        listed = results if asked else above_divider(results)
         ms = (time.perf_counter() - t0) * 1000
         missed += not results
         if as_json:
             json_answer(query, results, withheld, unsure=unsure)
             continue
         if paths_only:
-            echo_paths([result_path(r) for r in results], null=null)
+            echo_paths([result_path(r) for r in listed], null=null)
             click.echo("\0" if null else "", nl=not null)  # the block's end
             if not results:
                 click.echo(f"{no_match_message(withheld)}: {clean_line(query)}", err=True)
@@ -622,10 +668,10 @@ def prompt_loop(
                 click.echo(f"note: {withheld_note(withheld)}: {clean_line(query)}", err=True)
             continue
         click.echo(f"» {clean_line(query)}")
-        for r in results:
-            click.echo(format_result(r))
-        said = f"{len(results)} results" if results else no_match_message(withheld)
-        said = f"{len(results)} nearest (not confident: nothing fits well)" if unsure else said
+        echo_results(listed)
+        said = f"{len(listed)} results" if results else no_match_message(withheld)
+        said = f"{len(listed)} nearest (not confident: nothing fits well)" if unsure else said
+        said += f" ({weaker_note(len(results) - len(listed), limit)})" if len(listed) < len(results) else ""
         said += f" ({withheld_note(withheld)})" if results and withheld else ""
         click.echo(f"{said} in {ms:.0f} ms ({clean_line(system)})")
     return missed

@@ -199,6 +199,13 @@ DEFAULT_SYSTEMS: dict[str, dict[str, Any]] = {
         "empty_rule": EMPTY_RULES["hybrid"],
     },
 }
+# The "weaker matches" divider (evidence_classes): a result is weaker than the first when neither its
+# words keep it (coverage > 0 and >= the first's - word_gap) nor its meaning (similarity >=
+# similarity_ratio x the first's). Real-style set, hybrid top 10, held out by template: relevant
+# (grade >= 2) share above 0.67 (0.54 with no divider), grade 0 below 0.62, 60 of 1,133 relevant
+# memes below (semantic 38 of 63). Sweep: benchdata/experiments/evidence_divider.py and its
+# -result.txt; docs/decisions.md#evidence-divider.
+EVIDENCE_DIVIDER = {"word_gap": 0.5, "similarity_ratio": 0.85}
 # Hybrid, by the spec's semantic-search acceptance test on benchmark v1 dev: +0.063 nDCG@10 over bm25
 # (95 % CI +0.033 to +0.097), +0.344 semantic, no gate regression (docs/decisions.md#default-system).
 DEFAULT_SYSTEM = "hybrid"
@@ -218,14 +225,17 @@ class Result:
     query: QueryEvidence | None = None  # the same for every result of one query
     all_similarity: float | None = None  # the all-fields vector's own (None: not among the candidates)
     holds_query: bool = False  # among the first "words_there_top": its name or caption holds the query's words
+    evidence: str = ""  # "words", "meaning" or "weaker" (evidence_classes): above or below the divider
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A search's results and the plan it read the query by."""
+    """A search's results, the plan it read the query by, and the list before the "no match"
+    rule: the nearest memes, which `--nearest` shows where the rule answers "no match"."""
 
     plan: QueryPlan
     results: list[Result]
+    nearest: list[Result] = dataclasses.field(default_factory=list)
 
 
 class _Details:
@@ -530,8 +540,9 @@ class Searcher:
         rows = self._fuse(params, max(limit, keep) if keep else None)
         if keep:
             rows = self._keep_full_matches(rows[:keep], cfg, plan, details) + rows[keep:]
-        results = self._results(rows[:limit], plan, details, QueryEvidence.of(plan, described), cfg)
-        return Answer(plan, self._shown(cfg.empty_rule, plan, results) if empty_rule else results)
+        results = evidence_classes(self._results(rows[:limit], plan, details, QueryEvidence.of(plan, described), cfg))
+        shown = evidence_classes(self._shown(cfg.empty_rule, plan, results)) if empty_rule else results
+        return Answer(plan, shown, results)
 
     def _system(self, system: str | Mapping[str, Any] | SystemConfig) -> tuple[SystemConfig, float, int | None]:
         """The configuration a search runs (a system's own, or bm25's in a library without vectors),
@@ -685,6 +696,33 @@ class Searcher:
         return results
 
 
+def evidence_classes(results: list[Result], rule: Mapping[str, float] = EVIDENCE_DIVIDER) -> list[Result]:
+    """Each result with its evidence class, read against the first result's: "words" (it holds
+    some of the query's words, no fewer than the first's share less `word_gap`), else "meaning"
+    (its dense similarity at least `similarity_ratio` of the first's), else "weaker"; from the first
+    weaker result on, every result is "weaker" (one divider: the screen draws it, `-l` stops at it).
+    The first result is never weaker. The order and the scores are the fusion's, untouched."""
+    if not results:
+        return results
+    first, below, out = results[0], False, []
+    for r in results:
+        words = r.coverage > 0 and r.coverage >= first.coverage - rule["word_gap"]
+        meaning = (
+            r.similarity is not None
+            and first.similarity is not None
+            and r.similarity >= first.similarity * rule["similarity_ratio"]
+        )
+        below = below or not (words or meaning or r is first)
+        kind = "weaker" if below else "words" if words else "meaning"
+        out.append(dataclasses.replace(r, evidence=kind))
+    return out
+
+
+def above_divider(results: list[Result]) -> list[Result]:
+    """The results before the "weaker matches" divider (what `-l` prints when -n is not given)."""
+    return [r for r in results if r.evidence != "weaker"]
+
+
 def evidence_features(results: list[Result]) -> dict[str, float]:
     """The evidence a ranked list gives that the library holds what was asked for: the best dense
     similarity and how far it stands above the rest of the list, the best word coverage of the top
@@ -758,6 +796,8 @@ def result_json(r: Result) -> dict[str, Any]:
         "route_ranks": {"lexical": r.lexical_rank, "fuzzy": r.fuzzy_rank, "dense": r.dense_rank},
         "similarity": None if r.similarity is None else round(r.similarity, 4),
         "coverage": round(r.coverage, 3),
+        # "words", "meaning" or "weaker": above or below the screen's "weaker matches" divider
+        "evidence": r.evidence,
         "title": d["title"],
         "template": d["template"],
         "entities": json.loads(d["entities"]),

@@ -20,7 +20,9 @@ Ctrl-S searches at once without choosing (the scored submit of the PTY latency p
 "search #N" on the status line) and gives the list the focus. The list grows past its first page
 as the selection nears its end. Where the answer is "no match", Ctrl-R shows the nearest memes
 anyway, under a "not confident" line (the search without its "no match" rule); the next query
-typed is answered as usual."""
+typed is answered as usual. A "weaker matches" line divides the list before the first result whose
+evidence is much weaker than the first result's (search.evidence_classes); it is not a row: the
+keys move from the result above it to the one below."""
 
 from __future__ import annotations
 
@@ -48,7 +50,8 @@ from mambomeme.search import DEFAULT_SYSTEM, Result
 # how people interact with results (layout, keys, what is shown).
 # 5: keys queued, Down moves, the list grows, the preview from 120x30
 # 6: Ctrl-R shows the nearest memes of a "no match" (not confident)
-TUI_INTERFACE_VERSION = f"mambo-tui/6 ({__version__})"
+# 7: a "weaker matches" divider before results whose evidence is much weaker than the first's
+TUI_INTERFACE_VERSION = f"mambo-tui/7 ({__version__})"
 # Below 80x24 the screen is compact (the list without a preview, two lines a result); below this it
 # only says what it needs (a tmux split of 40x10 still searches).
 TUI_MIN_ROWS, TUI_MIN_COLS = 10, 40
@@ -92,6 +95,7 @@ class Row:
     duplicates: int
     routes: str
     has_preview: bool
+    weaker: bool = False  # below the "weaker matches" divider (search.evidence_classes)
 
 
 def _match_spans(text: str, tokens: frozenset[str]) -> tuple[tuple[int, int], ...]:
@@ -153,6 +157,7 @@ def row_from_result(r: Result, query: str) -> Row:
         duplicates=int(d.get("duplicate_count") or 0),
         routes=routes,
         has_preview=bool(d.get("has_preview")),
+        weaker=getattr(r, "evidence", "") == "weaker",
     )
 
 
@@ -1060,7 +1065,7 @@ HELP_LINES = (
     "The selected result's path is on the line under the query.",
     "Badges: L found by its words (lexical), F by similar spelling (fuzzy),",
     "        D by meaning (dense); * marked (Tab);",
-    "        sensitive, +N dup = N more copies of the file.",
+    "        sensitive; +N dup: copies. Under “weaker matches”: less evidence.",
     "Picker: xdg-open \"$(mambo search)\" · mambo search -m | xargs -d '\\n' ls",
     "",
     "Press any key to close this help.",
@@ -1121,13 +1126,33 @@ def _list_lines(s: TUIState, height: int, width: int) -> list:
     if s.nearest:  # the rule said "no match": these are only the nearest
         out.append(_plain(f"not confident: nothing fits “{clean_line(s.searched_query)}” well; the nearest:", width))
         height -= 1
+    divider = divider_index(s.rows)
+    if divider is not None:  # its line is kept whether or not it is in view: the rows do not jump
+        height -= 1
     per = 3 if height >= 3 * len(s.rows) else 2
     visible = max(1, height // per)
     first = max(0, min(s.selected - visible + 1, len(s.rows) - visible))
     marked = {m.item_id for m in s.marked}
     for i, r in enumerate(s.rows[first : first + visible], first):
+        if i == divider:
+            out.append(_divider_line(width))
         out.extend(_row_lines(r, width, i == s.selected, s.focus == "list", per == 3, r.item_id in marked))
     return out
+
+
+WEAKER_MATCHES = " weaker matches "
+
+
+def divider_index(rows: tuple[Row, ...]) -> int | None:
+    """Where the "weaker matches" divider goes: before the first weaker row (never the first row)."""
+    return next((i for i, r in enumerate(rows) if r.weaker and i > 0), None)
+
+
+def _divider_line(width: int) -> Any:
+    """The divider: a rule with "weaker matches" in it, dim, as wide as the list."""
+    left = min(4, max(0, width - len(WEAKER_MATCHES)))
+    right = max(0, width - left - len(WEAKER_MATCHES))
+    return _plain("─" * left + WEAKER_MATCHES + "─" * right, width, dark=True)
 
 
 def _preview_pane(s: TUIState, height: int, width: int) -> list:

@@ -232,10 +232,8 @@ def test_search_words_are_one_query_and_l_prints_paths(fixture_library: Path) ->
     assert unquoted == invoke("--db", fixture_library, "search", "-s", "bm25", "john cena").stdout
     paths = invoke("--db", fixture_library, "search", "-s", "bm25", "-l", "john", "cena").stdout.splitlines()
     assert paths and all(Path(p).is_absolute() and Path(p).exists() for p in paths)
-    assert paths == [
-        json.loads(x)["path"]
-        for x in invoke("--db", fixture_library, "search", "-s", "bm25", "--json", "john cena").stdout.splitlines()
-    ]
+    lines = invoke("--db", fixture_library, "search", "-s", "bm25", "--json", "john cena").stdout.splitlines()
+    assert paths == [json.loads(x)["path"] for x in lines if json.loads(x)["evidence"] != "weaker"]
 
 
 def test_a_mistyped_option_is_a_usage_error(fixture_library: Path) -> None:
@@ -397,3 +395,29 @@ def test_every_answer_says_how_many_memes_are_withheld_never_which(fixture_libra
     # queries piped in: each block's note names its query
     piped = invoke("--db", fixture_library, "search", "-l", input="officer bumble\njohn cena\n")
     assert piped.stderr.strip() == f"note: {note}: officer bumble"
+
+
+def test_a_list_stops_where_the_evidence_stops(fixture_library: Path) -> None:
+    """`-l` and the text list print the results above the "weaker matches" divider: for "john cena"
+    the five memes whose sidecar names him, nothing else. -n N asks for N results, the weaker ones
+    after them (the text list draws the divider line); --json keeps every result, each with its
+    evidence class. Exit 0 either way."""
+    from test_search import cena_files
+
+    search = ("--db", fixture_library, "search")
+    paths = invoke(*search, "-l", "john cena").stdout.splitlines()
+    assert sorted(Path(p).name for p in paths) == sorted(cena_files())
+    more = invoke(*search, "-l", "-n", "20", "john cena").stdout.splitlines()
+    assert len(more) == 20 and more[:5] == paths
+    assert invoke(*search, "-l", "-0", "john cena").stdout.split("\0") == [*paths, ""]
+    lines = [json.loads(x) for x in invoke(*search, "--json", "john cena").stdout.splitlines()]
+    assert [x["evidence"] for x in lines] == ["words"] * 5 + ["weaker"] * 5
+    assert [x["path"] for x in lines[:5]] == paths
+    text = invoke(*search, "john cena").stdout
+    assert text.count("\n    /") == 5 and "weaker matches" not in text
+    text = invoke(*search, "-n", "7", "john cena").stdout
+    assert text.count("\n    /") == 7 and text.count("── weaker matches ──\n") == 1
+    assert text.index("── weaker matches ──") > text.index(" 5. ") and text.index(" 6. ") > text.index("weaker")
+    # queries piped in: each block stops at its divider too
+    piped = invoke(*search, "-l", input="john cena\njohn cena\n").stdout
+    assert piped == ("\n".join(paths) + "\n\n") * 2

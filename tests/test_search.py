@@ -31,8 +31,10 @@ from mambomeme.search import (
     WORDS_THERE_TOP,
     Result,
     Searcher,
+    above_divider,
     condition_model,
     config_sha,
+    evidence_classes,
     evidence_features,
     evidence_score,
     sync_systems,
@@ -989,3 +991,62 @@ def test_a_bare_library_keeps_a_typed_caption_with_a_swapped_letter(
     assert names(got[:1]) == ["cat-04.png"] and got[0].holds_query
     assert searcher.search("taylor swift", system) == [] and searcher.search("drake meme", system) == []
     db.close()
+
+
+def cena_files() -> set[str]:
+    """The fixture's memes whose sidecar names John Cena."""
+    return {
+        p.name
+        for p in (FIXTURE / "images").iterdir()
+        if p.suffix != ".json"
+        and p.with_suffix(".json").is_file()
+        and "john cena" in json.loads(p.with_suffix(".json").read_text()).get("entities", [])
+    }
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_an_answer_is_divided_where_its_evidence_stops(searcher: Searcher, system: str) -> None:
+    """Each result is "words", "meaning" or "weaker" against the first result's evidence, and the
+    weaker ones come last (one divider): for "john cena" the memes naming him are above it and the
+    memes found by meaning alone below. The list itself (order, scores) is the fusion's."""
+    answer = searcher.answer("john cena", system, 10)
+    above = above_divider(answer.results)
+    assert set(names(above)) == cena_files() and all(r.evidence == "words" for r in above)
+    assert answer.results[: len(above)] == above
+    assert all(r.evidence == "weaker" for r in answer.results[len(above) :])
+    assert [(r.item_id, r.score) for r in answer.results] == [
+        (r.item_id, r.score) for r in searcher.search("john cena", system, 10, empty_rule=False)
+    ]
+
+
+def test_meaning_keeps_a_result_the_words_do_not(searcher: Searcher) -> None:
+    """A result that holds none of the words stays above the divider when its meaning is as close
+    to the query as the first's (EVIDENCE_DIVIDER's similarity ratio), and falls below when the
+    ratio asks for more; a result holding the words is kept by them."""
+    results = searcher.search("john cena", "hybrid", 10)
+    sixth = results[5]
+    assert sixth.coverage == 0 and sixth.similarity is not None
+    ratio = sixth.similarity / results[0].similarity
+    kept = evidence_classes(results, {"word_gap": 0.5, "similarity_ratio": ratio - 1e-6})
+    assert kept[5].evidence == "meaning" and kept[0].evidence == "words"
+    cut = evidence_classes(results, {"word_gap": 0.5, "similarity_ratio": ratio + 1e-6})
+    assert cut[5].evidence == "weaker" and [r.evidence for r in cut[:5]] == ["words"] * 5
+    # a list whose first result holds none of the words is divided by meaning alone
+    rest = results[5:]
+    assert rest and all(r.coverage == 0 for r in rest)
+    loose = evidence_classes(rest, {"word_gap": 0.5, "similarity_ratio": 0.0})
+    assert [r.evidence for r in loose] == ["meaning"] * len(rest)
+    strict = evidence_classes(rest, {"word_gap": 0.5, "similarity_ratio": 1.01})
+    assert strict[0].evidence == "meaning" and all(r.evidence == "weaker" for r in strict[1:])
+
+
+def test_the_nearest_memes_come_with_the_answer(searcher: Searcher) -> None:
+    """One search answers --nearest: the answer carries the list before the "no match" rule, the
+    list `empty_rule=False` gives, divided like any other."""
+    for query in ("qwzx vbnm", "john cena"):
+        answer = searcher.answer(query, "hybrid", 5)
+        again = searcher.search(query, "hybrid", 5, empty_rule=False)
+        assert [(r.item_id, r.rank, r.evidence) for r in answer.nearest] == [
+            (r.item_id, r.rank, r.evidence) for r in again
+        ]
+    assert searcher.answer("qwzx vbnm", "hybrid", 5).results == []

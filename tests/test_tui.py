@@ -102,6 +102,7 @@ def fake_result(
     dups: int = 0,
     lex: int | None = 1,
     vec: int | None = None,
+    evidence: str = "words",
 ) -> SimpleNamespace:
     details = {
         "title": title or f"Meme number {n}",
@@ -116,7 +117,9 @@ def fake_result(
         "duplicate_count": dups,
         "has_preview": 1,
     }
-    return SimpleNamespace(item_id=n, rank=n, lexical_rank=lex, fuzzy_rank=None, dense_rank=vec, details=details)
+    return SimpleNamespace(
+        item_id=n, rank=n, lexical_rank=lex, fuzzy_rank=None, dense_rank=vec, details=details, evidence=evidence
+    )
 
 
 def screen(state: tui.TUIState, rows: int = 24, cols: int = 80) -> tuple[list[str], str]:

@@ -19,7 +19,7 @@ from test_tui import (
     served_results,
 )
 
-from helpers import assert_restored, expect_ready, finish, output, run_app, search
+from helpers import assert_restored, expect_ready, finish, output, run_app, screen_text, search
 from mambomeme import tui
 
 # -- headless ----------------------------------------------------------------------------------
@@ -155,6 +155,40 @@ def test_ctrl_r_shows_the_nearest_memes_of_a_no_match_under_not_confident():
     assert any("Ctrl-R" in line for line in tui.HELP_LINES)
 
 
+def test_a_weaker_matches_line_divides_the_list_and_the_keys_move_across_it():
+    """Results whose evidence is much weaker than the first's sit under a "weaker matches" line;
+    it is not a row: Down moves from the last strong result to the first weaker one, Up back, and
+    Enter picks the weaker one highlighted."""
+    results = [fake_result(i, evidence="weaker" if i > 3 else "words") for i in range(1, 9)]
+    rows = tuple(tui.row_from_result(r, "see me") for r in results)
+    assert [r.weaker for r in rows] == [False] * 3 + [True] * 5 and tui.divider_index(rows) == 3
+    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"see me", "<Ctrl-s>")
+    s, _ = feed(s, tui.Searched(1, "see me", rows, 1.0, "bm25", 1))
+    text, _ = screen(s)
+    at = [i for i, line in enumerate(text) if "weaker matches" in line]
+    assert len(at) == 1 and text[at[0]].strip().startswith("─") and text[at[0]].rstrip().endswith("─")
+    above = [line for line in text[: at[0]] if re.match(r"[› ] ?\d+\. ", line)]
+    below = [line for line in text[at[0] :] if re.match(r"[› ] ?\d+\. ", line)]
+    assert [line.split(".")[0][-1] for line in above] == ["1", "2", "3"] and below[0].startswith("  4. ")
+    s, _ = feed(s, "<DOWN>", "<DOWN>", "<DOWN>")  # from the 1st across the line to the 4th
+    assert s.selected == 3 and "› 4. Meme number 4" in "\n".join(screen(s)[0])
+    t, eff = feed(s, "<Ctrl-m>")
+    assert eff[-1] == tui.Choose(("/memes/cena-04.png",), (4,))
+    s, _ = feed(s, "<UP>")
+    assert s.selected == 2
+    # scrolled to the end of a long list the line stays where the weaker results start, and every
+    # row still fits: the screen keeps a line for it
+    s, _ = feed(s, *["<DOWN>"] * 10)
+    text, _ = screen(s)
+    assert s.selected == 7 and "› 8. Meme number 8" in "\n".join(text) and text[23].startswith(" 8 results")
+    # no weaker result: no line (nor for a first result that is weaker, which search never gives)
+    plain = tuple(tui.row_from_result(fake_result(i), "see me") for i in range(1, 4))
+    assert tui.divider_index(plain) is None
+    s, _ = feed(tui.TUIState(system="bm25", model="unused"), *"see me", "<Ctrl-s>")
+    s, _ = feed(s, tui.Searched(1, "see me", plain, 1.0, "bm25", 1))
+    assert not any("weaker matches" in line for line in screen(s)[0])
+
+
 def test_the_preview_is_on_where_it_fits_beside_a_readable_list():
     s = searched_state()
     t, eff = feed(s, tui.Sized(24, 80))
@@ -229,4 +263,34 @@ def test_the_nearest_memes_past_no_match_on_one_key(fixture_library: Path):
     child.send("\r")
     rc, raw = finish(child)
     assert rc == 0 and len(printed(raw)) == 1 and Path(printed(raw)[0]).is_file()
+    assert_restored(raw)
+
+
+@pytest.mark.slow
+def test_the_screen_divides_john_cena_from_the_weaker_matches(fixture_library: Path):
+    """In a PTY with the model: "john cena" draws its five memes, a "weaker matches" line, then the
+    weaker ones; Down five times crosses the line to the sixth, which Enter prints."""
+    from mambomeme.embed import get_embedder
+    from mambomeme.library import DB
+    from mambomeme.search import Searcher
+
+    d = DB(fixture_library, create=False)
+    try:
+        results = Searcher(d, get_embedder()).search("john cena", "hybrid", 10)
+    finally:
+        d.close()
+    weaker = [i for i, r in enumerate(results) if r.evidence == "weaker"]
+    assert weaker and weaker[0] == 5
+    child = run_app(fixture_library, "--system", "hybrid", timeout=90)
+    expect_ready(child, timeout=90)
+    assert re.match(r" 10\+? results · ", search(child, "john cena", 1))
+    drawn = screen_text(output(child))
+    drawn = drawn[drawn.rindex("“john cena”") :]
+    assert drawn.index(" 5. ") < drawn.index("── weaker matches ──") < drawn.index(" 6. ")
+    child.send("\x1b[B" * 5)
+    child.expect(r" 6/10\+? ")
+    child.send("\r")
+    rc, raw = finish(child)
+    want = str(Path(results[5].details["root_path"]) / results[5].details["rel_path"])
+    assert rc == 0 and printed(raw) == [want]
     assert_restored(raw)

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.labels": 1,
     "mambomeme.tui": 2,
     "mambomeme.tui_shell": 2,
+    "mambomeme.tui_images": 2,
     "mambomeme.sqlshell": 2,
     "mambomeme.cli_base": 2,
     "mambomeme.safety_batch": 2,

@@ -781,8 +781,6 @@ class _Shell:
                 _enter_quietly(stack, _bracketed_paste(self.win))
                 inp = self.inp = _enter_quietly(stack, Input(fin, sigint_event=True))
                 _raw_keys(fin)
-                self.settle_images(fin, fout)
-                stack.callback(self.forget_picture)  # before the screen is left
                 self.post = inp.threadsafe_event_trigger(_Envelope)
                 handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, on_winch)
                 handlers[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, on_tstp)
@@ -795,6 +793,10 @@ class _Shell:
                     threading.Thread(target=self._load_model, name="mambo-model", daemon=False).start()
                 if self.vectors is not None:
                     self.vectors.start()
+                # Asked once the model loads: a terminal that does not answer costs the first frame
+                # QUERY_SECONDS, not the model.
+                self.settle_images(fin, fout)
+                stack.callback(self.forget_picture)  # before the screen is left
                 self.follow_library()
                 self.handle(Sized(self.win.height, self.win.width))
                 if self.state.query.strip():  # --query: the list answers it as if typed

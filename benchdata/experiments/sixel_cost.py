@@ -1,5 +1,6 @@
 """What drawing the search screen's preview as sixel costs (tui_images.sixel, our encoder with a
-fixed 216-colour palette): encode time and size for the stored previews of a library, at the
+fixed 216-colour palette): encode CPU time (process time: steadier than wall time on a shared
+machine) and size for the stored previews of a library, at the
 preview pane of an 80x24 and a 120x40 terminal (10x20-pixel cells), beside PNG for kitty/iTerm2.
 
     .venv/bin/python benchdata/experiments/sixel_cost.py LIB [N]
@@ -16,8 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import apsw  # noqa: E402
 
-from mambomeme.tui import decode_preview  # noqa: E402
-from mambomeme.tui_images import CELL_PX, fit, png, sixel  # noqa: E402
+from mambomeme.lab.product import CELL_PX, decode_preview, fit, png, sixel  # noqa: E402
 
 # The preview pane's picture rectangle (rows, cols) at 80x24 with Ctrl-/ (half the width) and at
 # 120x40 (the list keeps 3/5), under the caption line: tui.picture's geometry.
@@ -29,7 +29,7 @@ def main() -> None:
     con = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
     previews = [decode_preview(bytes(r[0])) for r in con.execute("SELECT data FROM previews LIMIT ?", (n,))]
     print(f"{len(previews)} stored previews of {db}")
-    print("| pane | sixel encode median | p90 | sixel bytes median | PNG encode median | PNG bytes median |")
+    print("| pane | sixel encode CPU median | p90 | sixel bytes median | PNG encode CPU median | PNG bytes median |")
     print("|---|---|---|---|---|---|")
     for name, (rows, cols) in PANES.items():
         times, sizes, ptimes, psizes = [], [], [], []
@@ -37,13 +37,13 @@ def main() -> None:
             place = fit(p.width, p.height, (0, 0, rows, cols), CELL_PX)
             sixel.cache_clear()
             png.cache_clear()
-            t = time.perf_counter()
+            t = time.process_time()
             s = sixel(p.width, p.height, p.rgb, place)
-            times.append(time.perf_counter() - t)
+            times.append(time.process_time() - t)
             sizes.append(len(s))
-            t = time.perf_counter()
+            t = time.process_time()
             data = png(p.width, p.height, p.rgb)
-            ptimes.append(time.perf_counter() - t)
+            ptimes.append(time.process_time() - t)
             psizes.append(len(data))
         p90 = sorted(times)[int(0.9 * (len(times) - 1))]
         print(

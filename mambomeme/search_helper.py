@@ -1,11 +1,16 @@
 """One-shot searches at screen speed: a per-user helper process keeps the embedding model loaded
 between `mambo search QUERY` calls.
 
-The client (`forwarded`, called by `mambo search` with a QUERY) sends the search's arguments, its
-working folder, its environment and whether its streams are terminals over a Unix socket; the
-helper runs the same `mambo search` in its own process with those, captures what it writes, and
-sends back the bytes (in order, stdout and stderr) and the exit status, which the client writes
-as its own. So the output is the same with and without the helper, byte for byte.
+The client sends the search's arguments, its working folder, its environment and whether its
+streams are terminals over a Unix socket; the helper runs the same `mambo search` in its own
+process with those, captures what it writes, and sends back the bytes (in order, stdout and
+stderr) and the exit status, which the client writes as its own. So the output is the same with
+and without the helper, byte for byte. A running helper is asked first by `mambo.py` itself, with
+the raw command line, before click and the commands are imported (`answered_early`: most of a
+call's time was the client's own start); the helper parses it and answers only a one-shot search,
+refusing anything else, which the command line then runs as usual. `forwarded`, called by
+`mambo search` with a QUERY, asks once more with the parsed search, and starts a helper when none
+answers.
 
 The socket is in $XDG_RUNTIME_DIR/mambo/ (else a 0700 folder named for the uid under the temp
 folder), one per interpreter and package, and the helper answers only its own user (SO_PEERCRED).
@@ -26,9 +31,7 @@ import signal
 import socket
 import stat
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -65,21 +68,22 @@ def socket_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and Path(runtime).is_dir():
         return Path(runtime) / "mambo"
+    import tempfile
+
     return Path(tempfile.gettempdir()) / f"mambo-{os.getuid()}"
 
 
 def code_stamp() -> str:
-    """Which code answers: the interpreter, this package's folder, its version and its files' times
-    (an edited or upgraded install gets a new helper, never an old one's answers)."""
+    """Which code answers: the interpreter, this package's folder and its files' times and sizes
+    (an edited or upgraded install, whose version is written in library.py, gets a new helper,
+    never an old one's answers). Read from the folder alone: the client imports none of them."""
     times = [
-        f"{e.name}:{e.stat().st_mtime_ns}"
+        f"{e.name}:{st.st_mtime_ns}:{st.st_size}"
         for d in (PACKAGE, PACKAGE / "ingest")
         for e in sorted(os.scandir(d), key=lambda e: e.name)
-        if e.name.endswith((".py", ".sql"))
+        if e.name.endswith((".py", ".sql")) and (st := e.stat())
     ]
-    from mambomeme.library import __version__
-
-    text = "\n".join([sys.executable, str(PACKAGE), __version__, *times])
+    text = "\n".join([sys.executable, str(PACKAGE), *times])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -140,6 +144,36 @@ def search_args(ctx: Any) -> list[str]:
     return [*args, "--", " ".join(ctx.params["words"])]
 
 
+def client_request(args: list[str]) -> dict[str, Any]:
+    """What the helper needs to run `mambo ARGS` as this process would."""
+    return {
+        "stamp": code_stamp(),
+        "args": args,
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+        "tty": [s.isatty() for s in (sys.stdin, sys.stdout, sys.stderr)],
+        "encodings": [[s.encoding, s.errors] for s in (sys.stdout, sys.stderr)],
+    }
+
+
+def answered_early(argv: list[str]) -> int | None:
+    """Before the command line is imported (mambo.py's first step): a running helper answers
+    `mambo ARGV` if it is a one-shot search; its output written, its exit status returned. None
+    (nothing written) when no helper runs or it refuses: the command line runs as usual, and a
+    search then asks again (`forwarded`), starting a helper if needed."""
+    if not enabled() or "search" not in argv or not socket_path().exists():
+        return None
+    # As cli.main does: a closed pipe ends quietly (`mambo search x | head`), Ctrl-C says so.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return delivered(ask(client_request(list(argv))))
+    except (OSError, ValueError, AttributeError, ConnectionError):  # a dead or stuck helper
+        return None
+    except KeyboardInterrupt:
+        sys.stderr.write("mambo: interrupted\n")
+        return 130
+
+
 def forwarded(ctx: Any) -> int | None:
     """Answer a one-shot search (`mambo search`'s click context, with a QUERY) through the helper:
     write its output and return its exit status, or None (nothing written) when there is no helper
@@ -147,28 +181,25 @@ def forwarded(ctx: Any) -> int | None:
     if not enabled():
         return None
     try:
-        args = search_args(ctx)
-        request = {
-            "stamp": code_stamp(),
-            "args": args,
-            "library": library_path(ctx.obj.get("db_path")),
-            "cwd": os.getcwd(),
-            "env": dict(os.environ),
-            "tty": [s.isatty() for s in (sys.stdin, sys.stdout, sys.stderr)],
-            "encodings": [[s.encoding, s.errors] for s in (sys.stdout, sys.stderr)],
-        }
+        request = client_request(search_args(ctx)) | {"library": library_path(ctx.obj.get("db_path"))}
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         return None
     try:
-        reply = ask(request)
+        code = delivered(ask(request))
     except (OSError, ValueError, ConnectionError):  # nobody listening, a dead or stuck helper
-        reply = None
+        code = None
+    if code is None:
+        start_helper(request)
+    return code
+
+
+def delivered(reply: dict[str, Any] | None) -> int | None:
+    """A helper's answer written to this process's streams: its exit status; None when it refused."""
     try:
-        code = int(reply["code"])
-        chunks = [(int(fd), text.encode("latin-1")) for fd, text in reply["chunks"]]
+        code = int(reply["code"])  # type: ignore[index]
+        chunks = [(int(fd), text.encode("latin-1")) for fd, text in reply["chunks"]]  # type: ignore[index]
         streams = (sys.stdout.buffer, sys.stderr.buffer)
     except (TypeError, KeyError, ValueError, AttributeError):  # refused, or no answer
-        start_helper(request)
         return None
     for fd, data in chunks:
         streams[fd].write(data)
@@ -205,6 +236,8 @@ def start_helper(first: dict[str, Any]) -> None:
     """Start a helper, detached from this terminal and session; it writes nothing to the user's
     terminal. One that finds another already serving (its lock held) exits at once. It is given
     this search (in its environment, which only its user can read) to run once as a warm-up."""
+    import subprocess
+
     env = dict(os.environ)
     env[FIRST_ENV] = json.dumps(first)
     env["PYTHONPATH"] = os.pathsep.join(x for x in (str(PACKAGE.parent), env.get("PYTHONPATH")) if x)
@@ -289,8 +322,14 @@ def answer(request: dict[str, Any], run: Callable[[list[str]], None]) -> dict[st
     chunks: list[tuple[int, bytes]] = []
     code: int | None = None
     with client_context(request, chunks):
-        if library_path(_db_arg(request["args"])) != request["library"]:
-            return {"refused": "another library"}
+        # A parsed search names the client's library; a raw command line (answered_early) is parsed
+        # here, with the client's environment and folder, as the client would.
+        if "library" in request:
+            if library_path(_db_arg(request["args"])) != request["library"]:
+                return {"refused": "another library"}
+        elif not one_shot_search(request["args"]):
+            return {"refused": "not a one-shot search"}
+        chunks.clear()
         try:
             run(request["args"])
             code = 0
@@ -426,6 +465,23 @@ def command_line() -> Any:
     import importlib
 
     return importlib.import_module("mambomeme.cli").cli
+
+
+def one_shot_search(args: list[str]) -> bool:
+    """`mambo ARGS` is a search with a QUERY, parsed as the command line parses it; anything else
+    (another command, the screen, piped queries, a usage error, --help) is the client's own."""
+    cli = command_line()
+    try:
+        with cli.make_context("mambo", list(args)) as ctx:
+            # click 8 keeps the command's name apart (_protected_args, as its Group.invoke reads it)
+            words = [*getattr(ctx, "_protected_args", []), *ctx.args]
+            name, command, rest = cli.resolve_command(ctx, words)
+            if command is None or command.name != "search":
+                return False
+            with command.make_context(name, rest, parent=ctx) as sub:
+                return bool(sub.params.get("words"))
+    except (Exception, SystemExit):  # noqa: BLE001 - click's usage errors, --help's exit
+        return False
 
 
 def main() -> None:

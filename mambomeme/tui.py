@@ -348,11 +348,13 @@ class TUIState:
     pending: str | None = None  # a query waiting for the model (--wait-ready)
     message: str = ""
     withheld: str = ""  # the shown answer's safety_review.withheld_note, or "" (status line; "no match" text)
-    color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (nor a preview)
+    color: bool = True  # False under NO_COLOR: bold and inverse only, no colours (a monochrome preview)
     paste: str | None = None  # a bracketed paste being read: its characters so far
     queued: tuple[str, ...] = ()  # action keys pressed before the list answered the typed query
     more: bool = False  # the search found more rows than the list holds
     nearest: bool = False  # the rows are the nearest memes of a "no match" (Ctrl-R): not confident
+    large: bool = False  # F3: the selected meme's preview on the whole body, the list hidden
+    images: str = "blocks"  # how the preview is drawn: half-blocks, or a tui_images protocol's picture
 
 
 def _selected_row(s: TUIState) -> Row | None:
@@ -513,6 +515,7 @@ NEAREST = "<Ctrl-r>"
 # The keys that act on the list: pressed before it answers the typed query, they wait for that answer.
 LIST_KEYS = (*MOVES, "<TAB>", "<Shift-TAB>", ENTER, "<Ctrl-o>", "<Ctrl-y>", NEAREST)
 PREVIEW_KEYS = ("<Ctrl-/>", "<F2>")  # fzf leaves toggle-preview unbound; its docs bind ctrl-/
+LARGE_KEY = "<F3>"  # the preview on the whole body (F3 or Esc: back to the list)
 
 
 def _move(s: TUIState, key: str) -> tuple[TUIState, list]:
@@ -652,6 +655,10 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         return s, [Quit()]
     if s.show_help:  # any key closes the help
         return dataclasses.replace(s, show_help=False), []
+    if s.large and key in (LARGE_KEY, "<ESC>"):
+        return dataclasses.replace(s, large=False), []
+    if key == LARGE_KEY:
+        return dataclasses.replace(s, large=True), []
     if key == "<ESC>":
         return s, [Quit()]
     if key == "<F1>":
@@ -714,7 +721,7 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
 
 def _want_preview(s: TUIState, effects: list) -> list:
     row = _selected_row(s)
-    if _preview_on(s, *s.screen) and row is not None and row.item_id not in s.previews:
+    if (s.large or _preview_on(s, *s.screen)) and row is not None and row.item_id not in s.previews:
         if not row.has_preview:
             return effects  # painted as "no preview"
         if not any(isinstance(e, LoadPreview) and e.item_id == row.item_id for e in effects):
@@ -1058,7 +1065,7 @@ HELP_LINES = (
     '  Ctrl-R            at "no match": the nearest memes anyway (not confident)',
     "  Up/Down Ctrl-P/N  move through the results (Ctrl-K/J, PgUp/PgDn too)",
     "  Tab / Shift-Tab   with -m: mark or unmark the result, move down / up",
-    "  Ctrl-/ or F2      show or hide the preview",
+    "  Ctrl-/ or F2      show or hide the preview; F3 show it large (Esc: back)",
     "  Ctrl-O open ($MAMBO_OPENER, else xdg-open) · Ctrl-Y copy the path",
     "  F1 help · Ctrl-Z suspend · Esc / Ctrl-C / Ctrl-G / Ctrl-D quit",
     "Query line: Left/Right, Home/End, Backspace, Delete, Ctrl-U, Ctrl-W.",
@@ -1166,9 +1173,44 @@ def _preview_pane(s: TUIState, height: int, width: int) -> list:
     p = s.previews[row.item_id]
     if p is None:
         return [caption, _plain("no preview stored", width, dark=True)]
+    if s.images != "blocks":  # the shell draws the picture over these blank cells (see picture)
+        return [caption]
     if not s.color:  # NO_COLOR: the picture in shades of one ink, no colour codes
         return [caption, *preview_mono(p, width, height - 1)]
     return [caption, *preview_lines(p, width, height - 1, s.truecolor)]
+
+
+@dataclass(frozen=True)
+class Picture:
+    """The selected meme's preview as a picture (TUIState.images is a protocol): item N drawn in
+    the cell rectangle (row, col, rows, cols), 0-based, which paint leaves blank for it."""
+
+    item_id: int
+    rect: tuple[int, int, int, int]
+
+
+def _split(s: TUIState, cols: int) -> tuple[int, int]:
+    """The list's and the preview's widths when the preview is shown beside the list."""
+    lw = cols // 2 if cols < TUI_PREVIEW_COLS else cols * 3 // 5  # wide: the list keeps ~72 columns
+    return lw, cols - lw - 1
+
+
+def picture(state: TUIState, rows: int, cols: int) -> Picture | None:
+    """Where paint leaves room for the selected meme's picture, or None (half-blocks, no preview
+    shown or none decoded, the help, a screen too small). Pure, as paint is."""
+    s = state
+    if s.images == "blocks" or s.show_help or rows < TUI_MIN_ROWS or cols < TUI_MIN_COLS:
+        return None
+    row = _selected_row(s)
+    if row is None or s.previews.get(row.item_id) is None:
+        return None
+    body_h = rows - 4  # under the query line and header, the caption line first
+    if s.large:
+        return Picture(row.item_id, (3, 0, body_h - 1, cols)) if body_h > 1 else None
+    if not _preview_on(s, rows, cols) or rows < TUI_FULL_ROWS or cols < TUI_FULL_COLS:
+        return None
+    lw, pw = _split(s, cols)
+    return Picture(row.item_id, (3, lw + 1, body_h - 1, pw)) if body_h > 1 and pw > 0 else None
 
 
 def withheld_count(note: str) -> str:
@@ -1284,9 +1326,10 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     compact = rows < TUI_FULL_ROWS or cols < TUI_FULL_COLS  # the list alone, no preview pane
     if s.show_help:
         body = [_plain("  " + t, cols) for t in HELP_LINES[:body_h]]
+    elif s.large:  # F3: the preview on the whole body
+        body = _preview_pane(s, body_h, cols)
     elif _preview_on(s, rows, cols) and not compact:
-        lw = cols // 2 if cols < TUI_PREVIEW_COLS else cols * 3 // 5  # wide: the list keeps ~72 columns
-        pw = cols - lw - 1
+        lw, pw = _split(s, cols)
         left = _list_lines(s, body_h, lw)
         right = _preview_pane(s, body_h, pw)
         body = []
@@ -1301,6 +1344,8 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
 
     if s.message:
         msg = _plain(" " + clean_line(s.message), cols, fg="green")
+    elif s.large:
+        msg = _plain(" F3 or Esc back to the list · Up/Down the next meme · Enter choose", cols, dark=True)
     elif s.show_preview and compact:  # asked for (Ctrl-/), not room for it
         msg = _plain(f" the preview needs {TUI_FULL_COLS}x{TUI_FULL_ROWS} (Ctrl-/ hides it)", cols, dark=True)
     elif s.focus == "list" and s.rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -39,6 +40,7 @@ from mambomeme.tui import (
     ModelStatus,
     OpenFile,
     Paused,
+    Picture,
     PreviewLoaded,
     Quit,
     Record,
@@ -51,8 +53,25 @@ from mambomeme.tui import (
     Unservable,
     decode_preview,
     paint,
+    picture,
     process_event,
     row_from_result,
+)
+from mambomeme.tui_images import (
+    CELL_PX,
+    LateReplies,
+    ask_terminal,
+    at,
+    cell_pixels,
+    chosen,
+    erase,
+    fit,
+    from_environment,
+    iterm,
+    kitty,
+    kitty_delete,
+    png,
+    sixel,
 )
 
 # -- The shell: owns the terminal, performs effects --------------------------------------------
@@ -279,6 +298,7 @@ def _window_class() -> type:
 
     class Window(FullscreenWindow):
         _frame: list[str] | None = None
+        rewritten: frozenset[int] = frozenset()  # the rows the last frame wrote (a picture in them is gone)
 
         def write(self, msg: str) -> None:
             if self._frame is None:
@@ -287,6 +307,8 @@ def _window_class() -> type:
                 self._frame.append(msg)
 
         def render_to_terminal(self, array: Any, cursor_pos: tuple[int, int] = (0, 0)) -> None:
+            last = self._last_lines_by_row
+            self.rewritten = frozenset(i for i, line in enumerate(array) if line != last.get(i))
             self._frame = []
             try:
                 super().render_to_terminal(array, cursor_pos)
@@ -439,6 +461,12 @@ class _Shell:
         self._search_db: DB | None = None
         self._pause: _Pause | None = None
         self.inp: Any = None
+        # Pictures (tui_images): as asked ($MAMBO_IMAGES; a wrong value fails before the screen
+        # opens), settled when the screen opens; the one on screen, and the terminal's cell size.
+        self.images = chosen(os.environ)
+        self.shown: Picture | None = None
+        self.cell = CELL_PX
+        self.late = LateReplies(armed=False)
 
     # -- background
     def _load_model(self) -> None:
@@ -531,6 +559,7 @@ class _Shell:
         import termios
 
         cbreak = termios.tcgetattr(fin)
+        self.forget_picture()
         self.win.write(PASTE_OFF + self.win.t.normal_cursor + self.win.t.exit_fullscreen)
         with contextlib.suppress(termios.error):
             termios.tcsetattr(fin, termios.TCSADRAIN, self.inp.original_stty)
@@ -671,12 +700,59 @@ class _Shell:
 
     def render(self) -> None:
         h, w = self.win.height, self.win.width
+        want = picture(self.state, h, w)
+        if self.shown is not None and want != self.shown:
+            self.forget_picture()
         self.win.render_to_terminal(paint(self.state, h, w))
+        self.show_picture(want)
         for r in self._records:
             if r.kind == "render":
                 self.render_t = time.perf_counter()
             self.record(r)
         self._records.clear()
+
+    # -- pictures (tui_images): written after curtsies' frame, which knows nothing of them
+    def settle_images(self, fin: Any, fout: Any) -> None:
+        """The protocol the screen uses: as forced, else as the environment says, else as the
+        terminal answers (keys typed meanwhile are handed to curtsies; a late reply is dropped)."""
+        mode = self.images if self.images != "auto" else from_environment(os.environ)
+        if mode is None:
+            mode, typed, answered = ask_terminal(fin.fileno(), self.win.write)
+            self.inp.unprocessed_bytes.extend(typed[i : i + 1] for i in range(len(typed)))
+            self.late = LateReplies(armed=not answered)
+        self.cell = cell_pixels(fout.fileno())
+        self.state = dataclasses.replace(self.state, images=mode)
+
+    def show_picture(self, want: Picture | None) -> None:
+        """Draw the picture paint left room for: when it changed, or, for a picture that lives in
+        the cells (sixel, iTerm2), when the frame rewrote a line it covers."""
+        mode = self.state.images
+        if want is None or want.item_id not in self.state.previews:
+            return
+        row, _, rows, _ = want.rect
+        covered = not self.win.rewritten.isdisjoint(range(row, row + rows))
+        if want == self.shown and (mode == "kitty" or not covered):
+            return
+        p = self.state.previews[want.item_id]
+        if p is None:
+            return
+        place = fit(p.width, p.height, want.rect, self.cell)
+        if mode == "kitty":
+            seq = kitty_delete() + kitty(png(p.width, p.height, p.rgb), place)
+        elif mode == "iterm":
+            seq = iterm(png(p.width, p.height, p.rgb), place)
+        else:
+            seq = sixel(p.width, p.height, p.rgb, place)
+        self.win.write(at(place, seq))
+        self.shown = want
+
+    def forget_picture(self) -> None:
+        """Take the picture off the screen (kitty: deleted by id; sixel, iTerm2: its cells blanked)."""
+        if self.shown is None:
+            return
+        with contextlib.suppress(OSError, ValueError):  # a terminal already gone
+            self.win.write(kitty_delete() if self.state.images == "kitty" else erase(self.shown.rect))
+        self.shown = None
 
     def run(self) -> int:
         from curtsies import Input
@@ -717,6 +793,10 @@ class _Shell:
                     threading.Thread(target=self._load_model, name="mambo-model", daemon=False).start()
                 if self.vectors is not None:
                     self.vectors.start()
+                # Asked once the model loads: a terminal that does not answer costs the first frame
+                # QUERY_SECONDS, not the model.
+                self.settle_images(fin, fout)
+                stack.callback(self.forget_picture)  # before the screen is left
                 self.follow_library()
                 self.handle(Sized(self.win.height, self.win.width))
                 if self.state.query.strip():  # --query: the list answers it as if typed
@@ -732,9 +812,15 @@ class _Shell:
                         self.follow_library()  # before choosing: Enter must not pick a meme just made private
                     if isinstance(ev, _Envelope):
                         ev = ev.event
+                    if isinstance(ev, str) and not self.late.keep(ev):
+                        continue  # the terminal's late answer to the start-up query, not a key
+                    if isinstance(ev, PasteEvent):
+                        ev.events = [e for e in ev.events if self.late.keep(e)]
                     if isinstance(ev, Resized):
+                        self.forget_picture()
                         self.win.write(self.win.t.clear)
                         self.win.on_terminal_size_change(self.win.height, self.win.width)
+                        self.cell = cell_pixels(fout.fileno())
                         self.handle(Sized(self.win.height, self.win.width))
                     elif isinstance(ev, Suspended) or (ev == "<Ctrl-z>" and self.state.paste is None):
                         self.suspend(fin)

@@ -112,6 +112,36 @@ def test_the_helper_answers_as_the_command_does(fixture_library: Path, helper_en
     assert on_terminal[0] == on_terminal[1] and on_terminal[0][1] == 0
     # The runs with MAMBO_NO_HELPER=1 above were never sent to it: nine compared, and two more.
     assert answers(log).count(f"answer {pid}") == 11
+    # Anything but a one-shot search is refused by the helper and run by the client as usual.
+    for args in (
+        ["--db", db, "search", "--help"],
+        ["--db", db, "search", "-n", "500", "cat"],  # a usage error
+        ["--db", db, "status", "search"],
+    ):
+        same_as_in_process(args, env)
+    assert answers(log).count(f"answer {pid}") == 11
+    # The client hands a search to a running helper before click or any command is imported.
+    client = subprocess.run(
+        [sys.executable, "-c", CLIENT_MODULES, str(REPO / "mambo.py"), "--db", str(db), "search", "-l", "cat"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert client.stdout == mambo("--db", db, "search", "-l", "cat", env=env | {"MAMBO_NO_HELPER": "1"}).stdout
+    assert client.stderr.splitlines()[-1] == b"LOADED []"
+    assert answers(log).count(f"answer {pid}") == 12
+
+
+# mambo.py run as a script; then which of the command line's modules it imported.
+CLIENT_MODULES = """import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit:
+    pass
+heavy = ("click", "apsw", "mambomeme.cli", "mambomeme.library", "mambomeme.search")
+print("LOADED", sorted(m for m in heavy if m in sys.modules), file=sys.stderr)
+"""
 
 
 def in_pty(args: list[object], env: dict[str, str]) -> tuple[bytes, int]:

@@ -49,6 +49,8 @@ from mambomeme.search import (
 from mambomeme.sidecars import Metadata
 from mambomeme.state import file_params, restate
 from mambomeme.templates import known_text
+from mambomeme.tui import decode_preview
+from mambomeme.tui_images import CELL_PX, fit, png, sixel
 from mambomeme.upkeep import forget_files
 
 __all__ = [
@@ -98,6 +100,12 @@ __all__ = [
     "assign_groups",
     "item_look",
     "known_text",
+    # the search screen's pictures
+    "decode_preview",
+    "CELL_PX",
+    "fit",
+    "png",
+    "sixel",
     # safety signals
     "RULES_VERSION",
     "detect_safety",

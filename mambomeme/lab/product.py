@@ -50,6 +50,7 @@ from mambomeme.sidecars import Metadata
 from mambomeme.state import file_params, restate
 from mambomeme.templates import known_text
 from mambomeme.upkeep import forget_files
+from mambomeme.words import GLUED_MIN_LENGTH, LIBRARY_WORD_MIN_DOCS, PIECE_MIN_COUNT, split_glued
 
 __all__ = [
     # the library file and the checkout whose code runs
@@ -81,6 +82,11 @@ __all__ = [
     "item_words",
     "normalise_query",
     "plan_query",
+    # words run together
+    "GLUED_MIN_LENGTH",
+    "LIBRARY_WORD_MIN_DOCS",
+    "PIECE_MIN_COUNT",
+    "split_glued",
     # search
     "DEFAULT_SYSTEMS",
     "Result",

@@ -15,20 +15,16 @@ from typing import Any
 
 from mambomeme.library import DB
 
-# The glued-word set (2-4 adjacent words of development captions run together, two folds by
-# template; benchdata/experiments/glued_words.py, glued_words-result.txt) chose both on each fold,
-# scoring right splits less wrong splits and split unknown single words (names, typos): from 4
-# letters, pieces seen 1,000 times. Held out: precision 0.948 / 0.950, recall 0.797 / 0.807, 16 %
-# of unknown single words split; from 6 letters recall fell to 0.77, from 8 to 0.66.
+# Chosen on the glued-word set (dev captions, 2-4 words run together; both template folds chose 4
+# letters and pieces seen 1,000 times): held out, precision 0.95, recall 0.80; from 6 letters recall
+# falls to 0.77. docs/decisions.md#glued-words, benchdata/experiments/glued_words-result.txt.
 GLUED_MIN_LENGTH = 4
 # A piece is a word when pyspellchecker's English list has seen it this often (or the library holds
-# it, or it is a number): rarer entries ("ovi", "naf", "rak") are mostly a wrong split's leftovers.
+# it, or it is a number, or slang): rarer entries ("ovi", "naf") are a wrong split's leftovers.
 PIECE_MIN_COUNT = 1000
-# A token the library holds in this many documents is a word of its own ("stonks", a name), not
-# words run together. Fewer do not count: a meme's copies (resized, screenshot, re-saved) repeat
-# its OCR's glued tokens. On the real-style library's 731 real glued tokens, on both folds by
-# template: from 2 documents 390 split right and 21 wrong, from 10 557 and 25, from 20 557 and 36
-# (and 32 more other tokens split); benchdata/experiments/glued_words-result.txt.
+# A token this many memes hold is a word of its own ("stonks", a name); fewer may be one meme's
+# copies repeating its OCR. Real-style library, 731 real glued tokens: from 2 memes 395 split right,
+# from 10 562 (25 wrong), never 562 (36 wrong); the same knee on both folds (decisions.md#glued-words).
 LIBRARY_WORD_MIN_DOCS = 10
 # A single-letter piece other than these is a leftover ("s tonks" for "stonks").
 ONE_LETTER_WORDS = frozenset({"a", "i"})

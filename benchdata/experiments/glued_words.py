@@ -20,12 +20,14 @@ is known from the snapshot (benchdata/real/truth.jsonl: file -> post), so an OCR
 adjacent caption words run together is a real glued token with its true split. Reports how many
 items hold split words (the `ocr_words` column, when the library has it), the precision of the
 splits of real glued tokens, the sweep of LIBRARY_WORD_MIN_DOCS (how many documents make a token a
-word of the library; two folds by template), and two searches per glued meme through
+word of the library; two folds by template), and three searches per glued meme through
 `mambo search --json` (hybrid, the queries piped in; TREE's mambo.py under this interpreter): its
 words as a person types them (the glued words spaced, with the next caption word), and a typed
 glued run ("nobodygetsonline") of 2-4 caption words the OCR read apart; found = a file of the same
-post at rank 1. Run it with the tree and library before and after a change: the query sets depend
-only on the library's OCR text and the snapshot.
+post at rank 1. The control is the typed set's words typed apart (with the next word), which
+the OCR read apart too: what such a fragment finds when no glue is in the way. Run it with the
+tree and library before and after a change: the query sets depend only on the library's OCR text
+and the snapshot.
 
 Nothing of the snapshot is written anywhere; the output holds counts only (`--show N` prints N
 sampled splits of the library to judge by hand, for the terminal, not for the result file).
@@ -299,7 +301,7 @@ def library_command(a: argparse.Namespace) -> None:
     rng = random.Random(SEED)
     right = wrong = missed = 0
     items = []
-    spaced, typed, sample = {}, {}, []
+    spaced, typed, control, sample = {}, {}, {}, []
     for path, ocr_text, ocr_words in sorted(rows):
         posts = posts_of.get(path, set())
         if len(posts) != 1 or next(iter(posts)) not in caption:
@@ -325,6 +327,9 @@ def library_command(a: argparse.Namespace) -> None:
             if starts and post not in typed:
                 i = rng.choice(starts)
                 typed[post] = "".join(caption[post][i : i + n])
+                # the control: the same words typed apart, with the next one, as the spaced queries are
+                nxt = caption[post][i + n : i + n + 1] or caption[post][max(i - 1, 0) : i]
+                control[post] = " ".join(caption[post][i : i + n] + nxt)
     real_glued = right + wrong + missed
     print(
         f"real glued OCR tokens (2-4 caption words run together): {real_glued}; split right {right}, "
@@ -333,7 +338,13 @@ def library_command(a: argparse.Namespace) -> None:
     )
     library_word_sweep(items, known)
     typed_sample = dict(rng.sample(sorted(typed.items()), min(a.typed, len(typed))))
-    for name, queries in (("glued caption, spaced query", spaced), ("typed glued query", typed_sample))[: 2 * a.search]:
+    control_sample = {post: control[post] for post in typed_sample}
+    sets = (
+        ("glued caption, spaced query", spaced),
+        ("typed glued query", typed_sample),
+        ("control: the typed set's words typed apart, OCR read apart", control_sample),
+    )
+    for name, queries in sets[: 3 * a.search]:
         first = search(a.tree, a.db, sorted(set(queries.values())))
         found = sum(
             bool(first[q]) and post in posts_of.get(str(Path(first[q]).relative_to(a.root)), set())

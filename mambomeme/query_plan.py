@@ -54,14 +54,16 @@ def is_real_word(word: str) -> bool:
 
 def glued_words(db: DB, words: list[str], docs: dict[str, int]) -> dict[str, list[str]]:
     """The query words that are words run together ("nobodygetsonline"), each with its words
-    (words.split_glued, by the library's document counts `docs` and those of the pieces)."""
-    maybe = [t for t in words if could_be_glued(t, docs)]
+    (words.split_glued, by the library's document counts `docs` and those of the pieces). A word
+    two memes hold is matched as typed, as the typo correction leaves it: split, the word itself
+    could drop out of the word match as a common word, leaving only its pieces."""
+    maybe = [t for t in words if could_be_glued(t, docs, library_word_docs=2)]
     if not maybe:
         return {}
     pieces = sorted({p for t in maybe for p in segment(t)})
     counts = docs | {term: int(n) for term, n in db.q("vocabulary_docs", {"terms": json.dumps(pieces)})}
     slang = slang_words(db)
-    return {t: split for t in maybe if (split := split_glued(t, counts, slang))}
+    return {t: split for t in maybe if (split := split_glued(t, counts, slang, library_word_docs=2))}
 
 
 @dataclass

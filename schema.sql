@@ -292,13 +292,14 @@ SELECT item_id, title,
 FROM items;
 
 -- The text both indexes hold for an item: the effective fields (derived ones included, with a
--- template's aliases beside its name), JSON lists flattened to "a ; b".
+-- template's aliases beside its name), JSON lists flattened to "a ; b", the caption followed by the
+-- words of its run-together tokens (`ocr_words`, mambomeme/words.py).
 CREATE VIEW item_search_text AS
-SELECT item_id, title, template_text AS template,
+SELECT e.item_id, e.title, e.template_text AS template,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.entities)) AS entities,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.tags)) AS tags,
-       ocr_text, description
-FROM item_effective e;
+       e.ocr_text || coalesce(' ' || nullif(i.ocr_words, ''), '') AS ocr_text, e.description
+FROM item_effective e JOIN items i ON i.item_id = e.item_id;
 
 CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
     INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
@@ -1105,4 +1106,39 @@ CREATE TABLE privacy_decisions (
 );
 ALTER TABLE safety_decisions ADD COLUMN follows TEXT CHECK (follows IS NULL OR length(follows) = 64);
 
-PRAGMA user_version = 22;
+-- 023: the words of the caption's run-together tokens (mambomeme/words.py), held by both indexes
+-- after the caption (item_search_text); NULL until computed (the next `mambo add`).
+ALTER TABLE items ADD COLUMN ocr_words TEXT;
+-- Split words computed (NULL -> words) are indexed; none found (NULL -> '') leaves the index alone.
+CREATE TRIGGER items_fts_words AFTER UPDATE OF ocr_words ON items
+WHEN coalesce(old.ocr_words, '') <> coalesce(new.ocr_words, '') BEGIN
+    DELETE FROM items_fts WHERE rowid = old.item_id;
+    DELETE FROM items_trigram WHERE rowid = old.item_id;
+    INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
+    SELECT * FROM item_search_text WHERE item_id = new.item_id;
+    INSERT INTO items_trigram(rowid, title, template, entities, tags, ocr_text, description)
+    SELECT * FROM item_search_text WHERE item_id = new.item_id;
+END;
+
+-- 023: more slang and abbreviations (source: abbrfix 26.2.2024's abbreviations.json, MIT, the
+-- expansions people mean in a search; tfw, mfw, mrw and wifi added), searched in both forms and
+-- never read as a typo.
+INSERT OR IGNORE INTO query_aliases(term, expansion) VALUES
+    ('tfw', 'that feeling when'), ('tfw', 'the face when'), ('mfw', 'my face when'),
+    ('mrw', 'my reaction when'), ('wifi', 'wi fi'), ('wifi', 'wireless'), ('imho', 'in my humble opinion'),
+    ('fomo', 'fear of missing out'), ('sus', 'suspicious'), ('ikr', 'i know right'), ('ftw', 'for the win'),
+    ('af', 'as fuck'), ('afk', 'away from keyboard'), ('aka', 'also known as'), ('asap', 'as soon as possible'),
+    ('atm', 'at the moment'), ('brb', 'be right back'), ('cya', 'see you'), ('dm', 'direct message'),
+    ('dw', 'don''t worry'), ('gf', 'girlfriend'), ('bf', 'boyfriend'), ('gg', 'good game'),
+    ('hmu', 'hit me up'), ('iirc', 'if i recall correctly'), ('ily', 'i love you'), ('jk', 'just kidding'),
+    ('lmk', 'let me know'), ('np', 'no problem'), ('nsfw', 'not safe for work'), ('ofc', 'of course'),
+    ('omw', 'on my way'), ('pov', 'point of view'), ('rofl', 'rolling on the floor laughing'),
+    ('tbf', 'to be fair'), ('tmi', 'too much information'), ('ttyl', 'talk to you later'),
+    ('wyd', 'what are you doing'), ('yolo', 'you only live once'), ('yw', 'you''re welcome'),
+    ('fml', 'fuck my life'), ('gtg', 'got to go'), ('op', 'original poster'), ('tldr', 'too long didn''t read'),
+    ('stfu', 'shut up'), ('lmfao', 'laugh'), ('fyi', 'for your information'), ('omfg', 'oh my god'),
+    ('wtf', 'what the fuck'), ('bff', 'best friends forever'), ('istg', 'i swear to god'),
+    ('stg', 'swear to god'), ('hbu', 'how about you'), ('wbu', 'what about you'), ('gl', 'good luck'),
+    ('og', 'original'), ('cba', 'can''t be arsed'), ('idfc', 'i don''t care'), ('idfk', 'i don''t know');
+
+PRAGMA user_version = 23;

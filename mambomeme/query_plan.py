@@ -7,7 +7,6 @@ of), and how much of it an item holds (coverage, full matches)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import re
@@ -17,6 +16,7 @@ from typing import Any
 
 from mambomeme.library import DB, get_setting
 from mambomeme.output import clean_line, clean_text
+from mambomeme.words import could_be_glued, english_frequencies, segment, slang_words, split_glued
 
 STOPWORDS = frozenset(
     "a an the and or but of to in on at by for with from as is are was were be been am it its this that "
@@ -48,17 +48,22 @@ def normalise_query(text: str) -> list[str]:
     return re.findall(r"[^\W_]+", text)[:64]
 
 
-@functools.cache
-def english_frequencies() -> Any:
-    """pyspellchecker's English word frequencies (bundled with the package, nothing downloaded).
-    Loaded once per process (~0.3-0.5 s), and only when a query word is unknown to the library."""
-    from spellchecker import SpellChecker
-
-    return SpellChecker(language="en", distance=1).word_frequency
-
-
 def is_real_word(word: str) -> bool:
     return english_frequencies()[word] >= REAL_WORD_MIN_COUNT
+
+
+def glued_words(db: DB, words: list[str], docs: dict[str, int]) -> dict[str, list[str]]:
+    """The query words that are words run together ("nobodygetsonline"), each with its words
+    (words.split_glued, by the library's document counts `docs` and those of the pieces). A word
+    two memes hold is matched as typed, as the typo correction leaves it: split, the word itself
+    could drop out of the word match as a common word, leaving only its pieces."""
+    maybe = [t for t in words if could_be_glued(t, docs, library_word_docs=2)]
+    if not maybe:
+        return {}
+    pieces = sorted({p for t in maybe for p in segment(t)})
+    counts = docs | {term: int(n) for term, n in db.q("vocabulary_docs", {"terms": json.dumps(pieces)})}
+    slang = slang_words(db)
+    return {t: split for t in maybe if (split := split_glued(t, counts, slang, library_word_docs=2))}
 
 
 @dataclass
@@ -226,13 +231,19 @@ def plan_query(
         if len(t) < 3 or t.isdigit() or docs.get(t, 0) >= 2 or t == last:
             continue
         grams += [t[i : i + 3] for i in range(len(t) - 2)]
-        if correct and not is_real_word(t):
+        # Slang (a word with an alias: tfw, wifi) is what the user meant: never read as a typo.
+        if correct and t not in aliased and not is_real_word(t):
             guesses[t] = [c for c in corrections(db, t, two_edits=two_edits) if c != t]
             alternatives[t] += [[c] for c in guesses[t]]
+    # Run together ("nobodygetsonline"): its words are searched beside it. A word the corrector
+    # found a library word for is read as that typo ("chese" is "cheese", not "che se").
+    maybe_glued = [t for t in content if t not in aliased and t != last and not guesses.get(t)]
+    for t, pieces in glued_words(db, maybe_glued, docs).items():
+        alternatives[t].append(pieces)
     unseen = [t for t in content if not docs.get(t) and t != last]
     unknown = [t for t in unseen if not alternatives[t]]
-    # A word the library never saw, matched only through a correction, is a guess (an "elon" read
-    # as "melon"): the "no match" evidence weighs it apart from a word the library holds.
+    # A word the library never saw, matched only through a correction or a split, is a guess (an
+    # "elon" read as "melon"): the "no match" evidence weighs it apart from a word the library holds.
     corrected = [t for t in unseen if alternatives[t] and t not in aliased]
     expanded = list(dict.fromkeys(tokens + [w for alts in alternatives.values() for alt in alts for w in alt]))
     grams = list(dict.fromkeys(grams))[:48]
@@ -397,7 +408,7 @@ def item_words(details: dict[str, Any]) -> set[str]:
         details["title"],
         details.get("template_text") or details["template"],
         details["description"],
-        details["ocr_text"],
+        caption_words(details),
         " ".join(json.loads(details["entities"])),
         " ".join(json.loads(details["tags"])),
     ]
@@ -419,7 +430,12 @@ def naming_fields(details: dict[str, Any]) -> tuple[set[str], set[str]]:
             " ".join(json.loads(details["entities"])),
         ]
     )
-    return words_of(names), words_of(details["ocr_text"])
+    return words_of(names), words_of(caption_words(details))
+
+
+def caption_words(details: dict[str, Any]) -> str:
+    """The caption as the word index holds it: the words of its run-together tokens after it."""
+    return f"{details['ocr_text']} {details.get('ocr_words') or ''}"
 
 
 def full_match(plan: QueryPlan, details: dict[str, Any]) -> bool:

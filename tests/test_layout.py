@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.upkeep": 1,
     "mambomeme.search": 1,
     "mambomeme.query_plan": 1,
+    "mambomeme.words": 1,
     "mambomeme.dense_memory": 1,
     "mambomeme.safety_review": 1,
     "mambomeme.safety_picture": 1,

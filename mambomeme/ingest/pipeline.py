@@ -31,6 +31,7 @@ from mambomeme.sidecars import MANIFEST_NAME, Metadata, NoSidecars, SidecarFinde
 from mambomeme.state import same_readings
 from mambomeme.templates import TemplateIndex, recognise_existing, sync_catalogue, templates_revision
 from mambomeme.vocabulary import refresh_vocabulary
+from mambomeme.words import split_pending
 
 INGEST_BATCH = WRITE_BATCH  # files a batch reads, analyses, writes in one transaction and embeds together
 
@@ -61,6 +62,7 @@ class Ingester:
         self.analyser = Analyser(workers if workers is not None else min(os.cpu_count() or 1, 4))
         self.writer = Writer(db, self.stats, self.clock, Grouper(db), self._model)
         self.run_id = 0
+        self.words_split = 0  # items whose run-together words were looked for this run
 
     @property
     def templates(self) -> TemplateIndex | None:
@@ -183,6 +185,8 @@ class Ingester:
         # Items recognised before the templates last changed: matched against the new ones only.
         recognise_existing(self.db, self._model, quiet=not self.progress_enabled)
         embed_again(self.db, self._model, quiet=not self.progress_enabled)
+        # New items, and every item of a library made before split words existed, from the stored caption.
+        self.words_split = split_pending(self.db)
         # Every group once more: an item deleted (its file's content changed) may have held its
         # copies, and a library from before schema 7 gets the rule. Holding a copy never waits
         # for this: the writer applies it to the item's group in the item's own transaction.
@@ -195,7 +199,7 @@ class Ingester:
         words, the run recorded."""
         db, s = self.db, self.stats
         self.analyser.close()
-        if s.added or s.updated or self.writer.state_changed:
+        if s.added or s.updated or self.writer.state_changed or self.words_split:
             with self.clock("upkeep"), contextlib.suppress(Exception), db.write():
                 refresh_vocabulary(db)
         with contextlib.suppress(Exception), db.write():

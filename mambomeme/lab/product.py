@@ -52,6 +52,7 @@ from mambomeme.templates import known_text
 from mambomeme.tui import decode_preview
 from mambomeme.tui_images import CELL_PX, fit, png, sixel
 from mambomeme.upkeep import forget_files
+from mambomeme.words import GLUED_MIN_LENGTH, LIBRARY_WORD_MIN_DOCS, PIECE_MIN_COUNT, split_glued
 
 __all__ = [
     # the library file and the checkout whose code runs
@@ -83,6 +84,11 @@ __all__ = [
     "item_words",
     "normalise_query",
     "plan_query",
+    # words run together
+    "GLUED_MIN_LENGTH",
+    "LIBRARY_WORD_MIN_DOCS",
+    "PIECE_MIN_COUNT",
+    "split_glued",
     # search
     "DEFAULT_SYSTEMS",
     "Result",

@@ -1,0 +1,152 @@
+"""Words run together, as OCR reads tightly set captions ("THEFIFTH WALL", "NOBODYGETSONLINETODAY")
+and people type them ("hidethepainharold"): a long token that no English word list and no word of
+the library knows is split into the words it holds by word frequencies (wordninja's English list,
+inside its wheel), and kept only when every piece is a word. The glued token stays searchable; its
+pieces are searched beside it (the `ocr_words` column at index time, an alternative in a query)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Container, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from mambomeme.library import DB
+
+# Chosen on the glued-word set (dev captions, 2-4 words run together; both template folds chose 4
+# letters and pieces seen 1,000 times): held out, precision 0.95, recall 0.80; from 6 letters recall
+# falls to 0.77. docs/decisions.md#glued-words, benchdata/experiments/glued_words-result.txt.
+GLUED_MIN_LENGTH = 4
+# A piece is a word when pyspellchecker's English list has seen it this often (or the library holds
+# it, or it is a number, or slang): rarer entries ("ovi", "naf") are a wrong split's leftovers.
+PIECE_MIN_COUNT = 1000
+# A token this many memes hold is a word of its own ("stonks", a name); fewer may be one meme's
+# copies repeating its OCR. Real-style library, 731 real glued tokens: from 2 memes 395 split right,
+# from 10 562 (25 wrong), never 562 (36 wrong); the same knee on both folds (decisions.md#glued-words).
+LIBRARY_WORD_MIN_DOCS = 10
+# A single-letter piece other than these is a leftover ("s tonks" for "stonks").
+ONE_LETTER_WORDS = frozenset({"a", "i"})
+
+
+@functools.cache
+def english_frequencies() -> Any:
+    """pyspellchecker's English word frequencies (bundled with the package, nothing downloaded).
+    Loaded once per process (~0.3-0.5 s), and only when a word needs it."""
+    from spellchecker import SpellChecker
+
+    return SpellChecker(language="en", distance=1).word_frequency
+
+
+@functools.cache
+def _segmenter() -> Callable[[str], list[str]]:
+    import wordninja  # ~0.35 s to load its word list: only when a token needs splitting
+
+    return wordninja.split
+
+
+def segment(token: str) -> list[str]:
+    """The token cut into the most likely sequence of words (wordninja), whatever they are."""
+    return _segmenter()(token)
+
+
+def tokens(text: str) -> list[str]:
+    """The lower-case letter-and-digit tokens of a caption, as the word index splits it (ASCII)."""
+    return re.findall(r"[^\W_]+", text.lower())
+
+
+def could_be_glued(
+    token: str,
+    docs: Mapping[str, int],
+    slang: Container[str] = frozenset(),
+    *,
+    min_length: int = GLUED_MIN_LENGTH,
+    library_word_docs: int = LIBRARY_WORD_MIN_DOCS,
+) -> bool:
+    """Long, not a number, and neither English, slang nor a word of the library (`docs`: its
+    document counts)."""
+    return (
+        len(token) >= min_length
+        and token.isascii()
+        and not token.isdigit()
+        and token not in slang
+        and docs.get(token, 0) < library_word_docs
+        and not english_frequencies()[token]
+    )
+
+
+def joined_slang(pieces: list[str], slang: Container[str]) -> list[str]:
+    """Adjacent pieces that together are a slang word, joined again: the English list cuts words
+    it lacks ("wifihere" -> wi fi here -> wifi here)."""
+    out, i = [], 0
+    while i < len(pieces):
+        j = next((j for j in range(min(len(pieces), i + 3), i + 1, -1) if "".join(pieces[i:j]) in slang), i + 1)
+        out.append("".join(pieces[i:j]))
+        i = j
+    return out
+
+
+def split_glued(
+    token: str,
+    docs: Mapping[str, int] = MappingProxyType({}),
+    slang: Container[str] = frozenset(),
+    *,
+    min_length: int = GLUED_MIN_LENGTH,
+    piece_min_count: int = PIECE_MIN_COUNT,
+    library_word_docs: int = LIBRARY_WORD_MIN_DOCS,
+) -> list[str]:
+    """The words a run-together token holds ("nobodygetsonline" -> nobody gets online), or [] when
+    it is not one: too short, a known word, or a split with a piece that is not a word (English,
+    a number, slang, or a word of two documents of the library: "dont", "im")."""
+    if not could_be_glued(token, docs, slang, min_length=min_length, library_word_docs=library_word_docs):
+        return []
+    pieces = joined_slang(segment(token), slang)
+    freq = english_frequencies()
+    if len(pieces) < 2 or not all(
+        p.isdigit()
+        or p in slang
+        or (p in ONE_LETTER_WORDS if len(p) == 1 else (freq[p] >= piece_min_count or docs.get(p, 0) >= 2))
+        for p in pieces
+    ):
+        return []
+    return pieces
+
+
+def split_text(text: str, docs: Mapping[str, int] = MappingProxyType({}), slang: Container[str] = frozenset()) -> str:
+    """The pieces of every run-together token of a caption, in order, each once ("" when none)."""
+    pieces = [p for t in dict.fromkeys(tokens(text)) for p in split_glued(t, docs, slang)]
+    return " ".join(dict.fromkeys(pieces))
+
+
+def slang_words(db: DB) -> frozenset[str]:
+    """The words `query_aliases` expands (slang, abbreviations): words, though no English list has them."""
+    return frozenset(t for (t,) in db.q("alias_terms"))
+
+
+def candidates(texts: Iterable[str]) -> list[str]:
+    """The tokens of `texts` that may be run together, and their pieces: the words whose library
+    counts decide (`library_docs`)."""
+    found = {t for text in texts for t in tokens(text) if could_be_glued(t, {})}
+    return sorted(found | {p for t in found for p in segment(t)})
+
+
+def library_docs(db: DB, words: list[str]) -> dict[str, int]:
+    """How many documents of the library hold each of `words` (absent: none)."""
+    if not words:
+        return {}
+    return {term: int(n) for term, n in db.q("word_docs", {"terms": json.dumps(words)})}
+
+
+def split_pending(db: DB, batch: int = 500) -> int:
+    """Every item whose split words were never computed (new, or from a library made before they
+    existed) gets them, from its caption as stored: no OCR again. Call after the vocabulary is
+    current; returns how many items were done (the vocabulary is then stale)."""
+    done, slang = 0, slang_words(db)
+    while rows := db.q("items_unsplit", {"most": batch}):
+        docs = library_docs(db, candidates(text for _id, text in rows))
+        with db.write():
+            for item_id, text in rows:
+                db.q("set_ocr_words", {"item_id": item_id, "words": split_text(text, docs, slang)})
+        done += len(rows)
+    return done

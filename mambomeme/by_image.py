@@ -230,38 +230,51 @@ def _same_caption(db: DB, probe: Probe) -> list[tuple[int, float]]:
 
 def same_caption(text_a: str, text_b: str, known: Iterable[str] = ()) -> float:
     """How well one caption holds the other, in whichever direction holds better (a screenshot's
-    status bar adds words, a crop cuts some): the share of the held caption's letters found, line
-    by line and in order, in the other; the template's known text (its own printed words) left
-    out of both. 0.0 when the held caption has under NEAR_DUP_MIN_LETTERS letters."""
+    status bar adds a line, a crop cuts some words): as the near-identity rule reads captions, the
+    share of letters found of the held caption's least-contained line (`_held`), the template's
+    known text (its own printed words) left out of both. 0.0 when the held caption has under
+    NEAR_DUP_MIN_LETTERS letters."""
     a, b = caption(text_a), caption(text_b)
     if phrases := known_phrases(known):
         a, b = varying(a, phrases), varying(b, phrases)
     return max(_held(a, b), _held(b, a))
 
 
-def _held(a: Caption, b: Caption) -> float:
-    """The share of a's letters found in b, each line of a matched in order against b's letters."""
-    if len(a.joined) < NEAR_DUP_MIN_LETTERS or not b.joined:
+def _held(a: Caption, b: Caption, min_letters: int = NEAR_DUP_MIN_LETTERS, least: bool = True) -> float:
+    """The share of letters of a's least-contained line (least=False: of all a's letters) found in
+    b: each line matched in order against b's letters, in runs of two or more (single letters
+    matched here and there are chance). 0.0 when a has fewer than `min_letters`."""
+    if len(a.joined) < max(1, min_letters) or not b.joined:
         return 0.0
     if len(a.trigrams & b.trigrams) < NEAR_DUP_TRIGRAMS * len(a.trigrams):
         return 0.0
-    found = 0
+    shares, found = [], 0
     for line in a.lines:
         letters = "".join(line)
         blocks = difflib.SequenceMatcher(None, letters, b.joined, autojunk=False).get_matching_blocks()
-        found += sum(m.size for m in blocks)
-    return found / len(a.joined)
+        n = sum(m.size for m in blocks if m.size >= 2)
+        shares.append(n / len(letters))
+        found += n
+    return min(shares) if least else found / len(a.joined)
 
 
 def _same_template(db: DB, probe: Probe, index: PhashIndex, groups: set[int | None]) -> list[tuple[int, float]]:
     """Memes of the picture's template: recognised as the same template, in the template group of
     a copy or of the picture, or with a picture within TEMPLATE_BITS (the rule by which ingest gives
-    an unlabelled meme the template group of a picture this close); nearest picture first."""
+    an unlabelled meme the template group of a picture this close). First those whose caption
+    shares most of the picture's words (a crop that cut most of the caption is still that meme),
+    then the nearest picture: closeness is the mean of the two."""
     near = index.near(probe.phash, TEMPLATE_BITS)
     groups = groups | {index.groups[i][1] for _d, i in near}
     rows = db.q("image_same_template", {"template_id": probe.template_id, "groups": _ids(groups)})
-    out = {int(i): 1.0 - hamming(int(ph), probe.phash) / 64 for i, ph in rows}
-    out |= {i: 1.0 - d / 64 for d, i in near}
+    picture = {int(i): 1.0 - hamming(int(ph), probe.phash) / 64 for i, ph in rows}
+    picture |= {i: 1.0 - d / 64 for d, i in near}
+    facts = _facts(db, list(picture))
+    a = caption(probe.ocr_text)
+    out = {}
+    for i, closeness in picture.items():
+        b = caption(facts[i][4])
+        out[i] = (max(_held(a, b, 1, least=False), _held(b, a, 1, least=False)) + closeness) / 2
     return sorted(out.items(), key=lambda x: (-x[1], x[0]))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from mambomeme.images import (
     MAX_FILE_BYTES,
     NEAR_DUP_BITS_CROPPED,
+    NEAR_DUP_CONTAINMENT,
     NEAR_DUP_CONTAINMENT_CROPPED,
     NEAR_DUP_MIN_LETTERS,
     NEAR_DUP_TRIGRAMS,
@@ -50,6 +51,10 @@ REASONS = (EXACT, NEAR, CAPTION, TEMPLATE, MEANING)  # the tiers, best first
 # the caption column, its first CAPTION_WORDS distinct words of 3+ letters) are compared with it
 # letter by letter; a crop or a screenshot's status bar changes few of a caption's words.
 CAPTION_CANDIDATES = 50
+# ... and for a picture within NEAR_DUP_BITS_CROPPED, a caption of this many letters (a crop leaves a
+# few words) held at NEAR_DUP_CONTAINMENT, OCR noise allowed (benchmark v1's crops: 4 of 6 misses
+# kept only "what you did", "delete it all"; search_by_image-result.txt).
+CROPPED_MIN_LETTERS = 8
 CAPTION_WORDS = 32
 # "Similar caption": a meme whose caption vector (or all-fields vector) is at least this similar
 # (cosine, all-mpnet-base-v2) to the picture's OCR text. Below it the nearest captions of any
@@ -170,6 +175,7 @@ def rank(
     groups = {index.groups[i][0] for i in copies} | {probe.perceptual_group}
     add(1, ((int(r[0]), 0.0) for r in db.q("image_group_members", {"groups": _ids(groups)})))
     add(2, _same_caption(db, probe))
+    add(2, _cropped_caption(db, probe, index, set(found) | left_out))
     add(3, _same_template(db, probe, index, {index.groups[i][1] for i in found} | {probe.template_group}))
     shown = {int(r[0]) for r in db.q("image_servable", {"ids": json.dumps(sorted(found))})}
     withheld = len(found) - len(shown)
@@ -225,7 +231,28 @@ def _same_caption(db: DB, probe: Probe) -> list[tuple[int, float]]:
     ids = [int(r[0]) for r in db.q("image_caption_candidates", {"match": match, "k": CAPTION_CANDIDATES})]
     facts = _facts(db, ids)
     held = [(i, same_caption(probe.ocr_text, facts[i][4], probe.known + known_text(db, i))) for i in ids if i in facts]
-    return sorted(((i, h) for i, h in held if h >= NEAR_DUP_CONTAINMENT_CROPPED), key=lambda x: -x[1])
+    return [(i, _closeness(h, facts[i][2], probe)) for i, h in held if h >= NEAR_DUP_CONTAINMENT_CROPPED]
+
+
+def _closeness(held: float, phash: int, probe: Probe) -> float:
+    """A same-caption item's place in its tier: how well the captions agree, then (the same caption
+    on other pictures: a template's stock phrase) the nearer picture."""
+    return 0.8 * held + 0.2 * (1.0 - hamming(int(phash), probe.phash) / 64)
+
+
+def _cropped_caption(db: DB, probe: Probe, index: PhashIndex, seen: set[int]) -> list[tuple[int, float]]:
+    """Items whose picture is near (within NEAR_DUP_BITS_CROPPED) and whose caption holds the
+    picture's words, or theirs, in whole: a crop that cut a caption to a few words ("what you did"),
+    too few for the near-copy rule, which must be sure enough to group, is still that meme first."""
+    near = [i for _d, i in index.near(probe.phash, NEAR_DUP_BITS_CROPPED) if i not in seen]
+    facts = _facts(db, near)
+    a, out = caption(probe.ocr_text), []
+    for i in near:
+        b = caption(facts[i][4])
+        held = max(_held(a, b, CROPPED_MIN_LETTERS, least=False), _held(b, a, CROPPED_MIN_LETTERS, least=False))
+        if held >= NEAR_DUP_CONTAINMENT:
+            out.append((i, _closeness(held, facts[i][2], probe)))
+    return out
 
 
 def same_caption(text_a: str, text_b: str, known: Iterable[str] = ()) -> float:

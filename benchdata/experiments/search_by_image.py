@@ -84,13 +84,16 @@ def main() -> None:
         if rel in item_of and item_of[rel] in servable and info["group"]:
             members[info["group"]].add(item_of[rel])
     searcher = Searcher(db, get_embedder())
-    at1, recall, bound, ms = 0, [], [], []
+    at1, recall, bound, ms, withheld = 0, [], [], [], []
     misses, reasons = [], collections.Counter()
     pairs: list[tuple[int, float, bool]] = []  # (fold, similarity, same subtopic or group)
     for q in near:
         own, original = item_of.get(q["file"]), item_of.get(q["original"])
         if own is None or original is None:
             print(f"not in the library: {q['file']} or {q['original']}")
+            continue
+        if original not in servable:  # withheld by the safety policy: never shown, so never at rank 1
+            withheld.append(q["file"])
             continue
         path = Path(args.root) / q["file"]
         t0 = time.perf_counter()
@@ -122,6 +125,7 @@ def main() -> None:
     n = len(ms)
     print(f"# search by image: {args.set}, library {args.db}")
     print(f"near copies searched: {n}; original at rank 1: {at1} / {n} = {at1 / max(1, n):.3f}")
+    print(f"left out: {len(withheld)} whose original is withheld (unsafe, private): {withheld}")
     print(f"reason at rank 1: {dict(reasons)}")
     print(
         f"template-group recall@10 (own item left out, servable members): mean {sum(recall) / max(1, len(recall)):.3f}"

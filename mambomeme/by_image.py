@@ -57,8 +57,11 @@ CAPTION_CANDIDATES = 50
 CROPPED_MIN_LETTERS = 8
 CAPTION_WORDS = 32
 # "Similar caption": a meme whose caption vector (or all-fields vector) is at least this similar
-# (cosine, all-mpnet-base-v2) to the picture's OCR text. Below it the nearest captions of any
-# library share a topic word at most. Numbers: benchdata/experiments/search_by_image-result.txt.
+# (cosine, all-mpnet-base-v2) to the picture's OCR text: the lowest floor at which at least half of
+# the similar captions shown share the picture's subtopic, chosen on one fold of benchmark v1's
+# development templates and held on the other (two folds by template group, bare library; shown,
+# share: 0.45 -> 58, 0.38 / 87, 0.36; 0.50 -> 34, 0.59 / 42, 0.52; 0.55 -> 25, 0.64 / 25, 0.72).
+# Sweep: benchdata/experiments/search_by_image.py, figures in search_by_image-result.txt.
 SIMILAR_CAPTION_MIN = 0.5
 
 

@@ -60,7 +60,7 @@ CAPTION_WORDS = 32
 # (cosine, all-mpnet-base-v2) to the picture's OCR text: the lowest floor at which at least half of
 # the similar captions shown share the picture's subtopic, chosen on one fold of benchmark v1's
 # development templates and held on the other (two folds by template group, bare library; shown,
-# share: 0.45 -> 58, 0.38 / 87, 0.36; 0.50 -> 34, 0.59 / 42, 0.52; 0.55 -> 25, 0.64 / 25, 0.72).
+# share: 0.45 -> 57, 0.37 / 86, 0.35; 0.50 -> 33, 0.58 / 41, 0.51; 0.55 -> 24, 0.63 / 24, 0.71).
 # Sweep: benchdata/experiments/search_by_image.py, figures in search_by_image-result.txt.
 SIMILAR_CAPTION_MIN = 0.5
 

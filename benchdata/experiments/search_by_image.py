@@ -5,6 +5,7 @@ through by_image.rank, as `mambo search --image` ranks.
 
     python benchdata/experiments/search_by_image.py v1 /tmp/v1-annotated.sqlite /work/v1/build
     python benchdata/experiments/search_by_image.py real /tmp/real.sqlite /work/real-out
+    python benchdata/experiments/search_by_image.py v1 - /work/v1/build --make-subset /tmp/v1sub
 
 Reports, per library: the original at rank 1 (target >= 95 %), and its rank and reason otherwise;
 template-group recall@10 (the query's group members the library may show, itself left out, found
@@ -20,6 +21,7 @@ import argparse
 import collections
 import hashlib
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -60,6 +62,24 @@ def real_set() -> tuple[list[dict], dict[str, dict]]:
     return near, files
 
 
+def make_subset(build: Path, out: Path) -> None:
+    """Benchmark v1's subset measured when its libraries were not ready: every file of the template
+    groups holding a near copy, and as distractors the groups whose SHA-256(group key) starts below
+    0x20; each image with its sidecar, and inbox's manifest."""
+    rows = [json.loads(x) for x in open(REPO / "benchdata/v1/corpus.jsonl")]
+    groups = {r["group"] for r in rows if r["truth"].get("near_dup_of")}
+    extra = {r["group"] for r in rows if hashlib.sha256(r["group"].encode()).digest()[0] < 0x20}
+    for r in rows:
+        if r["group"] in groups | extra:
+            f = Path(r["out"]["file"])
+            (out / f.parent).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(build / f, out / f)
+            if (build / f.with_suffix(".json")).exists():
+                shutil.copy2(build / f.with_suffix(".json"), out / f.with_suffix(".json"))
+    (out / "inbox").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(build / "inbox/mambo.jsonl", out / "inbox/mambo.jsonl")
+
+
 def fold(group: str) -> int:
     return hashlib.sha256(group.encode()).digest()[0] & 1
 
@@ -70,7 +90,11 @@ def main() -> None:
     ap.add_argument("db")
     ap.add_argument("root")
     ap.add_argument("--limit", type=int, default=0, help="only the first N near copies (a quick look)")
+    ap.add_argument("--make-subset", metavar="OUT", help="v1: copy the subset of ROOT measured into OUT, and stop")
     args = ap.parse_args()
+    if args.make_subset:
+        make_subset(Path(args.root), Path(args.make_subset))
+        return
     near, files = v1_set() if args.set == "v1" else real_set()
     near = near[: args.limit] if args.limit else near
     db = DB(args.db, readonly=True)

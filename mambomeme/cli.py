@@ -380,6 +380,12 @@ SYSTEM_HELP = (
 )
 @click.option("--record-events", is_flag=True, help="TUI: record interaction events (off unless asked).")
 @click.option("--wait-ready", is_flag=True, help="TUI: accept searches only once the model is loaded.")
+@click.option(
+    "--image",
+    metavar="FILE",
+    help="Search by a picture: its exact and near copies, the same meme re-captured, its template, "
+    "then memes whose caption means the same; each result says why.",
+)
 @click.pass_context
 def search(
     ctx: click.Context,
@@ -394,6 +400,7 @@ def search(
     multi: bool,
     record_events: bool,
     wait_ready: bool,
+    image: str | None,
 ) -> None:
     """Search the library; the words after `search` are one query.
 
@@ -422,6 +429,7 @@ def search(
       mambo search -l -0 cat | xargs -0 ls -l
       mambo search --json -n 3 monday
       mambo search --nearest -l -n 3 qwzx    the nearest memes, even where nothing fits well
+      mambo search --image shot.png       does the library hold this meme, its copies, its template?
     """
     import apsw
     from click.core import ParameterSource
@@ -429,6 +437,10 @@ def search(
     # -n given: that many results; not given: the list stops at the "weaker matches" divider
     asked = ctx.get_parameter_source("limit") not in (ParameterSource.DEFAULT, None)
     try:
+        if image is not None:
+            if words or typed is not None or multi or nearest:
+                raise MamboError("--image searches by a picture: give no QUERY, -q, -m or --nearest with it")
+            ctx.exit(_search_image(ctx, image, limit, as_json, paths_only, null))
         _search(
             ctx,
             " ".join(words) if words else None,
@@ -529,6 +541,35 @@ def _search(
         click.echo(f"note: {not_confident_note(query)}", err=True)
     if withheld and not as_json:  # --json says it on its last line
         click.echo(f"note: {withheld_note(withheld)}", err=True)
+
+
+def _search_image(ctx: click.Context, image: str, limit: int, as_json: bool, paths_only: bool, null: bool) -> int:
+    """`mambo search --image FILE`: printed as a QUERY's answer is (text, -l, -0, --json with each
+    result's reason); 1 when nothing is found."""
+    if as_json and (paths_only or null):
+        raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
+    from mambomeme.by_image import format_match, match_json, search_file, withheld_note
+    from mambomeme.search import sync_systems
+
+    db = open_library(ctx)
+    sync_systems(db)
+    answer = search_file(db, image, limit)
+    results, withheld = answer.results, answer.withheld
+    said = {"image": clean_line(image)} | ({"withheld": withheld} if withheld else {})
+    if paths_only or null:
+        echo_paths([result_path(r) for r in results], null=null)
+    for r in results if as_json else ():
+        click.echo(json_line(said | match_json(r)))
+    for r in results if not (paths_only or null or as_json) else ():
+        click.echo(format_match(r))
+    if not results:
+        if as_json:
+            click.echo(json_line(said | {"no_match": True}))
+        click.echo(f"no match ({withheld_note(withheld)})" if withheld else "no match", err=True)
+        return 1
+    if withheld and not as_json:
+        click.echo(f"note: {withheld_note(withheld)}", err=True)
+    return 0
 
 
 def answer_for(

@@ -242,6 +242,26 @@ class DoSearch:
 
 
 @dataclass(frozen=True)
+class MoreLike:
+    """Effect: list the memes like `row` (Ctrl-T): its copies, its template, memes saying the same."""
+
+    row: Row
+    seq: int
+
+
+@dataclass(frozen=True)
+class Alike:
+    """Event: the answer to MoreLike (by_image.more_like), each row's badge its reason."""
+
+    seq: int
+    of: Row
+    rows: tuple[Row, ...]
+    ms: float
+    error: str = ""
+    withheld: str = ""  # by_image.withheld_note, or ""
+
+
+@dataclass(frozen=True)
 class Typed:
     """Effect: the query changed; the shell answers with Paused(gen) after TUI_LIVE_PAUSE_S."""
 
@@ -355,6 +375,8 @@ class TUIState:
     nearest: bool = False  # the rows are the nearest memes of a "no match" (Ctrl-R): not confident
     large: bool = False  # F3: the selected meme's preview on the whole body, the list hidden
     images: str = "blocks"  # how the preview is drawn: half-blocks, or a tui_images protocol's picture
+    like: Row | None = None  # the rows are the memes like this one (Ctrl-T); Esc / Backspace go back
+    like_back: tuple = ()  # the query's list to go back to: (rows, selected, more, withheld, nearest)
 
 
 def _selected_row(s: TUIState) -> Row | None:
@@ -513,7 +535,9 @@ SUBMIT = "<Ctrl-s>"
 # On a "no match": the nearest memes anyway (a key no other binding uses).
 NEAREST = "<Ctrl-r>"
 # The keys that act on the list: pressed before it answers the typed query, they wait for that answer.
-LIST_KEYS = (*MOVES, "<TAB>", "<Shift-TAB>", ENTER, "<Ctrl-o>", "<Ctrl-y>", NEAREST)
+# "More like this" on the highlighted meme (a key fzf leaves unbound).
+MORE_LIKE = "<Ctrl-t>"
+LIST_KEYS = (*MOVES, "<TAB>", "<Shift-TAB>", ENTER, "<Ctrl-o>", "<Ctrl-y>", NEAREST, MORE_LIKE)
 PREVIEW_KEYS = ("<Ctrl-/>", "<F2>")  # fzf leaves toggle-preview unbound; its docs bind ctrl-/
 LARGE_KEY = "<F3>"  # the preview on the whole body (F3 or Esc: back to the list)
 
@@ -600,6 +624,47 @@ def _nearest(s: TUIState) -> tuple[TUIState, list]:
     )
 
 
+def _more_like(s: TUIState) -> tuple[TUIState, list]:
+    """Ctrl-T: the highlighted meme's look-alikes are asked for (answered before the next key)."""
+    row = _selected_row(s)
+    if row is None or s.searched_query is None:
+        return dataclasses.replace(s, message="Ctrl-T lists the memes like the highlighted one: search first"), []
+    seq = s.seq + 1
+    return dataclasses.replace(s, seq=seq, asked=(seq, 0), message=""), [MoreLike(row, seq)]
+
+
+def _alike(s: TUIState, event: Alike) -> TUIState:
+    """The look-alikes shown under a "more like" header; the query's list is kept to go back to."""
+    if event.error:
+        return dataclasses.replace(s, message=f"search failed: {event.error}")
+    if not event.rows:
+        return dataclasses.replace(s, message=f"nothing else in the library is like “{event.of.name}”")
+    back = s.like_back if s.like is not None else (s.rows, s.selected, s.more, s.withheld, s.nearest)
+    return dataclasses.replace(
+        s,
+        rows=event.rows,
+        selected=0,
+        focus="list",
+        like=event.of,
+        like_back=back,
+        more=False,
+        nearest=False,
+        withheld=event.withheld,
+        search_ms=event.ms,
+        shown_seq=event.seq,
+        previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews},
+    )
+
+
+def _unlike(s: TUIState) -> tuple[TUIState, list]:
+    """Esc / Backspace on the look-alikes: back to the query's list, as it was."""
+    rows, selected, more, withheld, nearest = s.like_back
+    s = dataclasses.replace(
+        s, like=None, like_back=(), rows=rows, selected=selected, more=more, withheld=withheld, nearest=nearest
+    )
+    return dataclasses.replace(s, focus="list" if rows else "query", message=""), []
+
+
 def _toggle_preview(s: TUIState) -> tuple[TUIState, list]:
     s = dataclasses.replace(s, show_preview=not _preview_on(s, *s.screen), show_help=False)
     row = _selected_row(s)
@@ -659,6 +724,8 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         return dataclasses.replace(s, large=False), []
     if key == LARGE_KEY:
         return dataclasses.replace(s, large=True), []
+    if s.like is not None and key in ("<ESC>", "<BACKSPACE>", "<Ctrl-h>"):
+        return _unlike(s)
     if key == "<ESC>":
         return s, [Quit()]
     if key == "<F1>":
@@ -675,6 +742,8 @@ def _key(s: TUIState, key: str) -> tuple[TUIState, list]:
         return _move(s, key)
     if key == NEAREST:
         return _nearest(s)
+    if key == MORE_LIKE:
+        return _more_like(s)
     enter = key == ENTER
     row = _selected_row(s)
     if row is not None and s.searched_query is not None:
@@ -744,6 +813,8 @@ def _answered(s: TUIState, event: Searched) -> TUIState:
         nearest=event.nearest,
         withheld=event.withheld,
         previews={r.item_id: s.previews[r.item_id] for r in event.rows if r.item_id in s.previews},
+        like=None,
+        like_back=(),
     )
 
 
@@ -758,6 +829,9 @@ def process_event(state: TUIState, event: Any) -> tuple[TUIState, list]:
             s = dataclasses.replace(s, paste="")
         else:
             s, effects = _key(s, event)
+    elif isinstance(event, Alike):
+        if (event.seq, 0) >= s.asked:  # else typing or another search came after it: stale
+            s = _alike(s, event)
     elif isinstance(event, LibraryChanged):
         s, effects = _refresh(s)
     elif isinstance(event, Unservable):
@@ -1063,6 +1137,7 @@ HELP_LINES = (
     "                    and print the paths (waits for the typed query's list)",
     "  Ctrl-S            search now, without choosing",
     '  Ctrl-R            at "no match": the nearest memes anyway (not confident)',
+    "  Ctrl-T            more like this: the meme's copies, template, captions",
     "  Up/Down Ctrl-P/N  move through the results (Ctrl-K/J, PgUp/PgDn too)",
     "  Tab / Shift-Tab   with -m: mark or unmark the result, move down / up",
     "  Ctrl-/ or F2      show or hide the preview; F3 show it large (Esc: back)",
@@ -1074,7 +1149,6 @@ HELP_LINES = (
     "        D by meaning (dense); * marked (Tab);",
     "        sensitive; +N dup: copies. Under “weaker matches”: less evidence.",
     "Picker: xdg-open \"$(mambo search)\" · mambo search -m | xargs -d '\\n' ls",
-    "",
     "Press any key to close this help.",
 )
 
@@ -1297,6 +1371,8 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     title = ""
     if s.searched_query is not None:
         title = f" results for “{clean_line(s.searched_query)}” "
+    if s.like is not None:  # Ctrl-T's look-alikes
+        title = f" more like “{s.like.name}” (Esc: back) "
     # The selected result's path, always on screen (result rows show paths only when there is room),
     # cut at its start so the file name stays.
     # The counter (N/10) always stays; the query keeps its start and end (… in its middle), the path
@@ -1306,8 +1382,9 @@ def paint(state: TUIState, rows: int, cols: int) -> Any:
     path = f" {row.shown_path} " if row else ""
     if row and _width(title) + _width(counter) + _width(path) > cols - 4:
         budget = max(8, (cols - 4) // 2)
-        frame = (" “", "” ")
-        inner = _clip_middle(clean_line(s.searched_query or ""), max(3, budget - _width("".join(frame))))
+        frame = (" like “" if s.like else " “", "” ")
+        subject = s.like.name if s.like else clean_line(s.searched_query or "")
+        inner = _clip_middle(subject, max(3, budget - _width("".join(frame))))
         title = frame[0] + inner + frame[1]
         room = cols - 4 - _width(title) - _width(counter)
         if _width(path) > room:

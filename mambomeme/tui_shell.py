@@ -30,6 +30,7 @@ from mambomeme.tui import (
     TUI_INTERFACE_VERSION,
     TUI_LIVE_PAUSE_S,
     TUI_LOADING_SYSTEM,
+    Alike,
     Choose,
     CopyPath,
     DoSearch,
@@ -38,6 +39,7 @@ from mambomeme.tui import (
     LoadPreview,
     Message,
     ModelStatus,
+    MoreLike,
     OpenFile,
     Paused,
     Picture,
@@ -532,6 +534,26 @@ class _Shell:
             nearest=job.nearest,
         )
 
+    def more_like(self, job: MoreLike) -> Alike:
+        """Ctrl-T: the highlighted meme's copies, template and similar captions (by_image), each
+        row's badge its reason; without the model (still loading) the similar captions wait."""
+        import apsw
+
+        from mambomeme.by_image import more_like, withheld_note
+
+        t0 = time.perf_counter()
+        embedder = (self.ahead or get_embedder()) if self.needs_model and self.model_ready else None
+        try:
+            searcher = Searcher(self.db, embedder, vectors=self.vectors) if embedder is not None else None
+            answer = more_like(self.db, job.row.item_id, self.limit, searcher)
+        except MamboError as e:
+            return Alike(job.seq, job.row, (), 0.0, error=clean_line(e.format_message()))
+        except apsw.Error as e:
+            return Alike(job.seq, job.row, (), 0.0, error=db_error_message(e, self.db.path))
+        rows = tuple(dataclasses.replace(row_from_result(r, ""), routes=r.details["reason"]) for r in answer.results)
+        said = withheld_note(answer.withheld) if answer.withheld else ""
+        return Alike(job.seq, job.row, rows, (time.perf_counter() - t0) * 1000, withheld=said)
+
     @staticmethod
     def withheld(db: DB, plan: QueryPlan) -> str:
         """Every answer says, as the command line does, how many withheld memes hold the words."""
@@ -648,6 +670,8 @@ class _Shell:
                         self.searches.ask(e)
                     else:  # a submit, or keys wait for it: answered here, then drawn once
                         queue.append(self.search(e, on_thread=False))
+                elif isinstance(e, MoreLike):
+                    queue.append(self.more_like(e))
                 elif isinstance(e, Typed):
                     self.typed(e.gen)
                 elif isinstance(e, LoadPreview):

@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.safety_picture": 1,
     "mambomeme.state": 1,
     "mambomeme.labels": 1,
+    "mambomeme.by_image": 1,
     "mambomeme.tui": 2,
     "mambomeme.tui_shell": 2,
     "mambomeme.tui_images": 2,

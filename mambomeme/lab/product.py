@@ -5,6 +5,7 @@ never from a product module, so a product module that is renamed or moved is men
 
 from __future__ import annotations
 
+from mambomeme.by_image import REASONS, SIMILAR_CAPTION_MIN, probe_file, rank
 from mambomeme.dense_memory import VectorMatrix
 from mambomeme.embed import (
     EMBED_DIM,
@@ -112,6 +113,11 @@ __all__ = [
     "fit",
     "png",
     "sixel",
+    # search by image
+    "REASONS",
+    "SIMILAR_CAPTION_MIN",
+    "probe_file",
+    "rank",
     # safety signals
     "RULES_VERSION",
     "detect_safety",

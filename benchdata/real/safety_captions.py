@@ -16,8 +16,8 @@ the team's description of the template's picture, as in the folder's grading.
 
 A grader writes one line per caption: `C-ID<TAB>SAFETY<TAB>CLAUSE<TAB>REASON`. The label file holds
 post ids, templates, strata and classes, no caption text (the captions are read from the snapshot
-at run time). `measure` runs the current text rules on each caption and prints, per stratum,
-harmless withheld and marked, and unsafe + critical caught.
+at run time). `measure` runs the current text rules and caption-meaning model on each caption and
+prints, per signal and stratum, harmless withheld and marked, and unsafe + critical caught.
 """
 
 from __future__ import annotations
@@ -145,34 +145,48 @@ def labels(args: argparse.Namespace) -> None:
 
 
 def measure(args: argparse.Namespace) -> None:
-    from mambomeme.lab.product import RULES_VERSION, detect_safety
+    from mambomeme.lab.product import RULES_VERSION, detect_safety, get_embedder, meaning_model
 
     rows = load_jsonl(Path(args.labels))
     text = {pid: t for pid, _, t in dev_captions(args.snapshot)}
-    table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for r in rows:
-        found = detect_safety(text[r["post"]].replace(" / ", "\n"))
-        got = found.safety if found else "safe"
-        for stratum in (r["stratum"], "all"):
-            t = table[stratum]
-            if r["safety"] in HIDDEN:
-                t["harmful"] += 1
-                t["caught"] += got != "safe"
-                t["withheld"] += got in HIDDEN
-            else:
-                t["harmless"] += 1
-                t["harmless withheld"] += got in HIDDEN
-                t["harmless marked"] += got == "sensitive"
-    print(f"rules {RULES_VERSION}, labels {args.labels}")
-    head = ("stratum", "captions", "unsafe+critical", "caught (withheld or marked)", "withheld")
+    captions = [text[r["post"]].replace(" / ", "\n") for r in rows]
+    model = meaning_model()
+    meanings = model.judge(get_embedder().encode([" ".join(c.split()) for c in captions]))
+    signals = {
+        "text rules": [(d.safety if (d := detect_safety(c)) else "safe") for c in captions],
+        "caption meaning": [m.safety for m in meanings],
+    }
+    order = ("safe", "sensitive", "unsafe", "critical")
+    signals["combined"] = [max(a, b, key=order.index) for a, b in zip(*signals.values(), strict=True)]
+    print(
+        f"rules {RULES_VERSION}, meaning {model.signal} (bars {model.unsafe_bar}/{model.sensitive_bar}), {args.labels}"
+    )
+    head = ("signal", "stratum", "captions", "unsafe+critical", "caught (withheld or marked)", "withheld")
     print("| " + " | ".join(head + ("harmless withheld", "harmless marked")) + " |")
-    print("|---|---|---|---|---|---|---|")
-    for stratum in ("screened", "random", "all"):
-        t = table[stratum]
-        print(
-            f"| {stratum} | {t['harmful'] + t['harmless']} | {t['harmful']} | {t['caught']} | {t['withheld']} | "
-            f"{t['harmless withheld']} of {t['harmless']} | {t['harmless marked']} |"
-        )
+    print("|---|---|---|---|---|---|---|---|")
+    for name, got in signals.items():
+        table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        for r, g in zip(rows, got, strict=True):
+            for stratum in (r["stratum"], "all"):
+                t = table[stratum]
+                if r["safety"] in HIDDEN:
+                    t["harmful"] += 1
+                    t["caught"] += g != "safe"
+                    t["withheld"] += g in HIDDEN
+                else:
+                    t["harmless"] += 1
+                    t["harmless withheld"] += g in HIDDEN
+                    t["harmless marked"] += g == "sensitive"
+        for stratum in ("screened", "random", "all"):
+            t = table[stratum]
+            print(
+                f"| {name} | {stratum} | {t['harmful'] + t['harmless']} | {t['harmful']} | {t['caught']} | "
+                f"{t['withheld']} | {t['harmless withheld']} of {t['harmless']} | {t['harmless marked']} |"
+            )
+    if args.misses:
+        for r, g in zip(rows, signals["combined"], strict=True):
+            if (r["safety"] in HIDDEN) != (g in HIDDEN) or (r["safety"] in HIDDEN and g == "safe"):
+                print(f"{r['safety']}\t{g}\t{r['clause']}\t{r['post']}")
 
 
 def main() -> None:
@@ -193,6 +207,7 @@ def main() -> None:
     s = sub.add_parser("measure")
     s.add_argument("snapshot")
     s.add_argument("--labels", default=str(LABELS))
+    s.add_argument("--misses", action="store_true", help="list post ids the signals withhold or miss")
     args = ap.parse_args()
     {"shards": shards, "labels": labels, "measure": measure}[args.cmd](args)
 

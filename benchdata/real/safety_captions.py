@@ -41,6 +41,14 @@ LABELS = HERE / "judgements" / "safety-captions.jsonl"
 DESCRIPTIONS = HERE / "template-descriptions.jsonl"
 TRUTH = HERE / "truth.jsonl"
 SEED = "safety-captions-1"
+# Who made the labels: three model annotators, each alone, each seeing only the brief, the policy,
+# the grading guide and its captions (the adjudicator only the captions the two split on).
+ANNOTATORS = {
+    "a": "safety-captions-grader-a",
+    "b": "safety-captions-grader-b",
+    "adjudicator": "safety-captions-adjudicator",
+}
+ANNOTATOR_KIND = "model"
 # The screen: words near the policy's unsafe criteria, far wider than any rule (a caption holding
 # one is screened, whatever the relation between its words).
 SCREEN_RE = re.compile(
@@ -140,8 +148,13 @@ def labels(args: argparse.Namespace) -> None:
     Path(args.o).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
     if args.split_out:
         Path(args.split_out).write_text("".join(f"{v}\n" for v in split), encoding="utf-8")
-    agree = sum(a[v][0] == b[v][0] for v in mapping if v in a and v in b)
-    print(f"{len(rows)} labels ({agree} agreed, {len(rows) - agree} adjudicated), {len(split)} split left")
+    from mambomeme.lab.evaluation import cohen_kappa
+
+    both = [v for v in mapping if v in a and v in b]
+    agree = sum(a[v][0] == b[v][0] for v in both)
+    kappa = cohen_kappa([a[v][0] for v in both], [b[v][0] for v in both])
+    said = f"{agree} agreed, {len(rows) - agree} adjudicated; kappa {kappa:.3f}"
+    print(f"{len(rows)} labels ({said}), {len(split)} split left")
 
 
 def measure(args: argparse.Namespace) -> None:

@@ -164,7 +164,13 @@ def measure(args: argparse.Namespace) -> None:
     text = {pid: t for pid, _, t in dev_captions(args.snapshot)}
     captions = [text[r["post"]].replace(" / ", "\n") for r in rows]
     model = meaning_model()
-    meanings = model.judge(get_embedder().encode([" ".join(c.split()) for c in captions]))
+    if args.vectors:  # the captions' vectors, as benchdata/experiments/safety_real_meaning.py keeps them
+        import numpy as np
+
+        vecs = np.load(args.vectors)["v"]
+    else:
+        vecs = get_embedder().encode([" ".join(c.split()) for c in captions])
+    meanings = model.judge(vecs)
     signals = {
         "text rules": [(d.safety if (d := detect_safety(c)) else "safe") for c in captions],
         "caption meaning": [m.safety for m in meanings],
@@ -221,6 +227,7 @@ def main() -> None:
     s.add_argument("snapshot")
     s.add_argument("--labels", default=str(LABELS))
     s.add_argument("--misses", action="store_true", help="list post ids the signals withhold or miss")
+    s.add_argument("--vectors", help="an .npz of the captions' vectors (key v, in label order) instead of encoding")
     args = ap.parse_args()
     {"shards": shards, "labels": labels, "measure": measure}[args.cmd](args)
 

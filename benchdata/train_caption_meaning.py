@@ -45,6 +45,12 @@ FOLDS = 5
 C = 30.0
 MAX_FALSE_HIDES = 0.01
 MAX_MARKED = 0.05
+# The unsafe bar is never below this: on real captions (the real-style folder's safety labels and
+# the real captions safety set, 2,242 harmless memes of 88 templates) the model withholds 8 harmless
+# memes at 0.88 (0.36 %, politics and religion jokes about a group) and 4 (0.18 %) at 0.93; the
+# 29 unsafe ones score too low to be withheld at either bar (they are marked or missed), so the
+# higher bar costs real recall nothing. benchdata/experiments/safety_real_meaning-result.txt.
+REAL_UNSAFE_BAR_FLOOR = 0.93
 CLASSES = ("harmless", "violence", "hate-speech", "gore", "personal-data")
 
 # Written from the definitions of benchdata/safety-policy-v1.md (its `unsafe` and `critical`
@@ -213,11 +219,13 @@ def train(vecs: dict[str, object]) -> dict:
     for f in range(FOLDS):
         held[fold == f] = harm(fit(X[fold != f], y[fold != f]), X[fold == f])
     model = fit(X, y)
-    unsafe_bar = lowest_bar(held, harmful, sets, MAX_FALSE_HIDES)
+    unsafe_bar = max(lowest_bar(held, harmful, sets, MAX_FALSE_HIDES), REAL_UNSAFE_BAR_FLOOR)
     sensitive_bar = min(unsafe_bar, lowest_bar(held, harmful, sets, MAX_MARKED))
     folds = []
     for f in range(FOLDS):
-        b = lowest_bar(held[fold != f], harmful[fold != f], sets[fold != f], MAX_FALSE_HIDES)
+        b = max(
+            lowest_bar(held[fold != f], harmful[fold != f], sets[fold != f], MAX_FALSE_HIDES), REAL_UNSAFE_BAR_FLOOR
+        )
         test = fold == f
         pos, neg = test & harmful, test & ~harmful
         folds.append(

@@ -20,9 +20,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mambomeme.answer_text import (
+    echo_paths,
+    echo_results,
+    json_answer,
+    no_match_message,
+    not_confident_note,
+    result_path,
+    weaker_note,
+    withheld_note,
+)
 from mambomeme.cli_base import CONTEXT, FullHelpGroup, LazyChoice, LazyDefault, as_click, open_library
 from mambomeme.library import __version__, db_error_message, default_db_path, get_setting, list_roots, set_setting
-from mambomeme.output import MamboError, NoLibrary, clean_line, clean_text, json_line, path_bytes, show_path
+from mambomeme.output import MamboError, NoLibrary, clean_line, clean_text, json_line, show_path
 
 if TYPE_CHECKING:
     from mambomeme.library import DB
@@ -586,75 +596,11 @@ def answer_for(
     return dataclasses.replace(answer, results=answer.nearest), bool(answer.nearest)
 
 
-WEAKER_LINE = "── weaker matches ──"
-
-
-def echo_results(results: list[Any]) -> None:
-    """The text list: each result, and a "weaker matches" line before the first weaker one."""
-    from mambomeme.search import format_result
-
-    divided = False
-    for r in results:
-        if r.evidence == "weaker" and not divided:
-            click.echo(WEAKER_LINE)
-            divided = True
-        click.echo(format_result(r))
-
-
-def weaker_note(n: int, limit: int) -> str:
-    """What a list that stopped at the divider says on stderr: how many weaker matches it left out."""
-    return f"{n} weaker match{'es' if n != 1 else ''} not shown (-n {limit} lists them)"
-
-
-def not_confident_note(query: str) -> str:
-    """What --nearest says on stderr when it shows the nearest memes of a "no match"."""
-    return f'not confident: nothing fits "{clean_line(query)}" well; these are the nearest'
-
-
 def withheld_count(db: DB, plan: QueryPlan) -> int:
     """How many withheld memes hold the query's words: every answer says it (a count, never which)."""
     from mambomeme.safety_review import withheld_matches
 
     return withheld_matches(db, plan)
-
-
-def withheld_note(n: int) -> str:
-    from mambomeme.safety_review import withheld_note as note
-
-    return note(n)
-
-
-def json_answer(query: str, results: list[Any], withheld: int, *, unsure: bool = False) -> None:
-    """--json: a line a result, each a result (with its rank), so a reader takes every line of a
-    found answer as one; what the answer says beside its results rides on each of them (memes
-    withheld, --nearest's "not_confident"); "no match" is the one line without a result."""
-    from mambomeme.search import result_json
-
-    said = ({"not_confident": True} if unsure else {}) | ({"withheld": withheld} if withheld else {})
-    for r in results:
-        click.echo(json_line({"query": clean_line(query)} | result_json(r) | said))
-    if not results:
-        click.echo(json_line({"query": clean_line(query), "no_match": True} | said))
-
-
-def no_match_message(withheld: int) -> str:
-    """ "no match", and how many withheld memes hold the query's words (a count, never which)."""
-    return f"no match ({withheld_note(withheld)})" if withheld else "no match"
-
-
-def result_path(r: Any) -> str:
-    """A result's absolute path as it is on disk (what `-l` prints, for xargs and xdg-open)."""
-    from mambomeme.search import result_json
-
-    return result_json(r)["path"]
-
-
-def echo_paths(paths: list[str], *, null: bool = False) -> None:
-    """Paths for xargs and xdg-open: exact bytes (library.path_bytes), written as bytes so that
-    nothing on the way strips what looks like an escape sequence from a name."""
-    data = path_bytes(paths, null=null, tty=sys.stdout.isatty())
-    if data:
-        click.echo(data, nl=False)
 
 
 def prompt_loop(

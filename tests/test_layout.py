@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "mambomeme.tui_images": 2,
     "mambomeme.sqlshell": 2,
     "mambomeme.cli_base": 2,
+    "mambomeme.answer_text": 2,
     "mambomeme.safety_batch": 2,
     "mambomeme.search_helper": 2,
     # the lab: benchmarks, evaluation, calibration (the product never imports it)

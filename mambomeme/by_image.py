@@ -41,7 +41,8 @@ from mambomeme.library import DB
 from mambomeme.ocr import get_ocr
 from mambomeme.output import MamboError, clean_line, show_path
 from mambomeme.query_plan import normalise_query
-from mambomeme.search import Result, Searcher, result_json, results_details
+from mambomeme.safety_review import withheld_note as safety_withheld_note
+from mambomeme.search import Result, Searcher, result_json, result_lines, results_details
 from mambomeme.templates import TemplateIndex, known_text
 
 EXACT, NEAR, CAPTION, TEMPLATE, MEANING = "exact copy", "near copy", "same caption", "same template", "similar caption"
@@ -319,13 +320,7 @@ def _similar_captions(searcher: Searcher, text: str, k: int) -> list[tuple[int, 
 
 def format_match(r: Result) -> str:
     """A result as `mambo search --image` prints it: rank, name and reason, caption, path."""
-    d = r.details
-    name = d["title"] or d["template"] or Path(d["rel_path"]).name
-    badges = ["sensitive"] if d["safety"] == "sensitive" else []
-    badges += [f"+{d['duplicate_count']} dup"] if d["duplicate_count"] else []
-    text = " ".join(d["ocr_text"].split())
-    line = f"{r.rank:>2}. {clean_line(name)[:40]:<40} ({d['reason']}) {' '.join(badges)}"
-    return line.rstrip() + f"\n    {clean_line(text)[:72]}\n    {show_path(Path(d['root_path']) / d['rel_path'])}"
+    return result_lines(r, f"({r.details['reason']})", [])
 
 
 def match_json(r: Result) -> dict[str, Any]:
@@ -335,7 +330,4 @@ def match_json(r: Result) -> dict[str, Any]:
 
 def withheld_note(n: int) -> str:
     """How many withheld memes match the picture (a count, never which)."""
-    return (
-        f"{n} meme{'s' if n != 1 else ''} that match{'es' if n == 1 else ''} this picture "
-        f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`"
-    )
+    return safety_withheld_note(n, ("matches", "match"), "this picture")

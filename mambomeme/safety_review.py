@@ -244,10 +244,11 @@ def withheld_matches(db: DB, plan: QueryPlan) -> int:
     return int(db.q1("withheld_matches", {"all_words": " AND ".join(f"({e})" for e in each)})[0]) if each else 0
 
 
-def withheld_note(n: int) -> str:
-    """What a "no match" answer adds when n withheld memes hold the query's words (a count, never
-    which): the command line prints it in brackets, the search screen under its "no match" line."""
+def withheld_note(n: int, verb: tuple[str, str] = ("holds", "hold"), what: str = "these words") -> str:
+    """What an answer adds when n withheld memes hold the query's words (a count, never which): the
+    command line prints it in brackets, the search screen under its "no match" line. `verb` (one
+    meme, several) and `what` say how they match another kind of query (a picture)."""
     return (
-        f"{n} meme{'s' if n != 1 else ''} that hold{'s' if n == 1 else ''} these words "
+        f"{n} meme{'s' if n != 1 else ''} that {verb[0] if n == 1 else verb[1]} {what} "
         f"{'are' if n != 1 else 'is'} withheld: private, withdrawn or unsafe; see `mambo safety`"
     )

@@ -821,17 +821,22 @@ def result_json(r: Result) -> dict[str, Any]:
 
 def format_result(r: Result) -> str:
     d = r.details
-    name = d["title"] or d["template"] or Path(d["rel_path"]).name
     badges = []
-    if d["safety"] == "sensitive":
-        badges.append("sensitive")
-    if d["duplicate_count"]:
-        badges.append(f"+{d['duplicate_count']} dup")
     if d["template"] and d["template_source"] not in (None, "sidecar"):
         badges.append(f"template: {d['template_source']}")
     routes = "".join(x for x, v in (("L", r.lexical_rank), ("F", r.fuzzy_rank), ("D", r.dense_rank)) if v is not None)
+    return result_lines(r, f"[{routes}]", badges)
+
+
+def result_lines(r: Result, why: str, extra: list[str]) -> str:
+    """A result's three text lines: rank, name, `why` it was found and its badges (sensitive, copies,
+    then `extra`); its caption; its path."""
+    d = r.details
+    name = d["title"] or d["template"] or Path(d["rel_path"]).name
+    badges = ["sensitive"] if d["safety"] == "sensitive" else []
+    badges += [f"+{d['duplicate_count']} dup"] if d["duplicate_count"] else []
     text = " ".join(d["ocr_text"].split())
-    line = f"{r.rank:>2}. {clean_line(name)[:40]:<40} [{routes}] {' '.join(badges)}"
+    line = f"{r.rank:>2}. {clean_line(name)[:40]:<40} {why} {' '.join(badges + extra)}"
     return line.rstrip() + f"\n    {clean_line(text)[:72]}\n    {show_path(Path(d['root_path']) / d['rel_path'])}"
 
 

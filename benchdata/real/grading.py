@@ -6,7 +6,7 @@ team's words (benchdata/real/template-descriptions.jsonl: the template's name, w
 literal sentence). Never a file name, id, system, rank or score. Candidates that look the same to a
 grader (an exact or near copy: the same caption on the same picture) are shown once.
 
-    python benchdata/real/grading.py relevance LIB BATCH_ID SNAPSHOT --shards 4 --out DIR
+    python benchdata/real/grading.py relevance LIB BATCH_ID SNAPSHOT --shards 4 --out DIR [--unjudged]
     python benchdata/real/grading.py safety LIB SNAPSHOT --shards 2 --out DIR
     python benchdata/real/grading.py answers DIR/map.json DIR/a-*.tsv -o answers.jsonl
     python benchdata/real/grading.py agree DIR/map.json --a A.tsv... --b B.tsv... --split-out split.txt
@@ -92,8 +92,10 @@ class Views:
         return self.one(t["post"], t["template"])
 
 
-def library_tasks(lib: Path, batch: int) -> list[tuple[str, str, str, str]]:
-    """(task, query id, query text, file rel path) of a batch, in the batch's seeded order."""
+def library_tasks(lib: Path, batch: int, unjudged: bool = False) -> list[tuple[str, str, str, str]]:
+    """(task, query id, query text, file rel path) of a batch, in the batch's seeded order; with
+    `unjudged`, only the candidates no grader has answered yet (a pool the current rankings drew
+    beside answers loaded from earlier rounds: only its new candidates go to the graders)."""
     import apsw
 
     con = apsw.Connection(f"file:{lib}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
@@ -101,8 +103,10 @@ def library_tasks(lib: Path, batch: int) -> list[tuple[str, str, str, str]]:
         con.execute(
             "SELECT t.task, q.qid, q.query, (SELECT rel_path FROM files f WHERE f.item_id = t.item_id "
             "ORDER BY file_id LIMIT 1) FROM batch_tasks t JOIN bench_queries q ON q.query_id = t.query_id "
-            "WHERE t.batch_id = ? ORDER BY t.position",
-            (batch,),
+            "WHERE t.batch_id = ? AND (NOT ? OR NOT EXISTS (SELECT 1 FROM judgements j JOIN annotation_batches b "
+            "ON b.set_id = j.set_id WHERE b.batch_id = t.batch_id AND j.query_id = t.query_id "
+            "AND j.item_id = t.item_id)) ORDER BY t.position",
+            (batch, unjudged),
         )
     )
     con.close()
@@ -111,7 +115,7 @@ def library_tasks(lib: Path, batch: int) -> list[tuple[str, str, str, str]]:
 
 def relevance(args: argparse.Namespace) -> None:
     views = Views(args.snapshot)
-    tasks = library_tasks(Path(args.lib), args.batch)
+    tasks = library_tasks(Path(args.lib), args.batch, args.unjudged)
     by_query: dict[str, tuple[str, dict[str, list[str]]]] = {}
     for task, qid, query, rel in tasks:
         by_query.setdefault(qid, (query, {}))[1].setdefault(views.of(rel), []).append(task)
@@ -294,6 +298,7 @@ def main() -> None:
     r.add_argument("snapshot", nargs="?")
     r.add_argument("--shards", type=int, default=4)
     r.add_argument("--out", required=True)
+    r.add_argument("--unjudged", action="store_true", help="only candidates no grader has answered")
     s = sub.add_parser("safety")
     s.add_argument("snapshot", nargs="?")
     s.add_argument("--shards", type=int, default=2)

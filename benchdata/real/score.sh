@@ -23,16 +23,33 @@ shift
 j=benchdata/real/judgements
 out=benchdata/real/results/dev
 
+graders=(
+    "dev-grader-a.jsonl real-grader-a"
+    "dev-grader-b.jsonl real-grader-b"
+    # round 2: the 253 candidates the split words, slang, evidence divider and refitted "no match"
+    # rules drew (grading.py relevance --unjudged; two new blind graders)
+    "dev-r2-grader-c.jsonl real-grader-c-r2"
+    "dev-r2-grader-d.jsonl real-grader-d-r2"
+)
+adjudicators=(
+    "dev-adjudicator.jsonl real-adjudicator"
+    "dev-r2-adjudicator.jsonl real-adjudicator-r2"
+)
+
 m() { ./mambo --db "$db" "$@"; }
 m bench import benchdata/real/dev.jsonl --recipe benchdata/real/truth.jsonl
 m bench pool dev --system bm25 --system dense --system hybrid --seed 42
-m bench import-judgements 1 "$j/dev-grader-a.jsonl" --annotator real-grader-a --kind model
-m bench import-judgements 1 "$j/dev-grader-b.jsonl" --annotator real-grader-b --kind model
+for entry in "${graders[@]}"; do
+    read -r file who <<<"$entry"
+    m bench import-judgements 1 "$j/$file" --annotator "$who" --kind model
+done
 said=$(m bench adjudication dev --seed 42)
 echo "$said"
 if [[ $said == "adjudication batch "* ]]; then
-    m bench import-judgements "${said#adjudication batch }" "$j/dev-adjudicator.jsonl" \
-        --annotator real-adjudicator --kind model --adjudicator
+    for entry in "${adjudicators[@]}"; do
+        read -r file who <<<"$entry"
+        m bench import-judgements "${said#adjudication batch }" "$j/$file" --annotator "$who" --kind model --adjudicator
+    done
 fi
 m bench show dev
 m bench labels dev -o "$j/dev-set1.jsonl"

@@ -8,6 +8,7 @@ a grader sees of a candidate") lets a grader see; and it checks and merges the g
 into one file for `mambo bench import-judgements`.
 
     python benchdata/grading.py shards batch.jsonl --shards 2 --out DIR     # DIR/shard-1.txt, ...
+    python benchdata/grading.py shards batch.jsonl --unjudged LIB BATCH --out DIR   # only what no grader answered
     python benchdata/grading.py merge batch.jsonl DIR/a-*.answers.jsonl -o grader-a.jsonl
 
 An answer line: {"task": "t...", "answer": {"grade": 0-3, "safety": "safe|sensitive|unsafe|critical"},
@@ -56,14 +57,34 @@ def describe(c: dict) -> str:
     return " | ".join(parts)
 
 
-def shards(batch: Path, n: int, out: Path) -> None:
+def answered_tasks(lib: Path, batch_id: int) -> set[str]:
+    """Tasks of a batch some grader has answered (a pool drawn beside earlier rounds' answers)."""
+    import apsw
+
+    con = apsw.Connection(f"file:{lib}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    rows = con.execute(
+        "SELECT t.task FROM batch_tasks t JOIN annotation_batches b USING (batch_id) WHERE t.batch_id = ? "
+        "AND EXISTS (SELECT 1 FROM judgements j WHERE j.set_id = b.set_id AND j.query_id = t.query_id "
+        "AND j.item_id = t.item_id)",
+        (batch_id,),
+    )
+    done = {task for (task,) in rows}
+    con.close()
+    return done
+
+
+def shards(batch: Path, n: int, out: Path, unjudged: tuple[Path, int] | None = None) -> None:
     tasks = read_batch(batch)
+    out.mkdir(parents=True, exist_ok=True)
+    if unjudged:  # the graders see only the new candidates; `merge` checks against this batch file
+        done = answered_tasks(*unjudged)
+        tasks = [t for t in tasks if t["task"] not in done]
+        (out / "batch.jsonl").write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks), "utf-8")
     by_query: dict[str, list[dict]] = {}
     for t in tasks:  # first appearance in the seeded batch order: no system, rank or score behind it
         by_query.setdefault(t["query"], []).append(t)
     queries = list(by_query)
     size = -(-len(tasks) // n)
-    out.mkdir(parents=True, exist_ok=True)
     groups: list[list[str]] = [[]]
     count = 0
     for q in queries:  # whole queries per shard, about equal numbers of candidates
@@ -135,13 +156,14 @@ def main(argv: list[str]) -> int:
     s.add_argument("batch", type=Path)
     s.add_argument("--shards", type=int, default=1)
     s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--unjudged", nargs=2, metavar=("LIB", "BATCH"), help="only tasks no grader answered in LIB")
     m = sub.add_parser("merge")
     m.add_argument("batch", type=Path)
     m.add_argument("answers", type=Path, nargs="+")
     m.add_argument("-o", "--out", type=Path, required=True)
     a = ap.parse_args(argv)
     if a.cmd == "shards":
-        shards(a.batch, a.shards, a.out)
+        shards(a.batch, a.shards, a.out, (Path(a.unjudged[0]), int(a.unjudged[1])) if a.unjudged else None)
         return 0
     return merge(a.batch, a.answers, a.out)
 

@@ -417,6 +417,12 @@ def _table(rows: list[dict], got: list[str], today: set, label: str) -> tuple[di
     harm = [g for r, g in zip(rows, got, strict=True) if r["safety"] in HIDDEN]
     safe = [g for r, g in zip(rows, got, strict=True) if r["safety"] not in HIDDEN]
     totals = {
+        "flagged": {
+            (r["set"], r["key"]) for r, g in zip(rows, got, strict=True) if r["safety"] in HIDDEN and g != "shown"
+        },
+        "flagged harmless": {
+            (r["set"], r["key"]) for r, g in zip(rows, got, strict=True) if r["safety"] not in HIDDEN and g != "shown"
+        },
         "caught": sum(g != "shown" for g in harm),
         "harmful withheld": harm.count("withheld"),
         "harmless withheld": safe.count("withheld"),
@@ -491,6 +497,13 @@ def report(args: argparse.Namespace) -> None:
             f"| {name} | {ch} | {auc:.3f} | {t['caught']} | {t['harmful withheld']} | {t['new']} | "
             f"{len(today) + t['new']} of {n_harmful} | {t['harmless withheld']} | {t['harmless marked']} |"
         )
+    every = set().union(*(t["flagged"] for *_, t in summary)) if summary else set()
+    harmless = set().union(*(t["flagged harmless"] for *_, t in summary)) if summary else set()
+    print(
+        f"\nAll {len(summary)} scores together, each at its own bars: {len(every)} of {n_harmful} harmful flagged "
+        f"(with today's signals {len(every | today)}), and {len(harmless)} of {n_harmless} harmless flagged "
+        f"({100 * len(harmless) / n_harmless:.0f} %)."
+    )
 
 
 def main() -> None:

@@ -111,12 +111,8 @@ DENSE_FEEDBACK = {"top": 5, "alpha": 0.45, "best": True}
 # their meaning's sign, threshold at <= 1 % false "no match" on the training folds. Held out, hybrid
 # CorrectEmpty 0.224 with 0 of 197 answerable emptied (semantic 0.369 = no rule), dense 0.224 at 1; a
 # dev v2 fit empties 23 / 20 of them for 0.478 / 0.463. Real captions give absent famous memes the
-# similarities of paraphrases (benchdata/experiments/nomatch_real.py and -result.txt; docs/evaluation.md).
-# Dev v2's bare library, never fitted on: CorrectEmpty 0.688 (hybrid and dense), 11 of 131 answerable
-# emptied, none holding a useful meme, no slice moved. Fitted on both sets at once, or with z-scores of
-# the best similarity against the library's spread, query length, rare unseen words or a catalogue
-# name's similarity, no model met both sets' targets with more hybrid CorrectEmpty held out
-# (benchdata/experiments/nomatch_joint.py and -result.txt).
+# similarities of paraphrases. Dev v2 bare (never fitted on): CorrectEmpty 0.688, 11 of 131 emptied, none useful;
+# no joint fit or new evidence did better (benchdata/experiments/nomatch_{real,joint}.py, -result.txt; evaluation.md).
 NO_MATCH_NOTE = (
     "annotated: dev v2 (131 answerable, 93 no-match; judged labels), mambo bench no-match: most "
     "CorrectEmpty with false no-match <= 3 % and Hit@10 loss <= 0.02; bare: the real-style set (197 "

@@ -111,7 +111,8 @@ DENSE_FEEDBACK = {"top": 5, "alpha": 0.45, "best": True}
 # their meaning's sign, threshold at <= 1 % false "no match" on the training folds. Held out, hybrid
 # CorrectEmpty 0.224 with 0 of 197 answerable emptied (semantic 0.369 = no rule), dense 0.224 at 1; a
 # dev v2 fit empties 23 / 20 of them for 0.478 / 0.463. Real captions give absent famous memes the
-# similarities of paraphrases (benchdata/experiments/nomatch_real.py and -result.txt; docs/evaluation.md).
+# similarities of paraphrases. Dev v2 bare (never fitted on): CorrectEmpty 0.688, 11 of 131 emptied, none useful;
+# no joint fit or new evidence did better (benchdata/experiments/nomatch_{real,joint}.py, -result.txt; evaluation.md).
 NO_MATCH_NOTE = (
     "annotated: dev v2 (131 answerable, 93 no-match; judged labels), mambo bench no-match: most "
     "CorrectEmpty with false no-match <= 3 % and Hit@10 loss <= 0.02; bare: the real-style set (197 "

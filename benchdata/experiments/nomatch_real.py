@@ -228,10 +228,12 @@ def report(system: str, sets: dict[str, Set], rule: dict[str, Any], caps: tuple[
         print(line(f"all + candidate {extra}", measure(sets["real"], runs["real"]), base["real"]))
     bare = rule.get("bare", rule)
     if rule.get("kind") == "logistic":
-        fixed = np.array([bare["bias"]] + [bare["weights"][n] for n in names])
+        # the bare model's own features (it may hold fewer than the system has)
+        held = tuple(bare["weights"])
+        fixed = np.array([bare["bias"]] + [bare["weights"][n] for n in held])
         print("-- today's bare weights, only the threshold chosen on the training folds")
         for cap in caps:
-            runs = held_out(material["real"], names, cap, fixed=fixed)
+            runs = held_out(material["real"], held, cap, fixed=fixed)
             print(line(f"cap {cap:.0%}", measure(sets["real"], runs["real"]), base["real"]))
     print("-- all features, fit on lists the rule decides vs on every non-empty list (cap 1 %)")
     runs = held_out(material["real"], names, caps[1], decided_only=False)

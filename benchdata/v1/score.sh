@@ -70,6 +70,11 @@ graders=(
     # no-match query's results; a blind pair given the grading guide and mambo-safety-v1)
     "dev-v2-r11-grader-a.jsonl model-grader-a-r11"
     "dev-v2-r11-grader-b.jsonl model-grader-b-r11"
+    # round 12: the 285 candidates split words, slang, the evidence divider and the bare "no match"
+    # models fitted on real captions drew (`grading.py shards --unjudged`; a blind pair given the
+    # grading guide and mambo-safety-v1; 276 exact agreements, 9 one grade apart, no safety split)
+    "dev-v2-r12-grader-a.jsonl model-grader-a-r12"
+    "dev-v2-r12-grader-b.jsonl model-grader-b-r12"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl model-adjudicator-v1"

@@ -515,15 +515,15 @@ ARTICLES = frozenset({"a", "an", "the"})
 
 def typed_share(plan: QueryPlan, details: dict[str, Any]) -> float:
     """The share of what the user typed that one naming field or the caption holds: each word typed
-    (small words included, filler and articles left out) and each pair of words typed side by side
-    (articles included), held side by side. Among memes holding every content word of "zinnia from
-    it", the caption "when zinnia from it asks ..." holds all of it, "zinnia the ram" little; of
-    "when you hit the", "when you hit the ..." holds more than "when you hit a home run"."""
+    (small words included, filler and articles left out) and each pair of them typed side by side,
+    held side by side. Among memes holding every content word of "zinnia from it", the caption
+    "when zinnia from it asks ..." holds all of it, "zinnia the ram" little; of "where id put
+    my", "this is where id put my ..." holds more than "where i put ... id my"."""
     typed = [t for t in dict.fromkeys(plan.tokens) if t not in FILLER_WORDS and t not in ARTICLES]
     if not typed:
         return 0.0
     said = [t for t in plan.tokens if t not in FILLER_WORDS]
-    pairs = set(zip(said, said[1:], strict=False))
+    pairs = {(a, b) for a, b in zip(said, said[1:], strict=False) if a not in ARTICLES and b not in ARTICLES}
     best = 0.0
     for words, order in zip(naming_fields(details), field_orders(details), strict=True):
         held = sum(holds_word(plan, t, words) for t in typed) + len(pairs & set(zip(order, order[1:], strict=False)))

@@ -131,8 +131,9 @@ def split_glued(
 # A split into words alone (split_glued's `words_only`) averages this many letters a piece or more:
 # under it, it cuts a typo or a name into letters ("ceena": ce en a; "noooo": n oo oo; English words
 # average 4-5 letters). Not swept: the guard of the cases seen. Real-style typed glued queries found
-# at rank 1 (glued_words.py library): 249 / 300 with it, 253 with no floor (dev v2 bare: "jon ceena"
-# emptied, two absent memes answered), 240 when only leftover single letters may force a split.
+# at rank 1 (glued_words.py library; the typed share then counted article pairs): 249 / 300 with it,
+# 253 with no floor (dev v2 bare: "jon ceena" emptied, two absent memes answered), 240 when only
+# leftover single letters may force a split.
 FORCED_PIECE_LENGTH = 3
 # The longest piece words_split tries (longer English words are rare in captions).
 LONGEST_PIECE = 20

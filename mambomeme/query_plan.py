@@ -317,7 +317,7 @@ def plan_query(
         word_match=" OR ".join(
             [f'"{t}"' for t in matched if t != last or len(t) >= 3]
             + ([f'"{last}"*'] if last else [])
-            + phrase_match(tokens, last)
+            + phrase_match(tokens, last, common)
         )
         or '""',
         trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
@@ -330,13 +330,14 @@ def plan_query(
     )
 
 
-def phrase_match(tokens: list[str], last: str | None) -> list[str]:
+def phrase_match(tokens: list[str], last: str | None, common: set[str]) -> list[str]:
     """The words as typed, in order, as one FTS5 phrase (filler and an unfinished last word left
     out): a meme holding them side by side gains its BM25 weight over memes holding the same words
     apart, as a person reading the list would rank them ("if i told you" in "what if i told you ..."
-    above "i told you, if ..."). A phrase of one word adds nothing."""
+    above "i told you, if ..."). A phrase of one word adds nothing; one holding a word of most of
+    the library (`common`) would make FTS5 read that word's every position: left out."""
     words = [t for t in (tokens[:-1] if last else tokens) if t not in FILLER_WORDS]
-    return ['"' + " ".join(words) + '"'] if len(words) >= 2 else []
+    return ['"' + " ".join(words) + '"'] if len(words) >= 2 and not common.intersection(words) else []
 
 
 def spaced_plan(plan: QueryPlan, text: str, glued: dict[str, list[str]]) -> QueryPlan:

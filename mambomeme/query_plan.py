@@ -16,7 +16,7 @@ from typing import Any
 
 from mambomeme.library import DB, get_setting
 from mambomeme.output import clean_line, clean_text
-from mambomeme.words import could_be_glued, english_frequencies, segment, slang_words, split_glued
+from mambomeme.words import could_be_glued, english_frequencies, segment, slang_words, split_glued, substrings
 
 STOPWORDS = frozenset(
     "a an the and or but of to in on at by for with from as is are was were be been am it its this that "
@@ -54,16 +54,17 @@ def is_real_word(word: str) -> bool:
 
 def glued_words(db: DB, words: list[str], docs: dict[str, int]) -> dict[str, list[str]]:
     """The query words that are words run together ("nobodygetsonline"), each with its words
-    (words.split_glued, by the library's document counts `docs` and those of the pieces). A word
-    two memes hold is matched as typed, as the typo correction leaves it: split, the word itself
-    could drop out of the word match as a common word, leaving only its pieces."""
+    (words.split_glued, by the library's document counts `docs` and those of the pieces, kept to
+    words: "aintnobodygottime" reads "aint nobody got time"). A word two memes hold is matched as
+    typed, as the typo correction leaves it: split, the word itself could drop out of the word
+    match as a common word, leaving only its pieces."""
     maybe = [t for t in words if could_be_glued(t, docs, library_word_docs=2)]
     if not maybe:
         return {}
-    pieces = sorted({p for t in maybe for p in segment(t)})
+    pieces = sorted({p for t in maybe for p in [*segment(t), *substrings(t)]})
     counts = docs | {term: int(n) for term, n in db.q("vocabulary_docs", {"terms": json.dumps(pieces)})}
     slang = slang_words(db)
-    return {t: split for t in maybe if (split := split_glued(t, counts, slang, library_word_docs=2))}
+    return {t: split for t in maybe if (split := split_glued(t, counts, slang, library_word_docs=2, words_only=True))}
 
 
 @dataclass
@@ -85,6 +86,8 @@ class QueryPlan:
     # The last word while it is still being typed (the live list): it matches every word it starts
     # ("ca" -> "cat", "car"), in the word route (an FTS5 prefix query) and in coverage.
     prefix: str | None = None
+    # A word typed run together -> its words: the query is read as if they had been typed apart.
+    glued: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def dense_query(self) -> str:
@@ -192,10 +195,20 @@ PREFIX_COMPLETIONS = 1
 
 
 def plan_query(
-    db: DB, query: str, *, aliases: bool = True, correct: bool = True, two_edits: bool = False, prefix: bool = False
+    db: DB,
+    query: str,
+    *,
+    aliases: bool = True,
+    correct: bool = True,
+    two_edits: bool = False,
+    prefix: bool = False,
+    split: bool = True,
+    exact: frozenset[str] = frozenset(),
 ) -> QueryPlan:
     """With `prefix`, the query is still being typed: its last word, unless a space or a mark
-    follows it, is the start of a word (fzf's habit: "ca" and "jo" show what "cat" and "john" would)."""
+    follows it, is the start of a word (fzf's habit: "ca" and "jo" show what "cat" and "john" would).
+    With `split`, words typed run together are read apart (spaced_plan); `exact`: words never
+    read as typos (the pieces of a split)."""
     text = clean_line(unicodedata.normalize("NFKC", query))[:1000]
     tokens = normalise_query(text)
     alternatives: dict[str, list[list[str]]] = {t: [] for t in tokens}
@@ -232,13 +245,14 @@ def plan_query(
             continue
         grams += [t[i : i + 3] for i in range(len(t) - 2)]
         # Slang (a word with an alias: tfw, wifi) is what the user meant: never read as a typo.
-        if correct and t not in aliased and not is_real_word(t):
+        if correct and t not in aliased and t not in exact and not is_real_word(t):
             guesses[t] = [c for c in corrections(db, t, two_edits=two_edits) if c != t]
             alternatives[t] += [[c] for c in guesses[t]]
     # Run together ("nobodygetsonline"): its words are searched beside it. A word the corrector
     # found a library word for is read as that typo ("chese" is "cheese", not "che se").
-    maybe_glued = [t for t in content if t not in aliased and t != last and not guesses.get(t)]
-    for t, pieces in glued_words(db, maybe_glued, docs).items():
+    maybe_glued = [t for t in content if t not in aliased and t != last and not guesses.get(t)] if split else []
+    glued = glued_words(db, maybe_glued, docs)
+    for t, pieces in glued.items():
         alternatives[t].append(pieces)
     unseen = [t for t in content if not docs.get(t) and t != last]
     unknown = [t for t in unseen if not alternatives[t]]
@@ -273,6 +287,26 @@ def plan_query(
         )
     ]
     dense_words = [t for t in dict.fromkeys(in_place) if t not in FILLER_WORDS] or expanded
+    if glued:
+        spaced = " ".join(" ".join(glued.get(t, [t])) for t in tokens) + ("" if ends_in_word else " ")
+        read = plan_query(
+            db,
+            spaced,
+            aliases=aliases,
+            correct=correct,
+            two_edits=two_edits,
+            prefix=prefix,
+            split=False,
+            exact=frozenset(p for ps in glued.values() for p in ps),
+        )
+        # The dense route reads each glued word followed by its words, as it was typed; for "no
+        # match" the words of a glued word the library never saw are guesses, as a correction is
+        # ("thanos": than os).
+        guessed = [p for t in glued if t in corrected for p in glued[t] if p in read.content and p not in read.unknown]
+        read = dataclasses.replace(
+            read, dense_text=" ".join(dense_words), corrected=list(dict.fromkeys(read.corrected + guessed))
+        )
+        return spaced_plan(read, text, glued)
     # Every token a quoted string: nothing the user types is FTS5 syntax. '""' matches nothing.
     return QueryPlan(
         text=text,
@@ -281,7 +315,9 @@ def plan_query(
         content=content,
         alternatives=alternatives,
         word_match=" OR ".join(
-            [f'"{t}"' for t in matched if t != last or len(t) >= 3] + ([f'"{last}"*'] if last else [])
+            [f'"{t}"' for t in matched if t != last or len(t) >= 3]
+            + ([f'"{last}"*'] if last else [])
+            + phrase_match(tokens, last, common)
         )
         or '""',
         trigram_match=" OR ".join(f'"{g}"' for g in grams) or '""',
@@ -291,6 +327,35 @@ def plan_query(
         absent_templates=absent_templates(db, tokens, content, set(unseen)),
         prefix=last,
         guesses=guesses,
+    )
+
+
+def phrase_match(tokens: list[str], last: str | None, common: set[str]) -> list[str]:
+    """The words as typed, in order, as one FTS5 phrase (filler and an unfinished last word left
+    out): a meme holding them side by side gains its BM25 weight over memes holding the same words
+    apart, as a person reading the list would rank them ("if i told you" in "what if i told you ..."
+    above "i told you, if ..."). A phrase of one word adds nothing; one holding a word of most of
+    the library (`common`) would make FTS5 read that word's every position: left out."""
+    words = [t for t in (tokens[:-1] if last else tokens) if t not in FILLER_WORDS]
+    return ['"' + " ".join(words) + '"'] if len(words) >= 2 and not common.intersection(words) else []
+
+
+def spaced_plan(plan: QueryPlan, text: str, glued: dict[str, list[str]]) -> QueryPlan:
+    """The plan of a query with words run together (`glued`: each with its words), read as if its
+    words had been typed apart (`plan`): coverage, the typed share and "no match" see the words, as
+    they would for the spaced query (the dense text is the caller's). A meme holding the glued word
+    itself (a caption OCR read run together and the index left whole) still matches: the word
+    joins the word match and stands in for each of its words."""
+    for word, pieces in glued.items():
+        for p in pieces:
+            plan.alternatives.setdefault(p, []).append([word])
+    words = [f'"{w}"' for w in glued if w not in plan.expanded]
+    return dataclasses.replace(
+        plan,
+        text=text,
+        expanded=plan.expanded + list(glued),
+        word_match=" OR ".join(([plan.word_match] if plan.word_match != '""' else []) + words),
+        glued=glued,
     )
 
 
@@ -450,13 +515,39 @@ ARTICLES = frozenset({"a", "an", "the"})
 
 
 def typed_share(plan: QueryPlan, details: dict[str, Any]) -> float:
-    """The share of the words the user typed, small words included (filler left out), that one
-    naming field or the caption holds: among memes holding every content word of "zinnia from it",
-    the caption "when zinnia from it asks ..." holds all three, "zinnia the ram" one."""
+    """The share of what the user typed that one naming field or the caption holds: each word typed
+    (small words included, filler and articles left out) and each pair of them typed side by side,
+    held side by side. Among memes holding every content word of "zinnia from it", the caption
+    "when zinnia from it asks ..." holds all of it, "zinnia the ram" little; of "where id put
+    my", "this is where id put my ..." holds more than "where i put ... id my"."""
     typed = [t for t in dict.fromkeys(plan.tokens) if t not in FILLER_WORDS and t not in ARTICLES]
     if not typed:
         return 0.0
-    return max(sum(holds_word(plan, t, words) for t in typed) / len(typed) for words in naming_fields(details))
+    said = [t for t in plan.tokens if t not in FILLER_WORDS]
+    pairs = {(a, b) for a, b in zip(said, said[1:], strict=False) if a not in ARTICLES and b not in ARTICLES}
+    best = 0.0
+    for words, order in zip(naming_fields(details), field_orders(details), strict=True):
+        held = sum(holds_word(plan, t, words) for t in typed) + len(pairs & set(zip(order, order[1:], strict=False)))
+        best = max(best, held / (len(typed) + len(pairs)))
+    return best
+
+
+def field_orders(details: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The words of the naming fields and of the caption in their order (naming_fields' fields)."""
+    names = " ".join(
+        [
+            details["title"],
+            details.get("template_text") or details["template"],
+            " ".join(json.loads(details["entities"])),
+        ]
+    )
+    return words_in_order(names), words_in_order(caption_words(details))
+
+
+def words_in_order(text: str) -> list[str]:
+    if text.isascii():
+        return re.findall(r"[^\W_]+", text.lower())
+    return normalise_query(text)
 
 
 def holds_word(plan: QueryPlan, token: str, words: set[str], *, guesses: bool = True) -> bool:

@@ -79,7 +79,9 @@ def test_typed_share_counts_small_words_but_not_filler_or_articles(searcher: Sea
     plan = plan_query(searcher.db, "zinnia from it meme")
     assert plan.content == ["zinnia"]
     assert typed_share(plan, meme("WHEN ZINNIA FROM IT ASKS FOR AN UPDATE")) == 1.0
-    assert typed_share(plan, meme("nobody: zinnia the ram: has opinions")) == pytest.approx(1 / 3)
+    # the three words and their two pairs side by side, against one word of five
+    assert typed_share(plan, meme("nobody: zinnia the ram: has opinions")) == pytest.approx(1 / 5)
+    assert typed_share(plan, meme("it is zinnia, from accounts")) == pytest.approx(4 / 5)
     assert typed_share(plan_query(searcher.db, "a snowman"), meme("snowman in july")) == 1.0
 
 

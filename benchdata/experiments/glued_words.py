@@ -27,7 +27,10 @@ glued run ("nobodygetsonline") of 2-4 caption words the OCR read apart; found = 
 post at rank 1. The control is the typed set's words typed apart (with the next word), which
 the OCR read apart too: what such a fragment finds when no glue is in the way. Run it with the
 tree and library before and after a change: the query sets depend only on the library's OCR text
-and the snapshot.
+and the snapshot. Each miss is classified from the first 10 results: "no match"; not in the first
+10; below memes that all hold the query's words side by side (a tie: the query cannot tell them
+apart, counted as found in the second figure); below other memes; for a typed glued query also
+whether the product's query reading splits it right, wrong or not at all.
 
 Nothing of the snapshot is written anywhere; the output holds counts only (`--show N` prints N
 sampled splits of the library to judge by hand, for the terminal, not for the result file).
@@ -262,12 +265,13 @@ def library_word_sweep(items: list[tuple[str, list[str], list[str]]], docs: dict
         print(f"  fold {f}  " + "  ".join(cells))
 
 
-def search(tree: str, db: str, queries: list[str]) -> dict[str, str | None]:
-    """Each query's first result's path (None: no match), through `mambo search --json`."""
+def search(tree: str, db: str, queries: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """Each query's first SHOWN results (path, OCR text) through `mambo search --json` ([]: no match)."""
     # mambo.py with this interpreter (the launcher would prepare a virtual environment of its own)
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run(
-        [sys.executable, str(Path(tree) / "mambo.py"), "--db", db, "search", "--json", "-n", "1", "-s", "hybrid"],
+        [sys.executable, str(Path(tree) / "mambo.py"), "--db", db, "search", "--json", "-n", str(SHOWN)]
+        + ["-s", "hybrid"],
         input="".join(q + "\n" for q in queries),
         capture_output=True,
         text=True,
@@ -277,12 +281,37 @@ def search(tree: str, db: str, queries: list[str]) -> dict[str, str | None]:
     )
     if proc.returncode not in (0, 1):
         raise SystemExit(proc.stderr.strip()[-400:])
-    first: dict[str, str | None] = dict.fromkeys(queries)
+    ranked: dict[str, list[tuple[str, str]]] = {q: [] for q in queries}
     for line in proc.stdout.splitlines():
         d = json.loads(line)
-        if not d.get("no_match") and d.get("rank") == 1:
-            first[d["query"]] = d["path"]
-    return first
+        if not d.get("no_match") and d.get("rank"):
+            ranked[d["query"]].append((d["path"], d.get("ocr_text") or ""))
+    return ranked
+
+
+SHOWN = 10  # results read per query: where the meme sought ranks, and what ranks above it
+MISSES = ("no match", "not in the first 10", "below memes holding the words as a phrase", "below other memes")
+
+
+def phrase_in(words: list[str], text: str, docs: dict[str, int]) -> bool:
+    """Whether `words` stand adjacent in `text`, its run-together tokens read as their pieces."""
+    toks = [p for t in snapshot.words(text) for p in (split_glued(t, docs, SLANG) or [t])]
+    n = len(words)
+    return any(toks[i : i + n] == words for i in range(len(toks) - n + 1))
+
+
+def outcome(post: str, words: list[str], ranked: list[tuple[str, str]], posts_of, root, docs) -> str:
+    """ "hit", or why the meme of `post` is not first (MISSES)."""
+    posts = [posts_of.get(str(Path(path).relative_to(root)), set()) for path, _text in ranked]
+    if not ranked:
+        return MISSES[0]
+    at = next((i for i, ps in enumerate(posts) if post in ps), None)
+    if at == 0:
+        return "hit"
+    if at is None:
+        return MISSES[1]
+    above = all(phrase_in(words, text, docs) for _path, text in ranked[:at])
+    return MISSES[2] if above else MISSES[3]
 
 
 def library_command(a: argparse.Namespace) -> None:
@@ -301,7 +330,7 @@ def library_command(a: argparse.Namespace) -> None:
     rng = random.Random(SEED)
     right = wrong = missed = 0
     items = []
-    spaced, typed, control, sample = {}, {}, {}, []
+    spaced, typed, control, sample, typed_words = {}, {}, {}, [], {}
     for path, ocr_text, ocr_words in sorted(rows):
         posts = posts_of.get(path, set())
         if len(posts) != 1 or next(iter(posts)) not in caption:
@@ -327,6 +356,7 @@ def library_command(a: argparse.Namespace) -> None:
             if starts and post not in typed:
                 i = rng.choice(starts)
                 typed[post] = "".join(caption[post][i : i + n])
+                typed_words[post] = caption[post][i : i + n]
                 # the control: the same words typed apart, with the next one, as the spaced queries are
                 nxt = caption[post][i + n : i + n + 1] or caption[post][max(i - 1, 0) : i]
                 control[post] = " ".join(caption[post][i : i + n] + nxt)
@@ -345,12 +375,26 @@ def library_command(a: argparse.Namespace) -> None:
         ("control: the typed set's words typed apart, OCR read apart", control_sample),
     )
     for name, queries in sets[: 3 * a.search]:
-        first = search(a.tree, a.db, sorted(set(queries.values())))
-        found = sum(
-            bool(first[q]) and post in posts_of.get(str(Path(first[q]).relative_to(a.root)), set())
-            for post, q in queries.items()
+        ranked = search(a.tree, a.db, sorted(set(queries.values())))
+        said = collections.Counter()
+        for post, q in queries.items():
+            words = typed_words[post] if queries is typed_sample else q.split()
+            got = outcome(post, words, ranked[q], posts_of, a.root, known)
+            if queries is typed_sample and got != "hit":
+                split = split_glued(q, known, SLANG, library_word_docs=2, words_only=True)
+                got += ", " + ("split right" if split == words else "split wrong" if split else "not split")
+            said[got] += 1
+            if got != "hit" and a.misses:
+                print(f"    MISS {got}: {q!r} -> {[' '.join(t.split())[:60] for _p, t in ranked[q][:2]]}")
+        found, ties = said["hit"], said[MISSES[2]] + sum(n for k, n in said.items() if k.startswith(MISSES[2] + ","))
+        n = max(len(queries), 1)
+        print(
+            f"{name}: {found} / {len(queries)} memes found at rank 1 ({found / n:.3f}); counting a tie "
+            f"(every meme above holds the words as a phrase) as found: {found + ties} ({(found + ties) / n:.3f})"
         )
-        print(f"{name}: {found} / {len(queries)} memes found at rank 1 ({found / max(len(queries), 1):.3f})")
+        for why, k in sorted(said.items(), key=lambda x: -x[1]):
+            if why != "hit":
+                print(f"    missed: {why}: {k}")
     for ocr_text, ocr_words in rng.sample(sample, min(a.show, len(sample))):
         print(f"  {ocr_words!r:60} <- {' '.join(ocr_text.split())[:100]!r}")
 
@@ -368,6 +412,7 @@ def main() -> None:
     lib.add_argument("--typed", type=int, default=300, help="typed glued queries sampled")
     lib.add_argument("--no-search", dest="search", action="store_false", help="the splits only")
     lib.add_argument("--show", type=int, default=0, help="print N sampled splits to judge by hand")
+    lib.add_argument("--misses", action="store_true", help="print each miss (terminal only: caption text)")
     a = ap.parse_args()
     split_command(a) if a.command == "split" else library_command(a)
 

@@ -233,14 +233,41 @@ def onnx_path(sha: str, cache: Path | None = None) -> Path:
     return (cache or cache_dir()) / f"all-mpnet-base-v2-{sha[:16]}-{ONNX_EXPORT}" / "model.onnx"
 
 
-def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
-    """(the ONNX graph, the weights' SHA-256): the cached export of the bundled weights, made now if
-    it is missing. The export runs torch in a child process (~30-60 s, ~2 GB, once), so this
-    process never imports torch; nothing is downloaded."""
+def export_atomically(
+    out: Path, child: Callable[[Path], list[str]], what: str, *, env: dict[str, str] | None = None
+) -> None:
+    """Run the export child `child(target)`, which writes `target` in a temporary folder, and rename
+    that folder to `out.parent`. A reader never sees half an export, and of concurrent first
+    uses the first rename wins (the others find it there)."""
     import shutil
     import subprocess
     import tempfile
 
+    out.parent.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent.parent, prefix=out.parent.name + ".", suffix=".part"))
+    try:
+        proc = subprocess.run(child(tmp / out.name), capture_output=True, text=True, env=env, timeout=900)
+        if proc.returncode != 0 or not (tmp / out.name).exists():
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise MamboError(
+                f"could not export the {what} to ONNX ({last}); check that torch and onnx are installed "
+                "(pip install -e .), then retry"
+            )
+        with contextlib.suppress(OSError):  # ENOTEMPTY: another process made it first
+            os.rename(tmp, out.parent)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not out.exists():
+        raise MamboError(
+            f"could not write the {what} export to {out.parent}: check that the folder is writable "
+            "(or set $MAMBO_MODEL_CACHE), then retry"
+        )
+
+
+def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
+    """(the ONNX graph, the weights' SHA-256): the cached export of the bundled weights, made now if
+    it is missing. The export runs torch in a child process (~30-60 s, ~2 GB, once), so this
+    process never imports torch; nothing is downloaded."""
     cache = cache_dir()
     weights = model_dir() / "model.safetensors"
     sha = weights_sha256(weights, cache)
@@ -251,36 +278,10 @@ def ensure_onnx(quiet: bool = False) -> tuple[Path, str]:
         print(
             "mambo: preparing the embedding model for search without torch (once, about a minute)...", file=sys.stderr
         )
-    cache.mkdir(parents=True, exist_ok=True)
-    # The child writes into a temporary folder that is renamed into place: a reader never sees half
-    # an export, and of concurrent first uses the first rename wins (the others find it there).
-    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.parent.name + ".", suffix=".part"))
     code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from mambomeme.embed import export_onnx; export_onnx()"
-    source = model_dir()
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code, str(tmp / out.name), str(source)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=900,
-        )
-        if proc.returncode != 0 or not (tmp / out.name).exists():
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise MamboError(
-                f"could not export the embedding model to ONNX ({last}); check that torch and "
-                "onnx are installed (pip install -e .), then retry"
-            )
-        with contextlib.suppress(OSError):  # ENOTEMPTY: another process made it first
-            os.rename(tmp, out.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if not out.exists():
-        raise MamboError(
-            f"could not write the embedding model export to {out.parent}: check that the folder is "
-            "writable (or set $MAMBO_MODEL_CACHE), then retry"
-        )
+    source = str(model_dir())
+    export_atomically(out, lambda target: [sys.executable, "-c", code, str(target), source], "embedding model", env=env)
     return out, sha
 
 
@@ -338,6 +339,28 @@ def export_onnx() -> None:
     whole.unlink()
 
 
+def onnx_session(path: Path, again: Callable[[], Path], threads: int, what: str) -> Any:
+    """An onnxruntime session on the export at `path`, `threads` intra-op threads; a damaged export
+    is deleted and made again once (`again`)."""
+    import shutil
+
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(3)
+    opts = onnxruntime.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    try:
+        return onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        shutil.rmtree(path.parent, ignore_errors=True)
+        path = again()
+        try:
+            return onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        except Exception:
+            raise MamboError(f"the exported {what} {path} does not load ({exc}); delete it and retry") from exc
+
+
 # ─────────────────────────────────────────────────────────────────────────────
 # The encoder
 # ─────────────────────────────────────────────────────────────────────────────
@@ -356,24 +379,8 @@ class Embedder:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        onnxruntime.set_default_logger_severity(3)
         # Threads: see QUERY_THREADS; at ingest (threads=1) the OCR workers own the cores.
-        opts = onnxruntime.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        try:
-            self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # a damaged export: make it again once
-            import shutil
-
-            shutil.rmtree(path.parent, ignore_errors=True)
-            path, sha = ensure_onnx(quiet=quiet)
-            try:
-                self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-            except Exception:
-                raise MamboError(
-                    f"the exported embedding model {path} does not load ({exc}); delete it and retry"
-                ) from exc
+        self.session = onnx_session(path, lambda: ensure_onnx(quiet=quiet)[0], threads, "embedding model")
         # The tokenizer.json pads every text to 128 tokens and truncates at 128; the model reads 384,
         # and padding to the longest text of a batch (with its own pad token) is all the graph needs.
         self.tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))

@@ -486,8 +486,8 @@ def words_of(text: str) -> set[str]:
     return set(normalise_query(text))
 
 
-def naming_fields(details: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """The words of the fields that name a meme (title, template, people) and of its caption."""
+def naming_texts(details: dict[str, Any]) -> tuple[str, str]:
+    """The text of the fields that name a meme (title, template, people) and of its caption."""
     names = " ".join(
         [
             details["title"],
@@ -495,7 +495,13 @@ def naming_fields(details: dict[str, Any]) -> tuple[set[str], set[str]]:
             " ".join(json.loads(details["entities"])),
         ]
     )
-    return words_of(names), words_of(caption_words(details))
+    return names, caption_words(details)
+
+
+def naming_fields(details: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """The words of the fields that name a meme and of its caption (naming_texts)."""
+    names, caption = naming_texts(details)
+    return words_of(names), words_of(caption)
 
 
 def caption_words(details: dict[str, Any]) -> str:
@@ -534,14 +540,8 @@ def typed_share(plan: QueryPlan, details: dict[str, Any]) -> float:
 
 def field_orders(details: dict[str, Any]) -> tuple[list[str], list[str]]:
     """The words of the naming fields and of the caption in their order (naming_fields' fields)."""
-    names = " ".join(
-        [
-            details["title"],
-            details.get("template_text") or details["template"],
-            " ".join(json.loads(details["entities"])),
-        ]
-    )
-    return words_in_order(names), words_in_order(caption_words(details))
+    names, caption = naming_texts(details)
+    return words_in_order(names), words_in_order(caption)
 
 
 def words_in_order(text: str) -> list[str]:

@@ -218,6 +218,23 @@ def rate(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 3) if xs else None
 
 
+def template_folds(dev: list[dict[str, Any]], lo: list[dict[str, Any]]) -> dict[str, int]:
+    """Dev v2 queries by template fold: an answerable query goes with the fold that removes most of
+    its judged memes (none removed: dealt by family, as no-match queries are)."""
+    folds = sorted({r["fold"] for r in lo})
+    removed = {k: {p for r in lo if r["fold"] == k for p in r["leave_out"]} for k in folds}
+    fams = sorted({q["family"] for q in dev})
+    random.Random(FOLD_SEED).shuffle(fams)
+    fam_fold = {f: folds[i % len(folds)] for i, f in enumerate(fams)}
+    out = {}
+    for q in dev:
+        useful = {p for p, g in q["relevant"].items() if g >= 2}
+        counts = {k: len(useful & removed[k]) for k in folds}
+        best = max(folds, key=lambda k: (counts[k], -k))
+        out[q["id"]] = best if counts[best] else fam_fold[q["family"]]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lib", type=Path, required=True)
@@ -235,17 +252,7 @@ def main() -> int:
     lo = [json.loads(x) for x in args.leave_out.read_text(encoding="utf-8").splitlines() if x.strip()]
     folds = sorted({r["fold"] for r in lo})
     removed = {k: {p for r in lo if r["fold"] == k for p in r["leave_out"]} for k in folds}
-    # Dev v2 queries by template fold: an answerable query goes with the fold that removes most of
-    # its judged memes (none removed: dealt by family, as no-match queries are).
-    fams = sorted({q["family"] for q in dev})
-    random.Random(FOLD_SEED).shuffle(fams)
-    fam_fold = {f: folds[i % len(folds)] for i, f in enumerate(fams)}
-    dev_fold = {}
-    for q in dev:
-        useful = {p for p, g in q["relevant"].items() if g >= 2}
-        counts = {k: len(useful & removed[k]) for k in folds}
-        best = max(folds, key=lambda k: (counts[k], -k))
-        dev_fold[q["id"]] = best if counts[best] else fam_fold[q["family"]]
+    dev_fold = template_folds(dev, lo)
     lo_queries = [
         {
             "id": r["id"],

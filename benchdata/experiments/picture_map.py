@@ -446,7 +446,6 @@ def cmd_train(args: argparse.Namespace) -> None:
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
 PICTURE_DEPTH = 50  # the route's candidates, as every other route's (search.BASE_CONFIG)
 RRF_K = 60
-FOLD_SEED = 35  # leave_out_report.py's: the same folds
 
 
 def ndcg10(grades: list[float], ideal: list[float]) -> float:
@@ -457,24 +456,16 @@ def ndcg10(grades: list[float], ideal: list[float]) -> float:
     return dcg / idcg if idcg else 0.0
 
 
+FOLD_SEED = 35  # leave_out_report.py's: the same folds
+
+
 def folds_of(dev: list[dict[str, Any]]) -> dict[str, int]:
-    """leave_out_report.py's folds by template group: a query goes with the fold that leaves out most
-    of its useful memes (none: dealt by family)."""
-    import random
+    """leave_out_report.py's folds by template group (its template_folds)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from leave_out_report import template_folds
 
     lo = [json.loads(x) for x in (V1 / "leave-out.jsonl").read_text().splitlines() if x.strip()]
-    folds = sorted({r["fold"] for r in lo})
-    removed = {k: {p for r in lo if r["fold"] == k for p in r["leave_out"]} for k in folds}
-    fams = sorted({q["family"] for q in dev})
-    random.Random(FOLD_SEED).shuffle(fams)
-    fam_fold = {f: folds[i % len(folds)] for i, f in enumerate(fams)}
-    out = {}
-    for q in dev:
-        useful = {p for p, g in q["relevant"].items() if g >= 2}
-        counts = {k: len(useful & removed[k]) for k in folds}
-        best = max(folds, key=lambda k: (counts[k], -k))
-        out[q["id"]] = best if counts[best] else fam_fold[q["family"]]
-    return out
+    return template_folds(dev, lo)
 
 
 def fused(hyb: list[Any], shown: bool, pic: list[tuple[int, float]], w: float, floor: float) -> list[int]:

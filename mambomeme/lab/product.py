@@ -14,8 +14,10 @@ from mambomeme.embed import (
     Embedder,
     cache_dir,
     embed_text,
+    export_atomically,
     field_texts,
     get_embedder,
+    onnx_session,
 )
 from mambomeme.images import assign_groups, read_image
 from mambomeme.ingest import item_look
@@ -71,9 +73,11 @@ __all__ = [
     "WEIGHTS_SHA256",
     "Embedder",
     "cache_dir",
+    "export_atomically",
     "embed_text",
     "field_texts",
     "get_embedder",
+    "onnx_session",
     "VectorMatrix",
     # reading a query
     "ARTICLES",

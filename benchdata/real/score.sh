@@ -30,6 +30,9 @@ graders=(
     # rules drew (grading.py relevance --unjudged; two new blind graders)
     "dev-r2-grader-c.jsonl real-grader-c-r2"
     "dev-r2-grader-d.jsonl real-grader-d-r2"
+    # round 3: the 2 candidates reading a glued query as its words drew (a blind pair, in agreement)
+    "dev-r3-grader-e.jsonl real-grader-e-r3"
+    "dev-r3-grader-f.jsonl real-grader-f-r3"
 )
 adjudicators=(
     "dev-adjudicator.jsonl real-adjudicator"

@@ -75,6 +75,9 @@ graders=(
     # grading guide and mambo-safety-v1; 276 exact agreements, 9 one grade apart, no safety split)
     "dev-v2-r12-grader-a.jsonl model-grader-a-r12"
     "dev-v2-r12-grader-b.jsonl model-grader-b-r12"
+    # round 13: the 9 candidates reading a glued query as its words drew (a blind pair, in agreement)
+    "dev-v2-r13-grader-e.jsonl model-grader-e-r13"
+    "dev-v2-r13-grader-f.jsonl model-grader-f-r13"
 )
 adjudicators=(
     "dev-v2-adjudicator.jsonl model-adjudicator-v1"

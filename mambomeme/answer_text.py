@@ -6,6 +6,7 @@ memes withheld: a count, never which)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -56,9 +57,10 @@ def json_answer(query: str, results: list[Any], withheld: int, *, unsure: bool =
         click.echo(json_line({"query": clean_line(query), "no_match": True} | said))
 
 
-def no_match_message(withheld: int) -> str:
-    """ "no match", and how many withheld memes hold the query's words (a count, never which)."""
-    return f"no match ({withheld_note(withheld)})" if withheld else "no match"
+def no_match_message(withheld: int, note: Callable[[int], str] = withheld_note) -> str:
+    """ "no match", and how many withheld memes hold the query's words (a count, never which; `note`
+    says it for another kind of query, a picture)."""
+    return f"no match ({note(withheld)})" if withheld else "no match"
 
 
 def result_path(r: Any) -> str:

@@ -447,9 +447,11 @@ def search(
     # -n given: that many results; not given: the list stops at the "weaker matches" divider
     asked = ctx.get_parameter_source("limit") not in (ParameterSource.DEFAULT, None)
     try:
+        if image is not None and (words or typed is not None or multi or nearest):
+            raise MamboError("--image searches by a picture: give no QUERY, -q, -m or --nearest with it")
+        if as_json and (paths_only or null):
+            raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
         if image is not None:
-            if words or typed is not None or multi or nearest:
-                raise MamboError("--image searches by a picture: give no QUERY, -q, -m or --nearest with it")
             ctx.exit(_search_image(ctx, image, limit, as_json, paths_only, null))
         _search(
             ctx,
@@ -493,8 +495,6 @@ def _search(
         code = forwarded(ctx)
         if code is not None:
             ctx.exit(code)
-    if as_json and (paths_only or null):
-        raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
     paths_only = paths_only or null  # -0 prints paths
     # -q is the screen with TEXT typed in (fzf's --query), wherever stdin and stdout go; without it,
     # a terminal on stdin gets the screen and piped stdin holds queries.
@@ -556,8 +556,6 @@ def _search(
 def _search_image(ctx: click.Context, image: str, limit: int, as_json: bool, paths_only: bool, null: bool) -> int:
     """`mambo search --image FILE`: printed as a QUERY's answer is (text, -l, -0, --json with each
     result's reason); 1 when nothing is found."""
-    if as_json and (paths_only or null):
-        raise MamboError(f"choose one of --json and {'-0/--null' if null else '--paths'}")
     from mambomeme.by_image import format_match, match_json, search_file, withheld_note
     from mambomeme.search import sync_systems
 
@@ -575,7 +573,7 @@ def _search_image(ctx: click.Context, image: str, limit: int, as_json: bool, pat
     if not results:
         if as_json:
             click.echo(json_line(said | {"no_match": True}))
-        click.echo(f"no match ({withheld_note(withheld)})" if withheld else "no match", err=True)
+        click.echo(no_match_message(withheld, withheld_note), err=True)
         return 1
     if withheld and not as_json:
         click.echo(f"note: {withheld_note(withheld)}", err=True)

@@ -481,9 +481,13 @@ def item_words(details: dict[str, Any]) -> set[str]:
 
 
 def words_of(text: str) -> set[str]:
+    return set(words_in_order(text))
+
+
+def words_in_order(text: str) -> list[str]:
     if text.isascii():  # the common case, 10x cheaper than the full Unicode normalisation
-        return set(re.findall(r"[^\W_]+", text.lower()))
-    return set(normalise_query(text))
+        return re.findall(r"[^\W_]+", text.lower())
+    return normalise_query(text)
 
 
 def naming_texts(details: dict[str, Any]) -> tuple[str, str]:
@@ -532,22 +536,12 @@ def typed_share(plan: QueryPlan, details: dict[str, Any]) -> float:
     said = [t for t in plan.tokens if t not in FILLER_WORDS]
     pairs = {(a, b) for a, b in zip(said, said[1:], strict=False) if a not in ARTICLES and b not in ARTICLES}
     best = 0.0
-    for words, order in zip(naming_fields(details), field_orders(details), strict=True):
+    for text in naming_texts(details):  # the naming fields, then the caption (naming_fields)
+        order = words_in_order(text)
+        words = set(order)
         held = sum(holds_word(plan, t, words) for t in typed) + len(pairs & set(zip(order, order[1:], strict=False)))
         best = max(best, held / (len(typed) + len(pairs)))
     return best
-
-
-def field_orders(details: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """The words of the naming fields and of the caption in their order (naming_fields' fields)."""
-    names, caption = naming_texts(details)
-    return words_in_order(names), words_in_order(caption)
-
-
-def words_in_order(text: str) -> list[str]:
-    if text.isascii():
-        return re.findall(r"[^\W_]+", text.lower())
-    return normalise_query(text)
 
 
 def holds_word(plan: QueryPlan, token: str, words: set[str], *, guesses: bool = True) -> bool:

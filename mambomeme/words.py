@@ -2,7 +2,8 @@
 and people type them ("hidethepainharold"): a long token that no English word list and no word of
 the library knows is split into the words it holds by word frequencies (wordninja's English list,
 inside its wheel), and kept only when every piece is a word. The glued token stays searchable; its
-pieces are searched beside it (the `ocr_words` column at index time, an alternative in a query)."""
+pieces are searched beside it (at index time, right after it in the caption the index holds: the
+`ocr_spaced` column; in a query, as an alternative)."""
 
 from __future__ import annotations
 
@@ -179,8 +180,32 @@ def _rarest_cost() -> float:
 
 def split_text(text: str, docs: Mapping[str, int] = MappingProxyType({}), slang: Container[str] = frozenset()) -> str:
     """The pieces of every run-together token of a caption, in order, each once ("" when none)."""
-    pieces = [p for t in dict.fromkeys(tokens(text)) for p in split_glued(t, docs, slang)]
-    return " ".join(dict.fromkeys(pieces))
+    return split_words(caption_splits(text, docs, slang))
+
+
+def split_words(splits: Mapping[str, list[str]]) -> str:
+    """The words of every split token, in order, each once ("" when none)."""
+    return " ".join(dict.fromkeys(p for pieces in splits.values() for p in pieces))
+
+
+def caption_splits(
+    text: str, docs: Mapping[str, int] = MappingProxyType({}), slang: Container[str] = frozenset()
+) -> dict[str, list[str]]:
+    """Each run-together token of a caption (lower case, in order) with its words."""
+    return {t: pieces for t in dict.fromkeys(tokens(text)) if (pieces := split_glued(t, docs, slang))}
+
+
+def spaced_text(text: str, splits: Mapping[str, list[str]]) -> str:
+    """The caption with the words of each run-together token right after it, where it stands
+    ("THEFIFTH WALL" -> "THEFIFTH the fifth WALL"): the index then holds "fifth wall" side by side,
+    as a phrase typed from the meme would have it, and the glued token itself. "" when none."""
+    if not splits:
+        return ""
+    return re.sub(
+        r"[^\W_]+",
+        lambda m: f"{m[0]} {' '.join(splits[m[0].lower()])}" if m[0].lower() in splits else m[0],
+        text,
+    )
 
 
 def slang_words(db: DB) -> frozenset[str]:
@@ -211,6 +236,10 @@ def split_pending(db: DB, batch: int = 500) -> int:
         docs = library_docs(db, candidates(text for _id, text in rows))
         with db.write():
             for item_id, text in rows:
-                db.q("set_ocr_words", {"item_id": item_id, "words": split_text(text, docs, slang)})
+                splits = caption_splits(text, docs, slang)
+                db.q(
+                    "set_ocr_words",
+                    {"item_id": item_id, "words": split_words(splits), "spaced": spaced_text(text, splits)},
+                )
         done += len(rows)
     return done

@@ -120,14 +120,17 @@ def glued_set(by_template: dict[str, list[list[str]]], rng: random.Random):
     return glued, singles, doc_words
 
 
-def measure(glued, singles, known, length: int, pieces: int) -> dict[str, float]:
+def measure(glued, singles, known, length: int, pieces: int, **query) -> dict[str, float]:
+    """`query`: read as a typed query is (split_glued's words_only, known_piece_length)."""
     right = wrong = 0
     for _t, g, ws in glued:
-        got = split_glued(g, known, min_length=length, piece_min_count=pieces)
+        got = split_glued(g, known, min_length=length, piece_min_count=pieces, **query)
         if got:
             right += got == ws
             wrong += got != ws
-    split_singles = sum(bool(split_glued(w, known, min_length=length, piece_min_count=pieces)) for _t, w in singles)
+    split_singles = sum(
+        bool(split_glued(w, known, min_length=length, piece_min_count=pieces, **query)) for _t, w in singles
+    )
     n = max(len(glued), 1)
     return {
         "glued": len(glued),
@@ -195,12 +198,52 @@ def split_command(a: argparse.Namespace) -> None:
         g = [x for x in glued if fold(x[0]) == f]
         s = [x for x in singles if fold(x[0]) == f]
         print(row(f"fold {f} (L={length}, pieces >= {pieces})", measure(g, s, known, length, pieces)))
+    query_reading(glued, singles, known)
     print(f"\n## The product's constants (GLUED_MIN_LENGTH {GLUED_MIN_LENGTH}, PIECE_MIN_COUNT {PIECE_MIN_COUNT})\n")
     print(HEADER)
     for name, keep in (("real-style", "real:"), ("benchmark v1", "v1:"), ("all", "")):
         g = [x for x in glued if x[0].startswith(keep)]
         s = [x for x in singles if x[0].startswith(keep)]
         print(row(name, measure(g, s, known, GLUED_MIN_LENGTH, PIECE_MIN_COUNT)))
+
+
+KNOWN_LENGTHS = (3, 4, 5, 6, 8, 10**6)  # 10**6: wordninja's pieces count only when every one is a word
+
+
+def query_reading(glued, singles, known) -> None:
+    """The glued tokens typed as queries (library_word_docs 2, a split into words when wordninja's
+    has a leftover): KNOWN_PIECE_LENGTH swept on each fold, measured on the other."""
+    print("\n## The query reading: KNOWN_PIECE_LENGTH on each fold (a typed query is split into words only)\n")
+    chosen = {}
+    for f in (0, 1):
+        g = [x for x in glued if fold(x[0]) == f]
+        s = [x for x in singles if fold(x[0]) == f]
+        results = {}
+        for n in KNOWN_LENGTHS:
+            m = results[n] = measure(
+                g,
+                s,
+                known,
+                GLUED_MIN_LENGTH,
+                PIECE_MIN_COUNT,
+                library_word_docs=2,
+                words_only=True,
+                known_piece_length=n,
+            )
+            print(
+                f"  fold {f} length {n if n < 10**6 else 'never'}: objective {m['objective']:.3f} (precision "
+                f"{m['precision']:.3f}, recall {m['recall']:.3f}, singles split {m['singles_split']} / {m['singles']})"
+            )
+        chosen[f] = max(results, key=lambda k: (round(results[k]["objective"], 3), k))
+    print("\n" + HEADER)
+    for f in (0, 1):
+        n = chosen[1 - f]
+        g = [x for x in glued if fold(x[0]) == f]
+        s = [x for x in singles if fold(x[0]) == f]
+        m = measure(
+            g, s, known, GLUED_MIN_LENGTH, PIECE_MIN_COUNT, library_word_docs=2, words_only=True, known_piece_length=n
+        )
+        print(row(f"fold {f} (known piece length {n if n < 10**6 else 'never'})", m))
 
 
 # -- the library

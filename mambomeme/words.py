@@ -93,12 +93,16 @@ def is_piece(
     piece: str, docs: Mapping[str, int], slang: Container[str], piece_min_count: int = PIECE_MIN_COUNT
 ) -> bool:
     """A piece of a split is a word: a number, slang, "a" or "i", English seen `piece_min_count`
-    times, or a word of two documents of the library ("dont", "im")."""
+    times (a contraction also without its apostrophe), or a word of two documents of the library."""
     if piece.isdigit() or piece in slang:
         return True
     if len(piece) == 1:
         return piece in ONE_LETTER_WORDS
-    return english_frequencies()[piece] >= piece_min_count or docs.get(piece, 0) >= 2
+    freq = english_frequencies()
+    if freq[piece] >= piece_min_count or docs.get(piece, 0) >= 2:
+        return True
+    # a contraction typed, or read by OCR, without its apostrophe ("dont", "wasnt", "youre", "yall")
+    return any(freq[f"{piece[:i]}'{piece[i:]}"] >= piece_min_count for i in range(1, len(piece)))
 
 
 def split_glued(

@@ -113,6 +113,10 @@ def test_a_query_typed_run_together_is_read_as_its_words_typed_apart(words_libra
     assert split_glued("aintnobody", {"aint": 3, "nobody": 3}) == []
     assert split_glued("aintnobody", {"aint": 3, "nobody": 3}, words_only=True) == ["aint", "nobody"]
     assert split_glued("megamind", {}, words_only=True) == []  # a word the English list holds whole
+    # a typed query keeps a long word wordninja knows though no other list counts it ("kentucky"),
+    # and a contraction typed without its apostrophe is a word ("wasnt")
+    assert split_glued("herecomesthekentucky", {}, words_only=True) == ["here", "comes", "the", "kentucky"]
+    assert split_glued("daythoughwasntshortened", {}) == ["day", "though", "wasnt", "shortened"]
     db.close()
 
 

@@ -292,13 +292,15 @@ SELECT item_id, title,
 FROM items;
 
 -- The text both indexes hold for an item: the effective fields (derived ones included, with a
--- template's aliases beside its name), JSON lists flattened to "a ; b", the caption followed by the
--- words of its run-together tokens (`ocr_words`, mambomeme/words.py).
+-- template's aliases beside its name), JSON lists flattened to "a ; b", the caption with the words
+-- of each run-together token right after it (`ocr_spaced`, mambomeme/words.py; an item not yet read
+-- again has them after the caption, `ocr_words`).
 CREATE VIEW item_search_text AS
 SELECT e.item_id, e.title, e.template_text AS template,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.entities)) AS entities,
        (SELECT group_concat(value, ' ; ') FROM json_each(e.tags)) AS tags,
-       e.ocr_text || coalesce(' ' || nullif(i.ocr_words, ''), '') AS ocr_text, e.description
+       coalesce(nullif(i.ocr_spaced, ''), e.ocr_text || coalesce(' ' || nullif(i.ocr_words, ''), '')) AS ocr_text,
+       e.description
 FROM item_effective e JOIN items i ON i.item_id = e.item_id;
 
 CREATE TRIGGER items_fts_insert AFTER INSERT ON items BEGIN
@@ -1109,9 +1111,13 @@ ALTER TABLE safety_decisions ADD COLUMN follows TEXT CHECK (follows IS NULL OR l
 -- 023: the words of the caption's run-together tokens (mambomeme/words.py), held by both indexes
 -- after the caption (item_search_text); NULL until computed (the next `mambo add`).
 ALTER TABLE items ADD COLUMN ocr_words TEXT;
--- Split words computed (NULL -> words) are indexed; none found (NULL -> '') leaves the index alone.
-CREATE TRIGGER items_fts_words AFTER UPDATE OF ocr_words ON items
-WHEN coalesce(old.ocr_words, '') <> coalesce(new.ocr_words, '') BEGIN
+-- 024: the caption with the words of each run-together token right after it ('' when none), which
+-- both indexes hold in place of the caption (item_search_text); NULL until computed.
+ALTER TABLE items ADD COLUMN ocr_spaced TEXT;
+-- Split words computed or read in place are indexed; none found (NULL -> '') leaves the index alone.
+CREATE TRIGGER items_fts_words AFTER UPDATE OF ocr_words, ocr_spaced ON items
+WHEN coalesce(old.ocr_words, '') <> coalesce(new.ocr_words, '')
+  OR coalesce(old.ocr_spaced, '') <> coalesce(new.ocr_spaced, '') BEGIN
     DELETE FROM items_fts WHERE rowid = old.item_id;
     DELETE FROM items_trigram WHERE rowid = old.item_id;
     INSERT INTO items_fts(rowid, title, template, entities, tags, ocr_text, description)
@@ -1141,4 +1147,4 @@ INSERT OR IGNORE INTO query_aliases(term, expansion) VALUES
     ('stg', 'swear to god'), ('hbu', 'how about you'), ('wbu', 'what about you'), ('gl', 'good luck'),
     ('og', 'original'), ('cba', 'can''t be arsed'), ('idfc', 'i don''t care'), ('idfk', 'i don''t know');
 
-PRAGMA user_version = 23;
+PRAGMA user_version = 24;

@@ -509,8 +509,9 @@ def naming_fields(details: dict[str, Any]) -> tuple[set[str], set[str]]:
 
 
 def caption_words(details: dict[str, Any]) -> str:
-    """The caption as the word index holds it: the words of its run-together tokens after it."""
-    return f"{details['ocr_text']} {details.get('ocr_words') or ''}"
+    """The caption as the word index holds it: the words of each run-together token right after
+    it (or, in a library whose captions were not yet read again, after the caption)."""
+    return details.get("ocr_spaced") or f"{details['ocr_text']} {details.get('ocr_words') or ''}"
 
 
 def full_match(plan: QueryPlan, details: dict[str, Any]) -> bool:

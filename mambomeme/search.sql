@@ -148,7 +148,8 @@ LIMIT :pool;
 -- derived: item_effective in schema.sql) with where each came from. One statement per search, not
 -- one per shown result (per-statement overhead was ~0.1-0.3 ms, 1-2 ms of a 10-result query).
 SELECT i.item_id, i.sha256, i.title, e.template, e.template_text, e.template_source, e.entities, e.entities_source, e.tags,
-       e.tags_source, e.description, e.description_source, i.ocr_text, coalesce(i.ocr_words, '') AS ocr_words, i.derived,
+       e.tags_source, e.description, e.description_source, i.ocr_text, coalesce(i.ocr_words, '') AS ocr_words,
+       coalesce(i.ocr_spaced, '') AS ocr_spaced, i.derived,
        i.safety, i.creator, i.licence, i.perceptual_group, i.template_group,
        r.path AS root_path, r.name AS root, f.rel_path,
        (SELECT count(*) - 1 FROM files d WHERE d.item_id = i.item_id) AS duplicate_count,

@@ -2,7 +2,8 @@
 and people type them ("hidethepainharold"): a long token that no English word list and no word of
 the library knows is split into the words it holds by word frequencies (wordninja's English list,
 inside its wheel), and kept only when every piece is a word. The glued token stays searchable; its
-pieces are searched beside it (the `ocr_words` column at index time, an alternative in a query)."""
+pieces are searched beside it (at index time, right after it in the caption the index holds: the
+`ocr_spaced` column; in a query, as an alternative)."""
 
 from __future__ import annotations
 
@@ -92,12 +93,16 @@ def is_piece(
     piece: str, docs: Mapping[str, int], slang: Container[str], piece_min_count: int = PIECE_MIN_COUNT
 ) -> bool:
     """A piece of a split is a word: a number, slang, "a" or "i", English seen `piece_min_count`
-    times, or a word of two documents of the library ("dont", "im")."""
+    times (a contraction also without its apostrophe), or a word of two documents of the library."""
     if piece.isdigit() or piece in slang:
         return True
     if len(piece) == 1:
         return piece in ONE_LETTER_WORDS
-    return english_frequencies()[piece] >= piece_min_count or docs.get(piece, 0) >= 2
+    freq = english_frequencies()
+    if freq[piece] >= piece_min_count or docs.get(piece, 0) >= 2:
+        return True
+    # a contraction typed, or read by OCR, without its apostrophe ("dont", "wasnt", "youre", "yall")
+    return any(freq[f"{piece[:i]}'{piece[i:]}"] >= piece_min_count for i in range(1, len(piece)))
 
 
 def split_glued(
@@ -109,6 +114,7 @@ def split_glued(
     piece_min_count: int = PIECE_MIN_COUNT,
     library_word_docs: int = LIBRARY_WORD_MIN_DOCS,
     words_only: bool = False,
+    known_piece_length: int | None = None,
 ) -> list[str]:
     """The words a run-together token holds ("nobodygetsonline" -> nobody gets online), or [] when
     it is not one: too short, a known word, or a split with a piece that is not a word (is_piece).
@@ -121,6 +127,14 @@ def split_glued(
     if all(is_piece(p, docs, slang, piece_min_count) for p in pieces):
         return pieces if len(pieces) >= 2 else []
     if words_only and len(pieces) >= 2:
+        # A typed query: a piece wordninja's own list holds, long enough to be no leftover, is a word
+        # the user typed ("kentucky", "wasnt" in "herecomesthekentucky", "daythoughwasntshortened").
+        longest_unknown = KNOWN_PIECE_LENGTH if known_piece_length is None else known_piece_length
+        if all(
+            is_piece(p, docs, slang, piece_min_count) or (len(p) >= longest_unknown and is_segment_word(p))
+            for p in pieces
+        ):
+            return pieces
         # (a word the English list holds whole, "megamind", is never forced apart; nor into
         # pieces of under FORCED_PIECE_LENGTH letters on average, a typo's letters: "ceena" ce en a)
         pieces = words_split(token, lambda p: is_piece(p, docs, slang, piece_min_count))
@@ -135,6 +149,14 @@ def split_glued(
 # 253 with no floor (dev v2 bare: "jon ceena" emptied, two absent memes answered), 240 when only
 # leftover single letters may force a split.
 FORCED_PIECE_LENGTH = 3
+# In a typed query, a piece of wordninja's split that no other list counts as a word is still one
+# when wordninja's own word list holds it and it has this many letters or more (shorter pieces are
+# its leftovers: "happendswhenyourenot" -> happen ds when ...). Chosen on the glued-word set's
+# tokens typed as queries, folds by template (both chose 6): held out, objective 0.739 -> 0.760 and
+# 0.748 -> 0.761 against no such piece (recall 0.842 -> 0.864, 0.853 -> 0.868; unknown single words
+# split 112 -> 119 of 619, 136 -> 142 of 725); 4 letters split 166 and 192. glued_words.py split,
+# benchdata/experiments/glued_words-result.txt ("the query reading").
+KNOWN_PIECE_LENGTH = 6
 # The longest piece words_split tries (longer English words are rare in captions).
 LONGEST_PIECE = 20
 
@@ -170,6 +192,13 @@ def words_split(token: str, is_word: Callable[[str], bool]) -> list[str]:
     return pieces[::-1]
 
 
+def is_segment_word(piece: str) -> bool:
+    """Whether wordninja's word list (126k words, from which it segments) holds the piece."""
+    import wordninja
+
+    return piece in wordninja.DEFAULT_LANGUAGE_MODEL._wordcost  # noqa: SLF001
+
+
 @functools.cache
 def _rarest_cost() -> float:
     import wordninja
@@ -179,8 +208,32 @@ def _rarest_cost() -> float:
 
 def split_text(text: str, docs: Mapping[str, int] = MappingProxyType({}), slang: Container[str] = frozenset()) -> str:
     """The pieces of every run-together token of a caption, in order, each once ("" when none)."""
-    pieces = [p for t in dict.fromkeys(tokens(text)) for p in split_glued(t, docs, slang)]
-    return " ".join(dict.fromkeys(pieces))
+    return split_words(caption_splits(text, docs, slang))
+
+
+def split_words(splits: Mapping[str, list[str]]) -> str:
+    """The words of every split token, in order, each once ("" when none)."""
+    return " ".join(dict.fromkeys(p for pieces in splits.values() for p in pieces))
+
+
+def caption_splits(
+    text: str, docs: Mapping[str, int] = MappingProxyType({}), slang: Container[str] = frozenset()
+) -> dict[str, list[str]]:
+    """Each run-together token of a caption (lower case, in order) with its words."""
+    return {t: pieces for t in dict.fromkeys(tokens(text)) if (pieces := split_glued(t, docs, slang))}
+
+
+def spaced_text(text: str, splits: Mapping[str, list[str]]) -> str:
+    """The caption with the words of each run-together token right after it, where it stands
+    ("THEFIFTH WALL" -> "THEFIFTH the fifth WALL"): the index then holds "fifth wall" side by side,
+    as a phrase typed from the meme would have it, and the glued token itself. "" when none."""
+    if not splits:
+        return ""
+    return re.sub(
+        r"[^\W_]+",
+        lambda m: f"{m[0]} {' '.join(splits[m[0].lower()])}" if m[0].lower() in splits else m[0],
+        text,
+    )
 
 
 def slang_words(db: DB) -> frozenset[str]:
@@ -211,6 +264,10 @@ def split_pending(db: DB, batch: int = 500) -> int:
         docs = library_docs(db, candidates(text for _id, text in rows))
         with db.write():
             for item_id, text in rows:
-                db.q("set_ocr_words", {"item_id": item_id, "words": split_text(text, docs, slang)})
+                splits = caption_splits(text, docs, slang)
+                db.q(
+                    "set_ocr_words",
+                    {"item_id": item_id, "words": split_words(splits), "spaced": spaced_text(text, splits)},
+                )
         done += len(rows)
     return done

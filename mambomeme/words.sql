@@ -9,11 +9,13 @@ SELECT v.term, v.doc FROM items_vocab v WHERE v.term IN (SELECT value FROM json_
 
 -- name: items_unsplit
 -- Items whose split words were never computed (NULL): new ones, and every item of a library made
--- before the column existed.
-SELECT item_id, ocr_text FROM items WHERE ocr_words IS NULL ORDER BY item_id LIMIT :most;
+-- before the columns existed.
+SELECT item_id, ocr_text FROM items WHERE ocr_words IS NULL OR ocr_spaced IS NULL ORDER BY item_id LIMIT :most;
 
 -- name: set_ocr_words
-UPDATE items SET ocr_words = :words WHERE item_id = :item_id;
+-- The split words, and the caption with them where each glued token stands (one update: the index
+-- trigger runs once).
+UPDATE items SET ocr_words = :words, ocr_spaced = :spaced WHERE item_id = :item_id;
 
 -- name: alias_terms
 -- The words query_aliases expands (slang, abbreviations): words a split may give, and never split.

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import invoke, open_db
 from mambomeme.query_plan import plan_query
-from mambomeme.words import split_glued, split_text
+from mambomeme.words import spaced_text, split_glued, split_text
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 # Captions drawn without the spaces OCR loses on tightly set text; each with a line of its own.
@@ -80,12 +80,14 @@ def test_run_together_words_are_split_into_words_and_only_then() -> None:
 
 def test_a_caption_ocr_ran_together_is_found_by_its_separate_words(words_library: Path) -> None:
     db = open_db(words_library)
-    ocr, words = db.con.execute(
-        "SELECT ocr_text, ocr_words FROM items WHERE item_id = "
+    ocr, words, spaced = db.con.execute(
+        "SELECT ocr_text, ocr_words, ocr_spaced FROM items WHERE item_id = "
         "(SELECT item_id FROM files WHERE rel_path = 'words/glued.png')"
     ).fetchone()
     db.close()
     assert "NOBODYGETSONLINE" in ocr.replace(" ", "").upper() and "nobody gets online" in words, (ocr, words)
+    # the words stand where the glued token stands, the rest of the caption as OCR read it
+    assert "nobody gets online" in spaced and spaced.replace(" nobody gets online", "") == ocr, spaced
     # the glued token stays searchable, its words are searched too, and a query typed run together
     # finds the caption whose words are apart
     for query in ("nobody gets online", "nobodygetsonline sunday"):
@@ -111,6 +113,25 @@ def test_a_query_typed_run_together_is_read_as_its_words_typed_apart(words_libra
     assert split_glued("aintnobody", {"aint": 3, "nobody": 3}) == []
     assert split_glued("aintnobody", {"aint": 3, "nobody": 3}, words_only=True) == ["aint", "nobody"]
     assert split_glued("megamind", {}, words_only=True) == []  # a word the English list holds whole
+    # a typed query keeps a long word wordninja knows though no other list counts it ("kentucky"),
+    # and a contraction typed without its apostrophe is a word ("wasnt")
+    assert split_glued("herecomesthekentucky", {}, words_only=True) == ["here", "comes", "the", "kentucky"]
+    assert split_glued("daythoughwasntshortened", {}) == ["day", "though", "wasnt", "shortened"]
+    db.close()
+
+
+def test_a_glued_token_s_words_sit_beside_the_caption_words_around_it() -> None:
+    splits = split_glued("thefifth")
+    assert spaced_text("THEFIFTH WALL!", {"thefifth": splits}) == "THEFIFTH the fifth WALL!"
+    assert spaced_text("no glue here", {}) == ""
+
+
+def test_a_phrase_across_a_glued_token_matches_as_a_phrase(words_library: Path) -> None:
+    """ "nobody gets online on a sunday" holds "online on" side by side only when the caption's words
+    stand where its glued token stands (the caption's lines are read as one text)."""
+    db = open_db(words_library)
+    match = """SELECT count(*) FROM items_fts WHERE items_fts MATCH 'ocr_text : "online on"'"""
+    assert db.con.execute(match).fetchone()[0] == 1
     db.close()
 
 
@@ -142,13 +163,13 @@ def test_a_word_that_is_a_word_is_never_corrected_into_another(words_library: Pa
 
 
 def test_an_older_library_gets_split_words_on_its_next_add_without_ocr(words_library: Path, tmp_path: Path) -> None:
-    """A library made before split words existed holds NULL (migration 023): the next `mambo add`
-    splits every stored caption, with no file read again, and both indexes hold the words."""
+    """A library made before split words existed holds NULL (migrations 023, 024): the next `mambo
+    add` splits every stored caption, with no file read again, and both indexes hold the words."""
     db_path = tmp_path / "old.sqlite"
     shutil.copy(words_library, db_path)
     db = open_db(db_path)
     with db.write():
-        db.con.execute("UPDATE items SET ocr_words = NULL")
+        db.con.execute("UPDATE items SET ocr_words = NULL, ocr_spaced = NULL")
     before = dict(db.con.execute("SELECT item_id, ocr_text FROM items"))
     match = "SELECT count(*) FROM items_fts WHERE items_fts MATCH 'ocr_text : nobody'"
     assert db.con.execute(match).fetchone()[0] == 0
@@ -158,6 +179,6 @@ def test_an_older_library_gets_split_words_on_its_next_add_without_ocr(words_lib
     assert "added 0" in out and f"unchanged {len(MEMES)}" in out, out
     db = open_db(db_path)
     assert dict(db.con.execute("SELECT item_id, ocr_text FROM items")) == before
-    assert db.con.execute("SELECT count(*) FROM items WHERE ocr_words IS NULL").fetchone()[0] == 0
+    assert db.con.execute("SELECT count(*) FROM items WHERE ocr_words IS NULL OR ocr_spaced IS NULL").fetchone()[0] == 0
     assert db.con.execute(match).fetchone()[0] == 1
     db.close()

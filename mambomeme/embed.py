@@ -434,6 +434,21 @@ class Embedder:
         return out
 
 
+@functools.cache
+def _word_tokenizer() -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def word_pieces(word: str) -> list[str]:
+    """The pieces the model reads a word as, its WordPiece tokens without the "##" of a word's
+    inner piece ("furball": fur ball; "rollsafe": rolls af e)."""
+    return [t.removeprefix("##") for t in _word_tokenizer().encode(word, add_special_tokens=False).tokens]
+
+
 # A query is one short text, encoded while a person waits: two intra-op threads (2 cores, 2026-12-01,
 # six typed queries x 120: one thread p50 24.7 / p95 28.7 ms, two 16.0 / 18.3 ms). Batches (ingest,
 # 19 texts/s on one thread) keep one: the OCR workers own the other core (docs/decisions.md#onnx-export).

@@ -143,6 +143,26 @@ def test_words_side_by_side_rank_above_the_same_words_apart(words_library: Path)
         assert any(p.endswith("words/apart.png") for p in paths), (query, paths)
 
 
+def test_a_hyphenated_compound_matches_the_word_and_the_model_reads_a_glued_one_once(words_library: Path) -> None:
+    db = open_db(words_library)
+    assert db.con.execute("SELECT docs FROM vocabulary WHERE term = 'keyboard'").fetchone()[0] >= 2
+    # hyphenated, the words the library holds as one word match it; the dense text is as typed
+    plan = plan_query(db, "key-board")
+    assert plan.alternatives["key"] == plan.alternatives["board"] == [["keyboard"]], plan.alternatives
+    assert '"keyboard"' in plan.word_match and plan.dense_text == "key board"
+    # typed apart, they stay apart (OCR runs common words together: "hotright")
+    assert plan_query(db, "key board").alternatives == {"key": [], "board": []}
+    # a word run together is split for the word route; the dense text follows it with its words
+    # only when the model does not read it as those words itself ("sundaybread": sunday bread)
+    sunday, bake = plan_query(db, "sundaybread"), plan_query(db, "bakebread")
+    assert sunday.glued == {"sundaybread": ["sunday", "bread"]} and sunday.dense_text == "sundaybread"
+    assert bake.glued == {"bakebread": ["bake", "bread"]} and bake.dense_text == "bakebread bake bread"
+    holders = {i for (i,) in db.con.execute("SELECT rowid FROM items_fts WHERE items_fts MATCH 'keyboard'")}
+    db.close()
+    first = _first(words_library, "key-board")  # a meme holding "keyboard", holding the query by it
+    assert first["meme_id"] in holders and first["coverage"] == 1.0, first
+
+
 def test_slang_is_searched_as_typed_and_as_its_expansion(words_library: Path) -> None:
     db = open_db(words_library)
     plan = plan_query(db, "tfw the build passes")

@@ -5,6 +5,7 @@ never from a product module, so a product module that is renamed or moved is men
 
 from __future__ import annotations
 
+from mambomeme import query_plan
 from mambomeme.by_image import REASONS, SIMILAR_CAPTION_MIN, probe_file, rank
 from mambomeme.dense_memory import VectorMatrix
 from mambomeme.embed import (
@@ -91,6 +92,7 @@ __all__ = [
     "item_words",
     "normalise_query",
     "plan_query",
+    "query_plan",  # the module itself: experiments patch one of its rules to measure another
     # words run together
     "GLUED_MIN_LENGTH",
     "LIBRARY_WORD_MIN_DOCS",

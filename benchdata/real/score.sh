@@ -33,10 +33,17 @@ graders=(
     # round 3: the 2 candidates reading a glued query as its words drew (a blind pair, in agreement)
     "dev-r3-grader-e.jsonl real-grader-e-r3"
     "dev-r3-grader-f.jsonl real-grader-f-r3"
+    # round 4: the 288 top-10 candidates (274 views) of today's rankings no earlier pool drew; shard 1
+    # graded by g and h, shard 2 by i and j (each pair blind, each grader alone)
+    "dev-r4-grader-g.jsonl real-grader-g-r4"
+    "dev-r4-grader-h.jsonl real-grader-h-r4"
+    "dev-r4-grader-i.jsonl real-grader-i-r4"
+    "dev-r4-grader-j.jsonl real-grader-j-r4"
 )
 adjudicators=(
     "dev-adjudicator.jsonl real-adjudicator"
     "dev-r2-adjudicator.jsonl real-adjudicator-r2"
+    "dev-r4-adjudicator.jsonl real-adjudicator-r4"
 )
 
 m() { ./mambo --db "$db" "$@"; }

@@ -85,15 +85,23 @@ def evaluate(
         for rel, g in judged.get(q["id"], {}).items():
             if rel in by_path:
                 grades[by_path[rel]] = max(g, grades.get(by_path[rel], 0.0))
-        ideal = [g for g in grades.values() if g > 0]
-        top = runs[q["id"]][:10]
-        miss.setdefault(q["slice"], []).append(ndcg_at_10([grades.get(i, 0.0) for i in top], ideal))
-        kept = [grades[i] for i in runs[q["id"]] if i in grades][:10]
-        condensed.setdefault(q["slice"], []).append(ndcg_at_10(kept, ideal))
-        unjudged += sum(i not in grades for i in top)
-        shown += len(top)
+        m, c, u = query_scores(grades, runs[q["id"]])
+        miss.setdefault(q["slice"], []).append(m)
+        condensed.setdefault(q["slice"], []).append(c)
+        unjudged += u
+        shown += len(runs[q["id"]][:10])
     mean = lambda d: {k: sum(v) / len(v) for k, v in sorted(d.items())}  # noqa: E731
     return mean(miss), mean(condensed), unjudged / shown if shown else 0.0
+
+
+def query_scores(grades: dict[int, float], ranked: list[int]) -> tuple[float, float, int]:
+    """One query's nDCG@10 with unjudged results as misses, the same on its condensed list (unjudged
+    results dropped first), and how many of its top 10 nobody judged (`grades`: item -> grade)."""
+    ideal = [g for g in grades.values() if g > 0]
+    top = ranked[:10]
+    miss = ndcg_at_10([grades.get(i, 0.0) for i in top], ideal)
+    condensed = ndcg_at_10([grades[i] for i in ranked if i in grades][:10], ideal)
+    return miss, condensed, sum(i not in grades for i in top)
 
 
 def main(argv: list[str]) -> int:

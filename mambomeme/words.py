@@ -105,6 +105,16 @@ def is_piece(
     return any(freq[f"{piece[:i]}'{piece[i:]}"] >= piece_min_count for i in range(1, len(piece)))
 
 
+# In a typed query, a piece of wordninja's split that no other list counts as a word is still one
+# when wordninja's own word list holds it and it has this many letters or more (shorter pieces are
+# its leftovers: "happendswhenyourenot" -> happen ds when ...). Chosen on the glued-word set's
+# tokens typed as queries, folds by template (both chose 6): held out, objective 0.739 -> 0.760 and
+# 0.748 -> 0.761 against no such piece (recall 0.842 -> 0.864, 0.853 -> 0.868; unknown single words
+# split 112 -> 119 of 619, 136 -> 142 of 725); 4 letters split 166 and 192. glued_words.py split,
+# benchdata/experiments/glued_words-result.txt ("the query reading").
+KNOWN_PIECE_LENGTH = 6
+
+
 def split_glued(
     token: str,
     docs: Mapping[str, int] = MappingProxyType({}),
@@ -114,7 +124,7 @@ def split_glued(
     piece_min_count: int = PIECE_MIN_COUNT,
     library_word_docs: int = LIBRARY_WORD_MIN_DOCS,
     words_only: bool = False,
-    known_piece_length: int | None = None,
+    known_piece_length: int = KNOWN_PIECE_LENGTH,
 ) -> list[str]:
     """The words a run-together token holds ("nobodygetsonline" -> nobody gets online), or [] when
     it is not one: too short, a known word, or a split with a piece that is not a word (is_piece).
@@ -129,9 +139,8 @@ def split_glued(
     if words_only and len(pieces) >= 2:
         # A typed query: a piece wordninja's own list holds, long enough to be no leftover, is a word
         # the user typed ("kentucky", "wasnt" in "herecomesthekentucky", "daythoughwasntshortened").
-        longest_unknown = KNOWN_PIECE_LENGTH if known_piece_length is None else known_piece_length
         if all(
-            is_piece(p, docs, slang, piece_min_count) or (len(p) >= longest_unknown and is_segment_word(p))
+            is_piece(p, docs, slang, piece_min_count) or (len(p) >= known_piece_length and is_segment_word(p))
             for p in pieces
         ):
             return pieces
@@ -149,14 +158,6 @@ def split_glued(
 # 253 with no floor (dev v2 bare: "jon ceena" emptied, two absent memes answered), 240 when only
 # leftover single letters may force a split.
 FORCED_PIECE_LENGTH = 3
-# In a typed query, a piece of wordninja's split that no other list counts as a word is still one
-# when wordninja's own word list holds it and it has this many letters or more (shorter pieces are
-# its leftovers: "happendswhenyourenot" -> happen ds when ...). Chosen on the glued-word set's
-# tokens typed as queries, folds by template (both chose 6): held out, objective 0.739 -> 0.760 and
-# 0.748 -> 0.761 against no such piece (recall 0.842 -> 0.864, 0.853 -> 0.868; unknown single words
-# split 112 -> 119 of 619, 136 -> 142 of 725); 4 letters split 166 and 192. glued_words.py split,
-# benchdata/experiments/glued_words-result.txt ("the query reading").
-KNOWN_PIECE_LENGTH = 6
 # The longest piece words_split tries (longer English words are rare in captions).
 LONGEST_PIECE = 20
 
@@ -171,9 +172,7 @@ def words_split(token: str, is_word: Callable[[str], bool]) -> list[str]:
     """The most likely split of the token by wordninja's word costs among splits whose every piece
     is a word ([] when none is): wordninja's own search, kept to words. A word its list lacks (the
     library's "dont", slang) costs as its rarest word."""
-    import wordninja
-
-    cost = wordninja.DEFAULT_LANGUAGE_MODEL._wordcost  # noqa: SLF001  (the model's word costs)
+    cost = _word_costs()
     rarest = _rarest_cost()
     best: list[tuple[float, int]] = [(0.0, 0)] + [(math.inf, 0)] * len(token)
     for end in range(1, len(token) + 1):
@@ -194,21 +193,20 @@ def words_split(token: str, is_word: Callable[[str], bool]) -> list[str]:
 
 def is_segment_word(piece: str) -> bool:
     """Whether wordninja's word list (126k words, from which it segments) holds the piece."""
+    return piece in _word_costs()
+
+
+@functools.cache
+def _word_costs() -> dict[str, float]:
+    """wordninja's word -> cost (its model's own table; ~0.35 s to load, once)."""
     import wordninja
 
-    return piece in wordninja.DEFAULT_LANGUAGE_MODEL._wordcost  # noqa: SLF001
+    return wordninja.DEFAULT_LANGUAGE_MODEL._wordcost  # noqa: SLF001
 
 
 @functools.cache
 def _rarest_cost() -> float:
-    import wordninja
-
-    return max(wordninja.DEFAULT_LANGUAGE_MODEL._wordcost.values())  # noqa: SLF001
-
-
-def split_text(text: str, docs: Mapping[str, int] = MappingProxyType({}), slang: Container[str] = frozenset()) -> str:
-    """The pieces of every run-together token of a caption, in order, each once ("" when none)."""
-    return split_words(caption_splits(text, docs, slang))
+    return max(_word_costs().values())
 
 
 def split_words(splits: Mapping[str, list[str]]) -> str:

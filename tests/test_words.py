@@ -12,7 +12,7 @@ import pytest
 
 from helpers import invoke, open_db
 from mambomeme.query_plan import plan_query
-from mambomeme.words import spaced_text, split_glued, split_text
+from mambomeme.words import caption_splits, spaced_text, split_glued, split_words
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 # Captions drawn without the spaces OCR loses on tightly set text; each with a line of its own.
@@ -66,7 +66,7 @@ def _first(db: Path, query: str) -> dict:
 def test_run_together_words_are_split_into_words_and_only_then() -> None:
     assert split_glued("nobodygetsonlinetoday") == ["nobody", "gets", "online", "today"]
     assert split_glued("thefifth") == ["the", "fifth"]
-    assert split_text("THEFIFTH WALL") == "the fifth"
+    assert split_words(caption_splits("THEFIFTH WALL")) == "the fifth"
     # English, too short, or a piece that is no word ("s tonks"): left whole
     assert split_glued("wall") == split_glued("stonks") == split_glued("ifi") == []
     # a word of the library (many documents, not a meme's few copies) is a word of its own

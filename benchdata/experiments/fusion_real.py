@@ -26,9 +26,8 @@ sys.path.insert(0, str(REPO / "benchdata"))
 sys.path.insert(0, str(REPO / "benchdata" / "real"))
 
 import folds  # noqa: E402  (benchdata/real/folds.py)
-from fusion_sweep_v2 import variant  # noqa: E402
+from fusion_sweep_v2 import query_scores, variant  # noqa: E402
 
-from mambomeme.lab.calibrate import ndcg_at_10  # noqa: E402
 from mambomeme.lab.product import DB, Searcher, get_embedder  # noqa: E402
 
 GRID = [
@@ -68,12 +67,7 @@ def per_query(searcher: Searcher, cfg: dict, queries: list[dict], judged: dict) 
     out = {}
     for q in queries:
         ids = [r.item_id for r in searcher.search(q["query"], cfg, DEPTH, empty_rule=False)]
-        g = judged.get(q["id"], {})
-        ideal = [x for x in g.values() if x > 0]
-        top = ids[:10]
-        miss = ndcg_at_10([g.get(i, 0.0) for i in top], ideal)
-        condensed = ndcg_at_10([g[i] for i in ids if i in g][:10], ideal)
-        out[q["id"]] = (miss, condensed, sum(i not in g for i in top))
+        out[q["id"]] = query_scores(judged.get(q["id"], {}), ids)
     return out
 
 

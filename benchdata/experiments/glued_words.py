@@ -75,6 +75,11 @@ def fold(template: str) -> int:
     return hashlib.sha256(template.encode()).digest()[0] % 2
 
 
+def on_fold(rows: list, f: int) -> list:
+    """The rows (template first) whose template is on fold `f`."""
+    return [x for x in rows if fold(x[0]) == f]
+
+
 def real_captions(snap: snapshot.Snapshot) -> dict[str, list[tuple[str, list[str]]]]:
     """template -> (post id, boxes) of its development captions that the folder's filters keep."""
     out = {}
@@ -178,8 +183,8 @@ def split_command(a: argparse.Namespace) -> None:
     print("## The sweep on each fold (templates split in two by SHA-256 of the name)\n")
     chosen = {}
     for f in (0, 1):
-        g = [x for x in glued if fold(x[0]) == f]
-        s = [x for x in singles if fold(x[0]) == f]
+        g = on_fold(glued, f)
+        s = on_fold(singles, f)
         print(f"fold {f}: min length, piece min count -> objective (precision, recall, singles split)")
         results = {}
         for length in LENGTHS:
@@ -196,8 +201,8 @@ def split_command(a: argparse.Namespace) -> None:
     print(HEADER)
     for f in (0, 1):
         length, pieces = chosen[1 - f]
-        g = [x for x in glued if fold(x[0]) == f]
-        s = [x for x in singles if fold(x[0]) == f]
+        g = on_fold(glued, f)
+        s = on_fold(singles, f)
         print(row(f"fold {f} (L={length}, pieces >= {pieces})", measure(g, s, known, length, pieces)))
     query_reading(glued, singles, known)
     print(f"\n## The product's constants (GLUED_MIN_LENGTH {GLUED_MIN_LENGTH}, PIECE_MIN_COUNT {PIECE_MIN_COUNT})\n")
@@ -211,26 +216,31 @@ def split_command(a: argparse.Namespace) -> None:
 KNOWN_LENGTHS = (3, 4, 5, 6, 8, 10**6)  # 10**6: wordninja's pieces count only when every one is a word
 
 
+def as_query(glued, singles, known, known_piece_length: int) -> dict[str, float]:
+    """measure() with the tokens read as a typed query reads them (glued_words in query_plan.py)."""
+    return measure(
+        glued,
+        singles,
+        known,
+        GLUED_MIN_LENGTH,
+        PIECE_MIN_COUNT,
+        library_word_docs=2,
+        words_only=True,
+        known_piece_length=known_piece_length,
+    )
+
+
 def query_reading(glued, singles, known) -> None:
     """The glued tokens typed as queries (library_word_docs 2, a split into words when wordninja's
     has a leftover): KNOWN_PIECE_LENGTH swept on each fold, measured on the other."""
     print("\n## The query reading: KNOWN_PIECE_LENGTH on each fold (a typed query is split into words only)\n")
     chosen = {}
     for f in (0, 1):
-        g = [x for x in glued if fold(x[0]) == f]
-        s = [x for x in singles if fold(x[0]) == f]
+        g = on_fold(glued, f)
+        s = on_fold(singles, f)
         results = {}
         for n in KNOWN_LENGTHS:
-            m = results[n] = measure(
-                g,
-                s,
-                known,
-                GLUED_MIN_LENGTH,
-                PIECE_MIN_COUNT,
-                library_word_docs=2,
-                words_only=True,
-                known_piece_length=n,
-            )
+            m = results[n] = as_query(g, s, known, n)
             print(
                 f"  fold {f} length {n if n < 10**6 else 'never'}: objective {m['objective']:.3f} (precision "
                 f"{m['precision']:.3f}, recall {m['recall']:.3f}, singles split {m['singles_split']} / {m['singles']})"
@@ -239,11 +249,9 @@ def query_reading(glued, singles, known) -> None:
     print("\n" + HEADER)
     for f in (0, 1):
         n = chosen[1 - f]
-        g = [x for x in glued if fold(x[0]) == f]
-        s = [x for x in singles if fold(x[0]) == f]
-        m = measure(
-            g, s, known, GLUED_MIN_LENGTH, PIECE_MIN_COUNT, library_word_docs=2, words_only=True, known_piece_length=n
-        )
+        g = on_fold(glued, f)
+        s = on_fold(singles, f)
+        m = as_query(g, s, known, n)
         print(row(f"fold {f} (known piece length {n if n < 10**6 else 'never'})", m))
 
 

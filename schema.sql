@@ -188,8 +188,9 @@ CREATE VIRTUAL TABLE item_vectors USING vec0(
 );
 
 -- Migration 011: one vector per kind of evidence beside the all-fields one: vector_id = item_id * 4 +
--- kind (1 caption: the OCR text; 2 picture: template name and aliases, picture description, labels).
--- An empty field has no vector; the dense route scores an item by its best vector.
+-- kind (1 caption: the OCR text; 2 picture: template name and aliases, picture description, labels;
+-- 3 looks, migration 025: the picture description alone). An empty field, or one whose text an
+-- earlier vector holds, has no vector; the dense route scores an item by its best vector.
 CREATE VIRTUAL TABLE item_field_vectors USING vec0(
     vector_id INTEGER PRIMARY KEY,
     cluster integer partition key,
@@ -266,12 +267,15 @@ CREATE TRIGGER item_vectors_servable AFTER UPDATE OF safety, rights, private ON 
     WHERE vector_id = new.item_id * 4 + 1;
     UPDATE item_field_vectors SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
     WHERE vector_id = new.item_id * 4 + 2;
+    UPDATE item_field_vectors SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
+    WHERE vector_id = new.item_id * 4 + 3;
 END;
 
 CREATE TRIGGER item_vectors_bit_delete AFTER DELETE ON item_embeddings BEGIN
     DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
     DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 1;
     DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 2;
+    DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 3;
 END;
 
 -- What an item says, field by field: the sidecar's value when it has one (user-written metadata
@@ -327,6 +331,7 @@ CREATE TRIGGER items_delete AFTER DELETE ON items BEGIN
     DELETE FROM item_vectors_bit WHERE item_id = old.item_id;
     DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 1;
     DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 2;
+    DELETE FROM item_field_vectors WHERE vector_id = old.item_id * 4 + 3;
 END;
 
 -- Slang, abbreviations and common misspellings people type, expanded at query time for the
@@ -1081,6 +1086,8 @@ WHEN EXISTS (SELECT 1 FROM vector_codes_items WHERE item_id = new.item_id) BEGIN
     WHERE vector_id = new.item_id * 4 + 1;
     UPDATE vector_codes SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
     WHERE vector_id = new.item_id * 4 + 2;
+    UPDATE vector_codes SET servable = EXISTS (SELECT 1 FROM servable_items WHERE item_id = new.item_id)
+    WHERE vector_id = new.item_id * 4 + 3;
 END;
 
 -- (no WHEN on vector_codes_items: deleting an item may cascade to that table first)
@@ -1088,6 +1095,7 @@ CREATE TRIGGER vector_codes_delete AFTER DELETE ON item_embeddings BEGIN
     DELETE FROM vector_codes WHERE vector_id = old.item_id * 4;
     DELETE FROM vector_codes WHERE vector_id = old.item_id * 4 + 1;
     DELETE FROM vector_codes WHERE vector_id = old.item_id * 4 + 2;
+    DELETE FROM vector_codes WHERE vector_id = old.item_id * 4 + 3;
     DELETE FROM vector_codes_items WHERE item_id = old.item_id;
 END;
 
@@ -1147,4 +1155,4 @@ INSERT OR IGNORE INTO query_aliases(term, expansion) VALUES
     ('stg', 'swear to god'), ('hbu', 'how about you'), ('wbu', 'what about you'), ('gl', 'good luck'),
     ('og', 'original'), ('cba', 'can''t be arsed'), ('idfc', 'i don''t care'), ('idfk', 'i don''t know');
 
-PRAGMA user_version = 24;
+PRAGMA user_version = 25;

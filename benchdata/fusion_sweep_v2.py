@@ -6,7 +6,7 @@ and the evidence vectors: hybrid's ranking on the DEVELOPMENT partition 2 only
 
 A VARIANT is a system name with changes to its configuration, e.g.
 `hybrid:lexical_evidence.boost=5,keep_full_matches=false` or `dense:dense_feedback.top=5,dense_feedback.alpha=0.3`
-(values are JSON; `key=null` removes a feature). Without variants, the grid of the issue-18 notes in
+(values are JSON; `key=null` removes a feature). Without variants, GRID: the choices behind the constants in
 mambomeme/search.py. Ranking quality is measured before the "no match" rule (refitted afterwards
 by `mambo bench no-match`): nDCG@10 per slice of the answerable queries, twice: "miss" counts a
 result nobody graded as grade 0 (the scorecard's rule), "condensed" removes unjudged results from

@@ -28,6 +28,7 @@ SELECT vector_id, embedding, servable FROM vector_codes;
 DELETE FROM item_vectors WHERE item_id = :item_id;
 DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 1;
 DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2;
+DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 3;
 
 -- name: items_to_quantize
 -- Items embedded (again) since vector_codes was written: their codes are written again.
@@ -42,12 +43,15 @@ SELECT item_id * 4, cluster, embedding, servable FROM item_vectors WHERE item_id
 UNION ALL
 SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vector_id = :item_id * 4 + 1
 UNION ALL
-SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2;
+SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2
+UNION ALL
+SELECT vector_id, cluster, embedding, servable FROM item_field_vectors WHERE vector_id = :item_id * 4 + 3;
 
 -- name: forget_item_codes
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4;
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 1;
 DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 2;
+DELETE FROM vector_codes WHERE vector_id = :item_id * 4 + 3;
 
 -- name: insert_field_vector_in_cluster
 INSERT INTO item_field_vectors(vector_id, cluster, embedding, servable)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mambomeme.embed import EMBED_DIM
+from mambomeme.embed import EMBED_DIM, LOOKS
 from mambomeme.library import DB, Q
 from mambomeme.search_config import DenseFeedback
 
@@ -42,6 +42,7 @@ class VectorMatrix:
     field_items: Any
     fields: Any
     fingerprint: tuple[Any, ...]
+    field_kinds: Any = None  # each evidence vector's kind (embed.FIELD_KINDS)
 
     @classmethod
     def load(cls, db: DB) -> VectorMatrix | None:
@@ -72,7 +73,7 @@ class VectorMatrix:
 
         ids, whole = read("matrix_vectors", whole_n)
         field_ids, fields = read("matrix_field_vectors", fields_n)
-        return cls(ids, whole, field_ids >> 2, fields, fingerprint)
+        return cls(ids, whole, field_ids >> 2, fields, fingerprint, field_ids & 3)
 
     @functools.cached_property
     def rows(self) -> tuple[dict[int, int], dict[int, list[int]]]:
@@ -82,10 +83,25 @@ class VectorMatrix:
             fields.setdefault(item, []).append(n)
         return {item: n for n, item in enumerate(self.ids.tolist())}, fields
 
-    def ranking(self, qvec: Any, k: int, *, field_vectors: bool, feedback: DenseFeedback | None = None) -> str:
+    @functools.cached_property
+    def _looks(self) -> Any:
+        import numpy as np
+
+        return np.zeros(len(self.field_items), dtype=bool) if self.field_kinds is None else self.field_kinds == LOOKS
+
+    def ranking(
+        self,
+        qvec: Any,
+        k: int,
+        *,
+        field_vectors: bool,
+        feedback: DenseFeedback | None = None,
+        looks_weight: float = 1.0,
+    ) -> str:
         """The dense route as the fusion statement's `:dense` JSON: [[item id, similarity,
         all-fields similarity or null], ...], best first, at most `k` items; with `feedback`
-        (search.DENSE_FEEDBACK), ranked again as search.sql's dense_feedback does."""
+        (search.DENSE_FEEDBACK), ranked again as search.sql's dense_feedback does. A looks vector's
+        similarity counts x `looks_weight` (search.LOOKS_WEIGHT), in both steps."""
         import numpy as np
 
         raw = np.asarray(qvec, dtype=np.float32)
@@ -95,6 +111,8 @@ class VectorMatrix:
             if kind and not field_vectors or not len(ids):
                 continue
             sims = m @ q
+            if kind:
+                sims = np.where(self._looks, sims * np.float32(looks_weight), sims)
             top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
             for i in top.tolist():
                 item, sim = int(ids[i]), float(sims[i])
@@ -105,33 +123,44 @@ class VectorMatrix:
         ranked = sorted(best.items(), key=lambda x: (-x[1][0], x[0]))[:k]  # type: ignore[operator]
         if feedback and ranked:
             whole_row, field_rows = self.rows
-            stored = {
-                item: [self.whole[whole_row[item]], *(self.fields[field_rows.get(item, [])] if field_vectors else [])]
+            rows = {item: field_rows.get(item, []) if field_vectors else [] for item, _ in ranked}
+            stored = {item: [self.whole[whole_row[item]], *self.fields[rows[item]]] for item, _ in ranked}
+            scale = {
+                item: [1.0, *(looks_weight if looks else 1.0 for looks in self._looks[rows[item]].tolist())]
                 for item, _ in ranked
-            }  # all fields first, then caption and picture
-            return json.dumps(feedback_rerank(raw, ranked, stored, feedback))
+            }  # all fields first, then caption, picture and looks
+            return json.dumps(feedback_rerank(raw, ranked, stored, feedback, scale))
         return json.dumps([[item, sim, whole] for item, (sim, whole) in ranked])
 
 
 def feedback_rerank(
-    qvec: Any, ranked: list[tuple[int, tuple[Any, Any]]], stored: dict[int, list[Any]], feedback: DenseFeedback
+    qvec: Any,
+    ranked: list[tuple[int, tuple[Any, Any]]],
+    stored: dict[int, list[Any]],
+    feedback: DenseFeedback,
+    scale: dict[int, list[float]] | None = None,
 ) -> list[list[Any]]:
     """Rocchio as search.sql's dense_feedback: q * n / alpha + the sum of one vector of each of the
     n best items (its all-fields one or, with "best", the one nearest q) points as q + alpha * their
     mean; each candidate is ranked again by its best vector's cosine to it, keeping its first-pass
     similarities. `ranked`: [(item id, (similarity, all-fields similarity)), ...] best first;
-    `stored`: each item's unit vectors, all fields first. Returns the `:dense` JSON's rows."""
+    `stored`: each item's unit vectors, all fields first; `scale`: what each vector's similarity
+    counts (a looks vector's, search.LOOKS_WEIGHT). Returns the `:dense` JSON's rows."""
     import numpy as np
 
     raw = np.frombuffer(qvec, dtype=np.float32) if isinstance(qvec, bytes) else np.asarray(qvec, dtype=np.float32)
     q = raw / (np.linalg.norm(raw) or 1.0)
     vecs = {item: np.vstack(v) for item, v in stored.items()}
+    weights = {item: np.asarray(scale[item] if scale else [1.0] * len(v), dtype=np.float32) for item, v in vecs.items()}
     n = min(feedback.top, len(ranked))
     best = bool(feedback.best)
-    given = [v[int(np.argmax(v @ q))] if best else v[0] for v in (vecs[item] for item, _ in ranked[:n])]
+    given = [
+        vecs[item][int(np.argmax((vecs[item] @ q) * weights[item]))] if best else vecs[item][0]
+        for item, _ in ranked[:n]
+    ]
     moved = raw * n / feedback.alpha + np.sum(given, axis=0)
     moved = moved / (np.linalg.norm(moved) or 1.0)
-    moved_sim = {item: float(np.max(v @ moved)) for item, v in vecs.items()}
+    moved_sim = {item: float(np.max((v @ moved) * weights[item])) for item, v in vecs.items()}
     order = {item: pos for pos, (item, _) in enumerate(ranked)}
     out = sorted(ranked, key=lambda x: (-moved_sim[x[0]], order[x[0]]))
     return [[item, sim, whole] for item, (sim, whole) in out]

@@ -56,10 +56,10 @@ MODEL_FILES = (
 # similar as its best. Dev v2, dense alone, annotated: Q 0.709 -> 0.807, quote 0.564 -> 0.887 (bare:
 # every variant 0.506-0.508). See docs/decisions.md#embed-text.
 EMBED_TEXT_RECIPE = (
-    "v3: all = title. template. entities. tags. description. ocr_text (newlines as spaces; "
+    "v4: all = title. template. entities. tags. description. ocr_text (newlines as spaces; "
     "sidecar values, else derived: template name ; aliases, its description, labels); "
-    "caption = ocr_text; picture = template name ; aliases. labels. description "
-    "(not stored when empty or equal to the all-fields text); "
+    "caption = ocr_text; picture = template name ; aliases. labels. description; looks = description "
+    "(not stored when empty or equal to the all-fields text or an earlier field's); "
     "an item's dense similarity is its best vector's"
 )
 # The model's own limit (sentence_bert_config.json max_seq_length): longer texts are truncated, as
@@ -97,14 +97,18 @@ def embed_text(title: str, template: str, entities: list[str], tags: list[str], 
 
 
 # The evidence vectors beside the all-fields one, by kind (migration 011: vector_id = item_id * 4 + kind).
-CAPTION, PICTURE = 1, 2
-FIELD_KINDS = {CAPTION: "caption", PICTURE: "picture"}
+CAPTION, PICTURE, LOOKS = 1, 2, 3
+FIELD_KINDS = {CAPTION: "caption", PICTURE: "picture", LOOKS: "looks"}
 
 
 def field_texts(template: str, tags: list[str], description: str, ocr_text: str) -> dict[int, str]:
     """An item's text for each evidence vector (empty: no vector): the caption is what its text says,
     the picture what it shows (template name and aliases, labels, picture description)."""
-    return {CAPTION: " ".join(ocr_text.split()), PICTURE: embed_text("", template, [], tags, description, "")}
+    return {
+        CAPTION: " ".join(ocr_text.split()),
+        PICTURE: embed_text("", template, [], tags, description, ""),
+        LOOKS: " ".join(description.split()),
+    }
 
 
 # ─────────────────────────────────────────────────────────────────────────────
@@ -542,11 +546,11 @@ def embed_items(db: DB, item_ids: list[int], embedder: Embedder, model: int) -> 
         texts.append(embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr_text))
         # A field whose text is the whole text (a bare meme's caption, usually) would store the
         # all-fields vector twice: the scan would read it twice for the same similarity.
-        fields.extend(
-            (item_id, kind, text)
-            for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items()
-            if text and text != texts[-1]
-        )
+        seen = {texts[-1]}
+        for kind, text in field_texts(template, json.loads(tags), description, ocr_text).items():
+            if text and text not in seen:
+                seen.add(text)
+                fields.append((item_id, kind, text))
     vecs = embedder.encode(texts + [text for _i, _k, text in fields], remember=True)
     for item_id, vec, text in zip(item_ids, vecs[: len(texts)], texts, strict=True):
         db.q("delete_vector", {"item_id": item_id})

@@ -37,6 +37,7 @@ VALUES (:item_id,
 -- name: delete_field_vectors
 DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 1;
 DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 2;
+DELETE FROM item_field_vectors WHERE vector_id = :item_id * 4 + 3;
 
 -- name: insert_field_vector
 -- One of an item's evidence vectors (migration 011: vector_id = item_id * 4 + kind), in the partition

@@ -25,7 +25,14 @@ from mambomeme.dense_index import (
     large_probe,
 )
 from mambomeme.dense_memory import InMemoryVectors, VectorMatrix, feedback_rerank
-from mambomeme.embed import EMBED_MODEL_NAME, EMBED_MODEL_REVISION, EMBED_TEXT_RECIPE, Embedder, get_embedder
+from mambomeme.embed import (
+    EMBED_MODEL_NAME,
+    EMBED_MODEL_REVISION,
+    EMBED_TEXT_RECIPE,
+    LOOKS,
+    Embedder,
+    get_embedder,
+)
 from mambomeme.library import DB, SAFETY_POLICY_VERSION
 from mambomeme.output import MamboError, clean_line, show_path
 from mambomeme.query_plan import (
@@ -58,6 +65,13 @@ FIELD_WEIGHTS = {"title": 3.0, "template": 3.0, "entities": 4.0, "tags": 2.0, "o
 WORDS_THERE_TOP = 3
 
 
+# The looks vector (the picture description alone, embed.FIELD_KINDS) counts x LOOKS_WEIGHT: one
+# description is every meme of a template's, so a description near a query brings the template's
+# memes in together, wanted for a query describing the picture, not for one about a topic.
+# Real-style set, hybrid nDCG@10, folds by template (4 of 5 chose 0.8): none 0.788 (visual 0.822,
+# semantic 0.465), 0.8 0.792 (0.849, 0.461), 1.0 0.787 (0.833, 0.447); dev v2 annotated visual
+# 0.869 -> 0.868. benchdata/experiments/looks_vector-result.txt; docs/decisions.md#looks-weight.
+LOOKS_WEIGHT = 0.8
 BASE_CONFIG: dict[str, Any] = {
     "field_weights": FIELD_WEIGHTS,
     # How many candidates each route contributes before fusion; bounded because three common terms
@@ -68,9 +82,10 @@ BASE_CONFIG: dict[str, Any] = {
     "dense_index": "ivf",
     "ivf_probe": IVF_PROBE,
     "dense_oversample": DENSE_OVERSAMPLE,
-    # An item's dense similarity is that of its best vector: all fields, caption or picture
+    # An item's dense similarity is that of its best vector: all fields, caption, picture or looks
     # (embed.EMBED_TEXT_RECIPE gives the numbers); False: the all-fields vector alone.
     "field_vectors": True,
+    "looks_weight": LOOKS_WEIGHT,
     "model": {"name": EMBED_MODEL_NAME, "revision": EMBED_MODEL_REVISION, "text_recipe": EMBED_TEXT_RECIPE},
     "safety_policy": SAFETY_POLICY_VERSION,
     "use_aliases": True,  # expand slang from the query_aliases table (builtin rows: schema.sql)
@@ -373,6 +388,7 @@ def statement_params(
         "dense_index": cfg.dense_index,
         "probe": cfg.ivf_probe,
         "field_vectors": cfg.field_vectors,
+        "looks_weight": cfg.looks_weight,
         "lexical": None,
         "dense": None,
         "word_match": plan.word_match,
@@ -464,7 +480,11 @@ class Searcher:
         feedback: DenseFeedback | None = None,
     ) -> str:
         return matrix.ranking(
-            embedder.encode([text])[0], params["depth"], field_vectors=params["field_vectors"], feedback=feedback
+            embedder.encode([text])[0],
+            params["depth"],
+            field_vectors=params["field_vectors"],
+            feedback=feedback,
+            looks_weight=params["looks_weight"],
         )
 
     @staticmethod
@@ -476,12 +496,14 @@ class Searcher:
         if feedback and rows and params["dense_index"] == "ivf-int8":
             # a large library keeps codes only: the candidates' codes, moved as dense_feedback does
             stored: dict[int, list[Any]] = {}
-            for item_id, _kind, code in reader.q(
+            scale: dict[int, list[float]] = {}
+            for item_id, kind, code in reader.q(
                 "candidate_codes", {"ids": json.dumps([r[0] for r in rows]), "field_vectors": params["field_vectors"]}
             ):
                 stored.setdefault(item_id, []).append(dequantize(code))
+                scale.setdefault(item_id, []).append(params["looks_weight"] if kind == LOOKS else 1.0)
             ranked = [(r[0], (r[5], r[6])) for r in rows if r[0] in stored]
-            return json.dumps(feedback_rerank(params["qvec"], ranked, stored, feedback))
+            return json.dumps(feedback_rerank(params["qvec"], ranked, stored, feedback, scale))
         if feedback and rows:
             # q + alpha * mean(top n) has the direction of q * n / alpha + sum(top n) (DENSE_FEEDBACK)
             n = min(feedback.top, len(rows))
@@ -494,6 +516,7 @@ class Searcher:
                     "feedback_top": n,
                     "field_vectors": params["field_vectors"],
                     "feedback_best": bool(feedback.best),
+                    "looks_weight": params["looks_weight"],
                 },
             )
             ranking = json.dumps([[r[0], r[1], r[2]] for r in rows])

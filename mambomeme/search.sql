@@ -25,8 +25,8 @@ SELECT name, version, config_sha256, created_at, notes, config FROM systems ORDE
 -- (typos, slang, OCR noise); dense = KNN over all-mpnet-base-v2 vectors: exact float32, the partitions of the
 -- coarse index's nearest centroids (IVF; in a large library their int8 codes first, 'ivf-int8'), or
 -- bit-quantized candidates rescored by float cosine.
--- With :field_vectors, an item's caption and picture vectors join its all-fields one (float and
--- IVF; the bit index holds all-fields vectors only) and the item scores its best similarity.
+-- With :field_vectors, an item's caption, picture and looks vectors join its all-fields one (float
+-- and IVF; the bit index holds all-fields vectors only) and the item scores its best similarity.
 -- Only servable items (safety, rights, privacy) take part: the vector indexes filter on their
 -- `servable` column during the scan, every route joins the view.
 -- :lexical, when not NULL, is the lexical route already run (a JSON array of [item id, weight],
@@ -64,14 +64,15 @@ WITH lex AS (
         ) m JOIN servable_items s ON s.item_id = m.item_id
     ) WHERE rank <= :depth
 ), dense_candidates AS (
-    -- exact: every vector (kind 0: the all-fields vector; 1, 2: evidence vectors)
+    -- exact: every vector (kind 0: the all-fields vector; 1-3: evidence vectors, the looks vector's
+    -- similarity x :looks_weight, search.LOOKS_WEIGHT)
     SELECT v.item_id, 1.0 - v.distance AS sim, 0 AS kind
     FROM item_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float'
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
     UNION ALL
-    -- the evidence vectors (caption, picture: migration 011), item_id = vector_id / 4
-    SELECT v.vector_id >> 2, 1.0 - v.distance, v.vector_id & 3
+    -- the evidence vectors (caption, picture: migration 011; looks: 025), item_id = vector_id / 4
+    SELECT v.vector_id >> 2, (1.0 - v.distance) * (CASE WHEN v.vector_id & 3 = 3 THEN :looks_weight ELSE 1.0 END), v.vector_id & 3
     FROM item_field_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float' AND :field_vectors
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
@@ -85,7 +86,7 @@ WITH lex AS (
       AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
                         UNION ALL SELECT 0)
     UNION ALL
-    SELECT v.vector_id >> 2, 1.0 - v.distance, v.vector_id & 3
+    SELECT v.vector_id >> 2, (1.0 - v.distance) * (CASE WHEN v.vector_id & 3 = 3 THEN :looks_weight ELSE 1.0 END), v.vector_id & 3
     FROM item_field_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf' AND :field_vectors
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
@@ -97,7 +98,10 @@ WITH lex AS (
     -- query's (:qcode), every kind in one table (vector_id = item_id * 4 + kind); the
     -- :codes_rescore nearest of those are ranked by the cosine between the codes (the library keeps
     -- no float vector of a quantized item)
-    SELECT c.vector_id >> 2, 1.0 - vec_distance_cosine(vec_int8(c.embedding), vec_int8(:qcode)), c.vector_id & 3
+    SELECT c.vector_id >> 2,
+           (1.0 - vec_distance_cosine(vec_int8(c.embedding), vec_int8(:qcode)))
+           * (CASE WHEN c.vector_id & 3 = 3 THEN :looks_weight ELSE 1.0 END),
+           c.vector_id & 3
     FROM (SELECT vector_id, embedding FROM vector_codes
           WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf-int8'
             AND embedding MATCH vec_int8(:qcode) AND k = :codes_k AND servable = 1
@@ -117,7 +121,7 @@ WITH lex AS (
     SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key + 1 AS rank FROM json_each(:dense)
     WHERE :use_dense AND :dense IS NOT NULL AND value ->> 0 NOT IN (SELECT item_id FROM hidden_items)
     UNION ALL
-    -- an item is as similar as its best vector (all fields, caption or picture); the all-fields
+    -- an item is as similar as its best vector (all fields, caption, picture or looks); the all-fields
     -- vector's own similarity (when among the candidates) is evidence for "no match" apart
     SELECT item_id, sim, sim_all, row_number() OVER (ORDER BY sim DESC, item_id) AS rank
     FROM (SELECT d.item_id, max(d.sim) AS sim, max(CASE WHEN d.kind = 0 THEN d.sim END) AS sim_all
@@ -174,7 +178,7 @@ JOIN library_roots r ON r.root_id = f.root_id;
 WITH RECURSIVE ranked AS (
     SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key AS pos FROM json_each(:dense)
 ), vectors AS MATERIALIZED (
-    -- the candidates' stored vectors, by primary key: all fields (kind 0), then caption and picture
+    -- the candidates' stored vectors, by primary key: all fields (kind 0), then caption, picture, looks
     SELECT r.item_id, 0 AS kind, v.embedding FROM ranked r JOIN item_vectors v ON v.item_id = r.item_id
     UNION ALL
     SELECT r.item_id, 1, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 1
@@ -182,18 +186,22 @@ WITH RECURSIVE ranked AS (
     UNION ALL
     SELECT r.item_id, 2, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 2
     WHERE :field_vectors
+    UNION ALL
+    SELECT r.item_id, 3, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 3
+    WHERE :field_vectors
 ), top AS (
     SELECT row_number() OVER (ORDER BY t.pos) AS n,
            (SELECT x.embedding FROM vectors x WHERE x.item_id = t.item_id AND (x.kind = 0 OR :feedback_best)
-            ORDER BY vec_distance_cosine(x.embedding, vec_f32(:qvec_scaled)), x.kind LIMIT 1) AS embedding
+            ORDER BY (1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec_scaled)))
+                     * (CASE WHEN x.kind = 3 THEN :looks_weight ELSE 1.0 END) DESC, x.kind LIMIT 1) AS embedding
     FROM (SELECT item_id, pos FROM ranked ORDER BY pos LIMIT :feedback_top) t
 ), moved(n, qvec) AS (
     SELECT 0, vec_f32(:qvec_scaled)
     UNION ALL
     SELECT m.n + 1, vec_add(m.qvec, t.embedding) FROM moved m JOIN top t ON t.n = m.n + 1
 ), rescored AS (
-    SELECT item_id, max(1.0 - vec_distance_cosine(embedding, (SELECT qvec FROM moved ORDER BY n DESC LIMIT 1)))
-           AS moved_sim
+    SELECT item_id, max((1.0 - vec_distance_cosine(embedding, (SELECT qvec FROM moved ORDER BY n DESC LIMIT 1)))
+                        * (CASE WHEN kind = 3 THEN :looks_weight ELSE 1.0 END)) AS moved_sim
     FROM vectors GROUP BY item_id
 )
 SELECT r.item_id, r.sim, r.sim_all, s.moved_sim FROM ranked r JOIN rescored s ON s.item_id = r.item_id
@@ -212,10 +220,11 @@ FROM items i JOIN servable_items USING (item_id);
 
 -- name: candidate_codes
 -- The codes of a large library's dense candidates (:ids, a JSON array of item ids), all fields
--- first, then caption and picture (with :field_vectors), for the query's feedback step.
+-- first, then caption, picture and looks (with :field_vectors), for the query's feedback step.
 SELECT j.value AS item_id, k.kind, c.embedding
 FROM json_each(:ids) j
-JOIN (SELECT 0 AS kind UNION ALL SELECT 1 WHERE :field_vectors UNION ALL SELECT 2 WHERE :field_vectors) k
+JOIN (SELECT 0 AS kind UNION ALL SELECT 1 WHERE :field_vectors UNION ALL SELECT 2 WHERE :field_vectors
+      UNION ALL SELECT 3 WHERE :field_vectors) k
 JOIN vector_codes c ON c.vector_id = j.value * 4 + k.kind
 ORDER BY j.key, k.kind;
 

@@ -117,7 +117,8 @@ class SystemConfig:
     large_probe: int | None = None  # a large library's probe
     codes_k: int | None = None
     codes_rescore: int | None = None
-    field_vectors: bool = False  # an item scores its best vector (all fields, caption, picture)
+    field_vectors: bool = False  # an item scores its best vector (all fields, caption, picture, looks)
+    looks_weight: float = 1.0  # the "looks" vector's similarity (the picture description alone) counts x this
     use_aliases: bool = True
     correct_typos: bool = True
     two_edit_typos: bool = False

@@ -29,6 +29,7 @@ from mambomeme.safety_review import record_meaning_signals
 from mambomeme.search import (
     DEFAULT_SYSTEM,
     DEFAULT_SYSTEMS,
+    LOOKS_WEIGHT,
     WORDS_THERE_TOP,
     Result,
     Searcher,
@@ -212,6 +213,11 @@ def test_hidden_items_are_skipped_inside_the_vector_scan(library_copy: tuple[Pat
         db.con.execute("UPDATE items SET safety = 'unsafe' WHERE item_id = ?", (top[0],))
     hidden = [r.item_id for r in searcher.search("john cena", cfg, empty_rule=False)]
     assert top[0] not in hidden and len(hidden) == 3
+    # every kind of the hidden meme's evidence vectors (caption, picture, looks) left the scan
+    kinds = db.con.execute(
+        "SELECT vector_id & 3, servable FROM item_field_vectors WHERE vector_id >> 2 = ?", (top[0],)
+    ).fetchall()
+    assert {kind for kind, _ok in kinds} == {1, 2, 3} and not any(ok for _kind, ok in kinds)
     # The exact indexes keep the rest in order; the bit index's candidates are chosen by sign bits,
     # so the meme that replaces the hidden one may rank above the others after float rescoring.
     assert hidden[:2] == top[1:] if index != "bit-rescore" else set(top[1:]) <= set(hidden)
@@ -783,34 +789,41 @@ def test_the_evidence_model_is_the_systems_no_match_rule(fixture_library: Path) 
 
 @pytest.mark.slow
 def test_an_item_is_as_similar_as_its_best_evidence_vector(fixture_library: Path) -> None:
-    """Beside its all-fields vector, an item has one vector per non-empty evidence field (caption:
-    its OCR text; picture: template, labels, picture description), and the dense route scores it by
-    the best of them: recomputed here from the stored vectors, for the whole ranking."""
+    """Beside its all-fields vector, an item has one vector per non-empty evidence field whose text
+    no earlier vector holds (caption: its OCR text; picture: template, labels, picture description;
+    looks: the description alone), and the dense route scores it by the best of them, a looks
+    vector's similarity x LOOKS_WEIGHT: recomputed here from the stored vectors, for the whole
+    ranking."""
     import numpy as np
 
-    from mambomeme.embed import CAPTION, PICTURE, embed_text, field_texts
+    from mambomeme.embed import CAPTION, LOOKS, PICTURE, embed_text, field_texts
 
     db = open_db(fixture_library)
     searcher = Searcher(db, get_embedder())
     vecs: dict[int, list] = {}
     for item, emb in db.con.execute("SELECT item_id, embedding FROM item_vectors"):
-        vecs.setdefault(item, []).append(np.frombuffer(emb, dtype=np.float32))
+        vecs.setdefault(item, []).append((np.frombuffer(emb, dtype=np.float32), 1.0))
     kinds: dict[int, set[int]] = {}
     for vid, emb in db.con.execute("SELECT vector_id, embedding FROM item_field_vectors"):
-        vecs[vid >> 2].append(np.frombuffer(emb, dtype=np.float32))
+        vecs[vid >> 2].append((np.frombuffer(emb, dtype=np.float32), LOOKS_WEIGHT if vid & 3 == LOOKS else 1.0))
         kinds.setdefault(vid >> 2, set()).add(vid & 3)
     for item, title, template, entities, tags, description, ocr in db.con.execute(
         "SELECT item_id, title, template_text, entities, tags, description, ocr_text FROM item_effective"
     ):
         texts = field_texts(template, json.loads(tags), description, ocr)
-        whole = embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr)
-        assert kinds.get(item, set()) == {k for k in (CAPTION, PICTURE) if texts[k] and texts[k] != whole}
+        seen, want = {embed_text(title, template, json.loads(entities), json.loads(tags), description, ocr)}, set()
+        for k in (CAPTION, PICTURE, LOOKS):
+            if texts[k] and texts[k] not in seen:
+                seen.add(texts[k])
+                want.add(k)
+        assert kinds.get(item, set()) == want
     assert sum(CAPTION in k for k in kinds.values()) > 40 and sum(PICTURE in k for k in kinds.values()) > 10
+    assert sum(LOOKS in k for k in kinds.values()) > 10
     cfg = DEFAULT_SYSTEMS["dense"] | {"dense_index": "float"}
     servable = {i for (i,) in db.con.execute("SELECT item_id FROM servable_items")}
     for q in ("john cena", "a yellow rubber duck", "when the code works on the first try"):
         qvec = get_embedder().encode([plan_query(db, q).dense_query])[0]
-        best = {item: max(float(v @ qvec) for v in vs) for item, vs in vecs.items() if item in servable}
+        best = {item: max(float(v @ qvec) * w for v, w in vs) for item, vs in vecs.items() if item in servable}
         want = sorted(best, key=lambda i: -best[i])[:10]
         got = searcher.search(q, cfg, empty_rule=False)
         assert [r.item_id for r in got] == want
@@ -838,7 +851,7 @@ def test_a_library_embedded_by_an_older_recipe_is_embedded_again(library_copy: t
             "SELECT DISTINCT m.text_recipe FROM item_embeddings e JOIN embedding_models m USING (model_id)"
         )
     }
-    assert len(recipes) == 1 and recipes.pop().startswith("v3")
+    assert len(recipes) == 1 and recipes.pop().startswith("v4")
     assert not any(db.rows("consistency")[0].values())
 
 

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from helpers import open_db
-from mambomeme.embed import get_embedder
+from mambomeme.embed import CAPTION, LOOKS, PICTURE, get_embedder
 from mambomeme.query_plan import coverage, full_match, idf_weights, item_words, plan_query, typed_share
 from mambomeme.search import (
     DEFAULT_SYSTEMS,
     DENSE_FEEDBACK,
     FULL_MATCH_TIER,
     KEEP_FULL_MATCHES,
+    LOOKS_WEIGHT,
     Searcher,
     plan_for,
 )
@@ -113,7 +114,7 @@ def moved_similarities(
 ) -> dict[int, float]:
     """Rocchio in numpy: q + alpha * mean(a vector of each of the first `top`: its all-fields one, or
     with `given_best` the one of its vectors nearest q), and each item's best cosine over its stored
-    vectors (all fields, caption, picture)."""
+    vectors (all fields, caption, picture, looks; a looks vector's cosine x LOOKS_WEIGHT)."""
 
     def vec(sql: str, key: int) -> np.ndarray | None:
         row = db.con.execute(sql, (key,)).fetchone()
@@ -123,17 +124,19 @@ def moved_similarities(
         return float(v @ q / np.linalg.norm(v) / np.linalg.norm(q))
 
     stored = {
-        i: [vec("SELECT embedding FROM item_vectors WHERE item_id = ?", i)]
+        i: [(vec("SELECT embedding FROM item_vectors WHERE item_id = ?", i), 1.0)]
         + [
-            v
-            for k in (1, 2)
+            (v, LOOKS_WEIGHT if k == LOOKS else 1.0)
+            for k in (CAPTION, PICTURE, LOOKS)
             if (v := vec("SELECT embedding FROM item_field_vectors WHERE vector_id = ?", i * 4 + k)) is not None
         ]
         for i in ids
     }
-    given = [max(stored[i], key=lambda v: cos(v, qvec)) if given_best else stored[i][0] for i in ids[:top]]
+    given = [
+        max(stored[i], key=lambda vw: cos(vw[0], qvec) * vw[1])[0] if given_best else stored[i][0][0] for i in ids[:top]
+    ]
     moved = qvec + alpha * np.mean(given, axis=0)
-    return {i: max(cos(v, moved) for v in stored[i]) for i in ids}
+    return {i: max(cos(v, moved) * w for v, w in stored[i]) for i in ids}
 
 
 @pytest.mark.parametrize(

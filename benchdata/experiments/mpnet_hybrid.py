@@ -1,4 +1,4 @@
-"""Issue 18, after mpnet_semantic.py: all-mpnet-base-v2 as the dense route INSIDE the tool's hybrid
+"""After mpnet_semantic.py: all-mpnet-base-v2 as the dense route INSIDE the tool's hybrid
 system (lexical route, evidence gate, weighted lexical hits, full-match guarantee, Rocchio feedback
 and the fusion statement all unchanged), against today's MiniLM hybrid, on dev v2. A pure experiment:
 the tool is not changed.

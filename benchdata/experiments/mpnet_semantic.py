@@ -1,4 +1,4 @@
-"""Issue 18 ("meaning survives"): would all-mpnet-base-v2 as the dense model lift dev v2's semantic
+"""Meaning survives: would all-mpnet-base-v2 as the dense model lift dev v2's semantic
 slice (queries that paraphrase a meme's meaning with no shared words; target nDCG@10 0.60) over the
 project's all-MiniLM-L6-v2? A pure experiment: the tool is not changed.
 

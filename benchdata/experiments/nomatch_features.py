@@ -1,4 +1,4 @@
-"""Issue 17 (session 7): do features read from the routes separately, not from the fused list, let
+"""Do features read from the routes separately, not from the fused list, let
 the "no match" evidence model (search.EMPTY_RULES, fitted by `mambo bench no-match`) empty more
 no-match queries of dev v2 at the same price? A negative result, kept so it can be re-run after
 fusion changes (result: benchdata/experiments/nomatch_features-result.txt). Candidate "coherence" (the
@@ -10,7 +10,7 @@ Reproduce (from the repository root; copies of the annotated and the bare librar
     .venv/bin/python benchdata/experiments/nomatch_features.py --lib LIB.sqlite --bare BARE.sqlite \
         > benchdata/experiments/nomatch_features-result.txt
 
-Session 8: today's features now include "corrected" and "absent" (search.evidence_features), and
+A second run: the features include "corrected" and "absent" (search.evidence_features), and
 the tool fits one model per library condition; `--condition bare` (or annotated) fits and holds out
 on that library alone, as `mambo bench no-match` now does (result for the bare library:
 benchdata/experiments/nomatch_features-session8-bare.txt).
@@ -128,7 +128,7 @@ def features(db: DB, query: str, results: list, seen: dict, documents: int) -> d
     freq = english_frequencies()
     f["name_unk"] = float(any(freq[t] < REAL_WORD_MIN_COUNT for t in plan.unknown))
     f["length"] = min(len(plan.content), 6) / 6
-    # coherence (session 7): the mean pairwise cosine of the dense route's five best items'
+    # coherence: the mean pairwise cosine of the dense route's five best items'
     # all-fields vectors; an answerable query's best items tend to be about one thing
     top = [i for i, _s, _a in seen.get("dense", [])[:5]]
     vecs = [

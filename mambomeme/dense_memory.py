@@ -111,9 +111,9 @@ class VectorMatrix:
             if kind and not field_vectors or not len(ids):
                 continue
             sims = m @ q
-            if kind:
-                sims = np.where(self._looks, sims * np.float32(looks_weight), sims)
             top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
+            if kind:  # (weighed after the k nearest are taken, as the SQL scan's KNN does)
+                sims = np.where(self._looks, sims * np.float32(looks_weight), sims)
             for i in top.tolist():
                 item, sim = int(ids[i]), float(sims[i])
                 cur = best.setdefault(item, [sim, None])

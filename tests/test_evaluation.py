@@ -46,7 +46,7 @@ from mambomeme.lab.scoring import (
 )
 from mambomeme.library import PACKAGE, QUERY_FILES, Q, load_named_queries, load_query_files
 from mambomeme.output import MamboError
-from mambomeme.search import Searcher
+from mambomeme.search import DEFAULT_SYSTEMS, Searcher, config_sha, system_config
 
 
 @pytest.fixture
@@ -218,6 +218,45 @@ def test_a_corpus_change_invalidates_no_match_audits_until_redone(bench_lib, tmp
 
 
 # ── Pooling, blinding, judging, adjudication, agreement ───────────────────────
+
+
+def test_the_pool_is_drawn_by_this_code_s_systems_not_a_library_s_older_ones(bench_lib) -> None:
+    """A library last searched by older code holds an older configuration as a system's current
+    version; the pool is drawn by this code's (the one the runs score), so none of their top 10
+    is left out of it."""
+    db_path, _images, _ = bench_lib
+    db = open_db(db_path)
+    with db.write():
+        db.con.execute("DELETE FROM systems WHERE name = 'bm25'")
+        older = DEFAULT_SYSTEMS["bm25"] | {"candidate_depth": 1}  # one candidate a query
+        db.q(
+            "insert_system",
+            {
+                "name": "bm25",
+                "config": json.dumps(older, sort_keys=True),
+                "config_sha256": config_sha(older),
+                "notes": "",
+            },
+        )
+    db.close()
+    invoke("--db", db_path, "bench", "pool", "dev", "--system", "bm25")
+    db = open_db(db_path)
+    assert system_config(db, "bm25") == json.loads(json.dumps(DEFAULT_SYSTEMS["bm25"], sort_keys=True))
+    searcher = Searcher(db, None)
+    pooled = set(db.con.execute("SELECT query_id, item_id FROM judgement_candidates"))
+    wide = 0
+    for query_id, text in db.con.execute("SELECT query_id, query FROM bench_queries"):
+        top = [r.item_id for r in searcher.search(text, "bm25", 10, empty_rule=False)]
+        shown = {
+            r.item_id
+            for r in Searcher.empty_rule(
+                DEFAULT_SYSTEMS["bm25"]["empty_rule"], searcher.search(text, "bm25", 10, empty_rule=False)
+            )
+        }
+        assert {(query_id, i) for i in top if i in shown} <= pooled
+        wide += len(shown) > 1
+    assert wide > 5  # the older configuration would have pooled one meme a query
+    db.close()
 
 
 def test_pool_is_blinded_seeded_and_judging_is_resumable(bench_lib, tmp_path: Path) -> None:

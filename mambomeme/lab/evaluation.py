@@ -524,6 +524,9 @@ def pool(
     library's configuration, results mapped by SHA-256), so that neither condition's top `depth`
     holds an unjudged item."""
     queries = db.rows("partition_queries", {"partition_id": partition_id})
+    # The pool is drawn by the systems the runs will score: this code's configurations (a library
+    # last searched by older code holds older ones as its current versions).
+    sync_systems(db)
     searchers = {s: searcher_for(db, s) for s in systems}
     configs = {s: system_config(db, s) for s in systems}
     # Each system's ranking of a query text, on this library and (with `bare`) on the bare one.

@@ -39,12 +39,15 @@ graders=(
     "dev-r4-grader-h.jsonl real-grader-h-r4"
     "dev-r4-grader-i.jsonl real-grader-i-r4"
     "dev-r4-grader-j.jsonl real-grader-j-r4"
-    # round 5: the 207 candidates (198 views) the looks vector's rankings drew; shard 1 graded by k
-    # and l, shard 2 by m and n
+    # round 5: the 207 candidates (198 views) the looks vector's rankings drew (at full weight);
+    # shard 1 graded by k and l, shard 2 by m and n
     "dev-r5-grader-k.jsonl real-grader-k-r5"
     "dev-r5-grader-l.jsonl real-grader-l-r5"
     "dev-r5-grader-m.jsonl real-grader-m-r5"
     "dev-r5-grader-n.jsonl real-grader-n-r5"
+    # round 6: the 20 candidates the chosen looks weight (0.8) drew beyond round 5's pool (a blind pair)
+    "dev-r6-grader-p.jsonl real-grader-p-r6"
+    "dev-r6-grader-q.jsonl real-grader-q-r6"
 )
 adjudicators=(
     "dev-adjudicator.jsonl real-adjudicator"

@@ -42,7 +42,7 @@ class VectorMatrix:
     field_items: Any
     fields: Any
     fingerprint: tuple[Any, ...]
-    field_kinds: Any = None  # each evidence vector's kind (embed.FIELD_KINDS)
+    field_kinds: Any  # each evidence vector's kind (embed.FIELD_KINDS)
 
     @classmethod
     def load(cls, db: DB) -> VectorMatrix | None:
@@ -85,9 +85,7 @@ class VectorMatrix:
 
     @functools.cached_property
     def _looks(self) -> Any:
-        import numpy as np
-
-        return np.zeros(len(self.field_items), dtype=bool) if self.field_kinds is None else self.field_kinds == LOOKS
+        return self.field_kinds == LOOKS
 
     def ranking(
         self,

@@ -64,15 +64,14 @@ WITH lex AS (
         ) m JOIN servable_items s ON s.item_id = m.item_id
     ) WHERE rank <= :depth
 ), dense_candidates AS (
-    -- exact: every vector (kind 0: the all-fields vector; 1-3: evidence vectors, the looks vector's
-    -- similarity x :looks_weight, search.LOOKS_WEIGHT)
+    -- exact: every vector (kind 0: the all-fields vector; 1-3: evidence vectors)
     SELECT v.item_id, 1.0 - v.distance AS sim, 0 AS kind
     FROM item_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float'
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
     UNION ALL
     -- the evidence vectors (caption, picture: migration 011; looks: 025), item_id = vector_id / 4
-    SELECT v.vector_id >> 2, (1.0 - v.distance) * (CASE WHEN v.vector_id & 3 = 3 THEN :looks_weight ELSE 1.0 END), v.vector_id & 3
+    SELECT v.vector_id >> 2, 1.0 - v.distance, v.vector_id & 3
     FROM item_field_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'float' AND :field_vectors
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
@@ -86,7 +85,7 @@ WITH lex AS (
       AND v.cluster IN (SELECT cluster FROM vector_centroids WHERE centroid MATCH :qvec AND k = :probe
                         UNION ALL SELECT 0)
     UNION ALL
-    SELECT v.vector_id >> 2, (1.0 - v.distance) * (CASE WHEN v.vector_id & 3 = 3 THEN :looks_weight ELSE 1.0 END), v.vector_id & 3
+    SELECT v.vector_id >> 2, 1.0 - v.distance, v.vector_id & 3
     FROM item_field_vectors v
     WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf' AND :field_vectors
       AND v.embedding MATCH :qvec AND k = :k AND v.servable = 1
@@ -98,10 +97,7 @@ WITH lex AS (
     -- query's (:qcode), every kind in one table (vector_id = item_id * 4 + kind); the
     -- :codes_rescore nearest of those are ranked by the cosine between the codes (the library keeps
     -- no float vector of a quantized item)
-    SELECT c.vector_id >> 2,
-           (1.0 - vec_distance_cosine(vec_int8(c.embedding), vec_int8(:qcode)))
-           * (CASE WHEN c.vector_id & 3 = 3 THEN :looks_weight ELSE 1.0 END),
-           c.vector_id & 3
+    SELECT c.vector_id >> 2, 1.0 - vec_distance_cosine(vec_int8(c.embedding), vec_int8(:qcode)), c.vector_id & 3
     FROM (SELECT vector_id, embedding FROM vector_codes
           WHERE :use_dense AND :dense IS NULL AND :dense_index = 'ivf-int8'
             AND embedding MATCH vec_int8(:qcode) AND k = :codes_k AND servable = 1
@@ -121,10 +117,12 @@ WITH lex AS (
     SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key + 1 AS rank FROM json_each(:dense)
     WHERE :use_dense AND :dense IS NOT NULL AND value ->> 0 NOT IN (SELECT item_id FROM hidden_items)
     UNION ALL
-    -- an item is as similar as its best vector (all fields, caption, picture or looks); the all-fields
-    -- vector's own similarity (when among the candidates) is evidence for "no match" apart
+    -- an item is as similar as its best vector (all fields, caption, picture or looks, the looks
+    -- vector's similarity x :looks_weight, search.LOOKS_WEIGHT); the all-fields vector's own
+    -- similarity (when among the candidates) is evidence for "no match" apart
     SELECT item_id, sim, sim_all, row_number() OVER (ORDER BY sim DESC, item_id) AS rank
-    FROM (SELECT d.item_id, max(d.sim) AS sim, max(CASE WHEN d.kind = 0 THEN d.sim END) AS sim_all
+    FROM (SELECT d.item_id, max(d.sim * (CASE WHEN d.kind = 3 THEN :looks_weight ELSE 1.0 END)) AS sim,
+                 max(CASE WHEN d.kind = 0 THEN d.sim END) AS sim_all
           FROM dense_candidates d JOIN servable_items s ON s.item_id = d.item_id
           GROUP BY d.item_id ORDER BY sim DESC, d.item_id LIMIT :depth)
 )
@@ -178,30 +176,32 @@ JOIN library_roots r ON r.root_id = f.root_id;
 WITH RECURSIVE ranked AS (
     SELECT value ->> 0 AS item_id, value ->> 1 AS sim, value ->> 2 AS sim_all, key AS pos FROM json_each(:dense)
 ), vectors AS MATERIALIZED (
-    -- the candidates' stored vectors, by primary key: all fields (kind 0), then caption, picture, looks
-    SELECT r.item_id, 0 AS kind, v.embedding FROM ranked r JOIN item_vectors v ON v.item_id = r.item_id
+    -- the candidates' stored vectors, by primary key: all fields (kind 0), then caption, picture,
+    -- looks; `w` what a vector's similarity counts (the looks vector's: :looks_weight)
+    SELECT r.item_id, 0 AS kind, v.embedding, 1.0 AS w FROM ranked r JOIN item_vectors v ON v.item_id = r.item_id
     UNION ALL
-    SELECT r.item_id, 1, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 1
+    SELECT r.item_id, 1, v.embedding, 1.0 FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 1
     WHERE :field_vectors
     UNION ALL
-    SELECT r.item_id, 2, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 2
+    SELECT r.item_id, 2, v.embedding, 1.0 FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 2
     WHERE :field_vectors
     UNION ALL
-    SELECT r.item_id, 3, v.embedding FROM ranked r JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 3
+    SELECT r.item_id, 3, v.embedding, :looks_weight FROM ranked r
+    JOIN item_field_vectors v ON v.vector_id = r.item_id * 4 + 3
     WHERE :field_vectors
 ), top AS (
     SELECT row_number() OVER (ORDER BY t.pos) AS n,
            (SELECT x.embedding FROM vectors x WHERE x.item_id = t.item_id AND (x.kind = 0 OR :feedback_best)
-            ORDER BY (1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec_scaled)))
-                     * (CASE WHEN x.kind = 3 THEN :looks_weight ELSE 1.0 END) DESC, x.kind LIMIT 1) AS embedding
+            ORDER BY (1.0 - vec_distance_cosine(x.embedding, vec_f32(:qvec_scaled))) * x.w DESC, x.kind
+            LIMIT 1) AS embedding
     FROM (SELECT item_id, pos FROM ranked ORDER BY pos LIMIT :feedback_top) t
 ), moved(n, qvec) AS (
     SELECT 0, vec_f32(:qvec_scaled)
     UNION ALL
     SELECT m.n + 1, vec_add(m.qvec, t.embedding) FROM moved m JOIN top t ON t.n = m.n + 1
 ), rescored AS (
-    SELECT item_id, max((1.0 - vec_distance_cosine(embedding, (SELECT qvec FROM moved ORDER BY n DESC LIMIT 1)))
-                        * (CASE WHEN kind = 3 THEN :looks_weight ELSE 1.0 END)) AS moved_sim
+    SELECT item_id, max((1.0 - vec_distance_cosine(embedding, (SELECT qvec FROM moved ORDER BY n DESC LIMIT 1))) * w)
+           AS moved_sim
     FROM vectors GROUP BY item_id
 )
 SELECT r.item_id, r.sim, r.sim_all, s.moved_sim FROM ranked r JOIN rescored s ON s.item_id = r.item_id

@@ -60,6 +60,7 @@ def matrix_of(texts: list[tuple[int, int, str]], vecs: np.ndarray) -> VectorMatr
         np.array([i for i, _n in fields], dtype=np.int64),
         vecs[[n for _i, n in fields]] if fields else np.zeros((0, vecs.shape[1]), np.float32),
         (),
+        np.array([k for _i, k, _t in texts if k != 0], dtype=np.int64),
     )
     return m
 
